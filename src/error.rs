@@ -1,0 +1,116 @@
+//! The library's typed errors. The binary maps each [`Category`] to an exit code; the library never
+//! decides how a failure is shown.
+
+use crate::record::Problems;
+use std::path::PathBuf;
+
+/// Everything that can go wrong in a git-neo operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The request was invalid; nothing was written.
+    #[error("{0}")]
+    Invalid(Problems),
+
+    /// No record id starts with the given prefix.
+    #[error("{field}: no record id starts with {prefix:?}; run `git neo list --all` to see ids")]
+    NotFound { field: String, prefix: String },
+
+    /// More than one record id starts with the given prefix.
+    #[error("{field}: the id prefix {prefix:?} is ambiguous; it matches:\n{}\ngive more digits", candidates.join("\n"))]
+    Ambiguous { field: String, prefix: String, candidates: Vec<String> },
+
+    /// The directory is not inside a git repository.
+    #[error("not a git repository (or any parent up to the root): {}: {source}", path.display())]
+    NotARepository {
+        path: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+
+    /// A git configuration value is unusable.
+    #[error("git config {key}: {message}")]
+    Config { key: String, message: String },
+
+    /// The memory ref's lock file stayed in place for the whole bounded wait.
+    #[error(
+        "the memory ref {ref_name} is locked: {} exists{} and did not go away within {waited_ms} ms.\n\
+         If no git or git-neo process is running, a crash left it behind: remove that file and try again.",
+        lock.display(),
+        age_secs.map(|s| format!(" (created {s} s ago)")).unwrap_or_default()
+    )]
+    Locked { ref_name: String, lock: PathBuf, age_secs: Option<u64>, waited_ms: u128 },
+
+    /// Other writers kept moving the ref for the whole retry budget.
+    #[error("gave up updating {ref_name} after {attempts} attempts: other writers kept moving it; try again")]
+    Contention { ref_name: String, attempts: u32 },
+
+    /// The memory on the ref is damaged (a bad object, an unreadable tree, a record that does not parse).
+    #[error("memory integrity: {0}")]
+    Integrity(String),
+
+    /// A git operation failed.
+    #[error("git: {context}: {source}")]
+    Git {
+        context: String,
+        #[source]
+        source: gix::Error,
+    },
+
+    /// A git subprocess (used only where gix has no equivalent, such as `gc`) failed.
+    #[error("git {command}: {message}")]
+    GitCommand { command: String, message: String },
+
+    /// A filesystem operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What kind of failure an [`Error`] is, so callers can choose a remedy (and the CLI an exit code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// The caller's input or request is wrong: fix it and retry.
+    User,
+    /// The stored memory is damaged.
+    Integrity,
+    /// Another writer or a lock prevented the write: retry later.
+    Conflict,
+    /// The environment failed (git, filesystem).
+    Environment,
+}
+
+impl Error {
+    /// The category of this error.
+    pub fn category(&self) -> Category {
+        match self {
+            Error::Invalid(_) | Error::NotFound { .. } | Error::Ambiguous { .. } | Error::NotARepository { .. } | Error::Config { .. } => {
+                Category::User
+            }
+            Error::Integrity(_) => Category::Integrity,
+            Error::Locked { .. } | Error::Contention { .. } => Category::Conflict,
+            Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } => Category::Environment,
+        }
+    }
+
+    /// An invalid-input error with a single problem.
+    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Invalid(Problems(vec![crate::record::Problem::new(field, message)]))
+    }
+}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attach context to gix results.
+pub(crate) trait GitContext<T> {
+    fn git(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: Into<gix::Error>> GitContext<T> for std::result::Result<T, E> {
+    fn git(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::Git { context: context(), source: e.into() })
+    }
+}

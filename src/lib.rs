@@ -1,0 +1,17 @@
+//! git-neo: a git-native memory for coding agents and the people who work beside them.
+//!
+//! The library holds every use case ([`api`]); the binary and the MCP server only parse input,
+//! call it, and print. Module map (see `docs/ARCHITECTURE.md`):
+//! - [`record`]: PURE. Record types, canonical bytes, parsing, validation, identity.
+//! - [`store`]: the only module that names gix. The memory ref, its layout, reads and CAS writes.
+//! - [`state`]: PURE. The fold from all records to current meaning.
+//! - [`api`]: use cases (init, add, show, list, log, forget).
+//! - [`error`]: typed errors and their categories.
+
+pub mod api;
+pub mod error;
+pub mod record;
+pub mod state;
+pub mod store;
+
+pub use error::{Error, Result};

@@ -1,0 +1,363 @@
+//! Records: the one source of truth, and PURE (no I/O, no git).
+//!
+//! A record is one UTF-8 markdown file with YAML front matter. This module owns the typed model
+//! ([`Record`] and its payloads), the canonical byte form the writer emits ([`canonical`]), the
+//! parser the reader and verifier use ([`parse`]), the semantic rules both share ([`validate`]) and
+//! identity ([`RecordId`]: the BLAKE3 hash of the file's exact bytes). The byte format is specified
+//! in `docs/format.md`; the snapshot tests in `canonical` pin it.
+
+pub mod canonical;
+pub mod id;
+pub mod parse;
+pub mod time;
+pub mod validate;
+
+pub use id::RecordId;
+pub use time::Timestamp;
+pub use validate::{Problem, Problems};
+
+use serde::Serialize;
+use std::fmt;
+
+/// The format version written in every record's `neo:` field and in the ref's `FORMAT` entry.
+pub const FORMAT_VERSION: u32 = 1;
+
+macro_rules! word_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $word:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+        pub enum $name { $(#[serde(rename = $word)] $variant),+ }
+
+        impl $name {
+            /// Every value, in the documented order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The word used in front matter and on the command line.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $word),+ }
+            }
+
+            /// Parse the front-matter word; `None` when it is not one of [`Self::ALL`].
+            pub fn from_word(s: &str) -> Option<Self> {
+                match s { $($word => Some($name::$variant),)+ _ => None }
+            }
+
+            /// The accepted words joined for error messages.
+            pub fn expected() -> String {
+                Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+    };
+}
+
+word_enum!(
+    /// What a record is. Each kind has its own directory on the memory ref.
+    Kind {
+        Fact => "fact",
+        Attempt => "attempt",
+        Supersession => "supersession",
+        Outcome => "outcome",
+        Retraction => "retraction",
+    }
+);
+
+impl Kind {
+    /// The top-level directory holding records of this kind on the memory ref.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Kind::Fact => "facts",
+            Kind::Attempt => "attempts",
+            Kind::Supersession => "supersessions",
+            Kind::Outcome => "outcomes",
+            Kind::Retraction => "retractions",
+        }
+    }
+
+    /// The kind stored in a top-level directory, the inverse of [`Kind::dir`].
+    pub fn from_dir(dir: &str) -> Option<Kind> {
+        Kind::ALL.iter().copied().find(|k| k.dir() == dir)
+    }
+}
+
+word_enum!(
+    /// The type of a fact.
+    FactType {
+        Constraint => "constraint",
+        Architecture => "architecture",
+        Pattern => "pattern",
+        Review => "review",
+        Decision => "decision",
+        KnownUnknown => "known-unknown",
+        Failure => "failure",
+    }
+);
+
+word_enum!(
+    /// Where a fact's knowledge came from.
+    Provenance {
+        Structural => "structural",
+        Observed => "observed",
+        Inferred => "inferred",
+    }
+);
+
+word_enum!(
+    /// How one fact relates to another.
+    RelationType {
+        Extends => "extends",
+        Derives => "derives",
+        Updates => "updates",
+    }
+);
+
+word_enum!(
+    /// The result of an attempt's check.
+    CheckResult {
+        Passed => "passed",
+        Failed => "failed",
+        Unverified => "unverified",
+    }
+);
+
+word_enum!(
+    /// How a supersession was decided.
+    SupersessionMethod {
+        Key => "key",
+        Similarity => "similarity",
+        Explicit => "explicit",
+        Outdated => "outdated",
+    }
+);
+
+/// A signed amount in thousandths, used for confidence (0..=1000) and outcome deltas.
+///
+/// Stored as an integer so the fold never depends on floating-point summation order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Milli(pub i32);
+
+impl Milli {
+    /// The full scale, 1.0.
+    pub const ONE: Milli = Milli(1000);
+
+    /// The value as a float, for display and JSON.
+    pub fn as_f64(self) -> f64 {
+        f64::from(self.0) / 1000.0
+    }
+
+    /// Round a float to thousandths; `None` for NaN, infinities and values beyond ±1000.0.
+    pub fn from_f64(v: f64) -> Option<Milli> {
+        if !v.is_finite() || v.abs() > 1000.0 {
+            return None;
+        }
+        Some(Milli((v * 1000.0).round() as i32))
+    }
+}
+
+impl Serialize for Milli {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.as_f64())
+    }
+}
+
+impl fmt::Display for Milli {
+    /// Canonical decimal form: no `+`, at least one fractional digit, no trailing zeros beyond it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        let mut frac = format!("{:03}", abs % 1000);
+        while frac.len() > 1 && frac.ends_with('0') {
+            frac.pop();
+        }
+        write!(f, "{sign}{}.{frac}", abs / 1000)
+    }
+}
+
+/// A link from a fact to another record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Relation {
+    #[serde(rename = "type")]
+    pub rel: RelationType,
+    pub id: RecordId,
+}
+
+/// A 1-based, inclusive line range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct LineRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl fmt::Display for LineRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.start, self.end)
+    }
+}
+
+/// A place in the code a record is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Anchor {
+    /// Repository-relative path with `/` separators.
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<LineRange>,
+    /// The git blob id of the file when the anchor was written, if it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// The commit HEAD pointed at when the anchor was written, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// A typed piece of knowledge about the project.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Fact {
+    #[serde(rename = "type")]
+    pub fact_type: FactType,
+    pub subject: String,
+    pub scope: String,
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub provenance: Provenance,
+    pub confidence: Milli,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_from: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid_to: Option<Timestamp>,
+    pub depends_on: Vec<RecordId>,
+    pub relations: Vec<Relation>,
+    pub anchors: Vec<Anchor>,
+}
+
+/// The check an attempt ran or reported.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Check {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    pub result: CheckResult,
+    /// The commit HEAD pointed at when the check ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Whether the work tree had uncommitted changes when the check ran.
+    pub dirty: bool,
+}
+
+/// What an agent or person tried on a task, and what came of it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Attempt {
+    pub task: String,
+    pub action: String,
+    pub observation: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inference: Option<String>,
+    pub check: Check,
+    pub files: Vec<String>,
+    pub scope: String,
+    pub tags: Vec<String>,
+}
+
+/// The statement that one record replaces another (or, with no `new`, that it is outdated).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Supersession {
+    pub old: RecordId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<RecordId>,
+    pub reason: String,
+    pub method: SupersessionMethod,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Milli>,
+}
+
+/// Evidence from the code's history that moves a record's confidence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Outcome {
+    pub target: RecordId,
+    pub signal: String,
+    pub delta: Milli,
+    pub commits: Vec<String>,
+    pub paths: Vec<String>,
+    /// Idempotency key: the same evidence observed twice carries the same key and counts once.
+    pub key: String,
+}
+
+/// Hides a record from the current state; history keeps it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Retraction {
+    pub target: RecordId,
+    pub reason: String,
+}
+
+/// The kind-specific part of a record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Payload {
+    Fact(Fact),
+    Attempt(Attempt),
+    Supersession(Supersession),
+    Outcome(Outcome),
+    Retraction(Retraction),
+}
+
+/// One memory record, as typed data.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Record {
+    pub kind: Kind,
+    #[serde(flatten)]
+    pub payload: Payload,
+    /// `Name <email>` of whoever wrote the record.
+    pub author: String,
+    pub created_at: Timestamp,
+    /// The markdown body after the front matter, LF line endings, empty or ending in one `\n`.
+    pub body: String,
+}
+
+impl Record {
+    /// A one-line summary for listings and commit messages.
+    pub fn summary(&self) -> String {
+        match &self.payload {
+            Payload::Fact(f) => f.subject.clone(),
+            Payload::Attempt(a) => format!("{}: {}", a.task, a.action),
+            Payload::Supersession(s) => match &s.new {
+                Some(new) => format!("{} -> {}: {}", s.old.short(), new.short(), s.reason),
+                None => format!("{} outdated: {}", s.old.short(), s.reason),
+            },
+            Payload::Outcome(o) => format!("{} {} {}", o.target.short(), o.signal, o.delta),
+            Payload::Retraction(r) => format!("forget {}: {}", r.target.short(), r.reason),
+        }
+    }
+
+    /// The fact payload, if this record is a fact.
+    pub fn as_fact(&self) -> Option<&Fact> {
+        match &self.payload {
+            Payload::Fact(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// Every record id this record names (targets, dependencies, relations).
+    pub fn referenced_ids(&self) -> Vec<RecordId> {
+        match &self.payload {
+            Payload::Fact(f) => f.depends_on.iter().copied().chain(f.relations.iter().map(|r| r.id)).collect(),
+            Payload::Attempt(_) => Vec::new(),
+            Payload::Supersession(s) => std::iter::once(s.old).chain(s.new).collect(),
+            Payload::Outcome(o) => vec![o.target],
+            Payload::Retraction(r) => vec![r.target],
+        }
+    }
+
+    /// Canonical bytes and their id: what gets written.
+    pub fn encode(&self) -> (RecordId, Vec<u8>) {
+        let bytes = canonical::to_bytes(self);
+        (RecordId::of_bytes(&bytes), bytes)
+    }
+
+    /// The path of a record of `kind` with `id` on the memory ref: `facts/3f/3f2a….md`.
+    pub fn path(kind: Kind, id: &RecordId) -> String {
+        let hex = id.to_hex();
+        format!("{}/{}/{}.md", kind.dir(), &hex[..2], hex)
+    }
+}

@@ -1,0 +1,392 @@
+//! The reader's and verifier's parser: bytes in, a typed [`Record`] or every problem found.
+//!
+//! The parser never re-serialises: identity is the hash of the bytes it was given. It accepts any
+//! YAML that means the same fields (so hand-written records that are not byte-canonical still
+//! parse), but it is strict about meaning: unknown fields, wrong types, unknown words, and the
+//! semantic rules in [`super::validate`] are all reported, each naming its field.
+
+use super::validate::{validate, Problem, Problems};
+use super::{
+    Anchor, Attempt, Check, CheckResult, Fact, FactType, Kind, LineRange, Milli, Outcome, Payload, Provenance, Record,
+    RecordId, Relation, RelationType, Retraction, Supersession, SupersessionMethod, Timestamp, FORMAT_VERSION,
+};
+use serde_yaml::{Mapping, Value};
+
+/// Split a record file into front matter and body at its `---` fences.
+pub fn split(text: &str) -> Result<(&str, &str), Problem> {
+    let rest = text
+        .strip_prefix("---\n")
+        .ok_or_else(|| Problem::new("file", "must start with a line `---` (LF line endings) opening the front matter"))?;
+    if rest.starts_with("---\n") || rest == "---" {
+        return Ok(("", rest.strip_prefix("---").and_then(|r| r.strip_prefix('\n')).unwrap_or("")));
+    }
+    let close = rest
+        .find("\n---\n")
+        .map(|i| (i, i + 5))
+        .or_else(|| rest.strip_suffix("\n---").map(|fm| (fm.len(), rest.len())))
+        .ok_or_else(|| Problem::new("file", "has no closing `---` line ending the front matter"))?;
+    Ok((&rest[..close.0 + 1], &rest[close.1..]))
+}
+
+struct Fields {
+    map: Mapping,
+    problems: Vec<Problem>,
+    prefix: String,
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+impl Fields {
+    fn new(map: Mapping, prefix: &str) -> Fields {
+        Fields { map, problems: Vec::new(), prefix: prefix.to_string() }
+    }
+
+    fn name(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    fn bad(&mut self, key: &str, msg: impl Into<String>) {
+        let name = self.name(key);
+        self.problems.push(Problem::new(name, msg));
+    }
+
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.map.remove(key).filter(|v| !v.is_null())
+    }
+
+    fn required(&mut self, key: &str) -> Option<Value> {
+        let v = self.take(key);
+        if v.is_none() {
+            self.bad(key, "is missing; add it");
+        }
+        v
+    }
+
+    fn string_of(&mut self, key: &str, v: Value) -> Option<String> {
+        match v {
+            Value::String(s) => Some(s),
+            other => {
+                let t = type_name(&other);
+                self.bad(key, format!("must be a string, found {t}; quote it"));
+                None
+            }
+        }
+    }
+
+    fn req_str(&mut self, key: &str) -> Option<String> {
+        let v = self.required(key)?;
+        self.string_of(key, v)
+    }
+
+    fn opt_str(&mut self, key: &str) -> Option<String> {
+        let v = self.take(key)?;
+        self.string_of(key, v)
+    }
+
+    fn word<T>(&mut self, key: &str, required: bool, parse: fn(&str) -> Option<T>, expected: String) -> Option<T> {
+        let v = if required { self.required(key)? } else { self.take(key)? };
+        let s = self.string_of(key, v)?;
+        let parsed = parse(&s);
+        if parsed.is_none() {
+            self.bad(key, format!("{s:?} is not one of: {expected}"));
+        }
+        parsed
+    }
+
+    fn id_of(&mut self, key: &str, s: &str) -> Option<RecordId> {
+        let id = RecordId::from_hex(s);
+        if id.is_none() {
+            self.bad(key, format!("{s:?} is not a record id (64 lowercase hex digits)"));
+        }
+        id
+    }
+
+    fn req_id(&mut self, key: &str) -> Option<RecordId> {
+        let s = self.req_str(key)?;
+        self.id_of(key, &s)
+    }
+
+    fn opt_id(&mut self, key: &str) -> Option<RecordId> {
+        let s = self.opt_str(key)?;
+        self.id_of(key, &s)
+    }
+
+    fn number(&mut self, key: &str, required: bool) -> Option<Milli> {
+        let v = if required { self.required(key)? } else { self.take(key)? };
+        match v.as_f64().and_then(Milli::from_f64) {
+            Some(m) => Some(m),
+            None => {
+                let t = type_name(&v);
+                self.bad(key, format!("must be a number such as 0.7, found {t}"));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, key: &str) -> Option<bool> {
+        let v = self.required(key)?;
+        match v {
+            Value::Bool(b) => Some(b),
+            other => {
+                let t = type_name(&other);
+                self.bad(key, format!("must be true or false, found {t}"));
+                None
+            }
+        }
+    }
+
+    fn time(&mut self, key: &str, required: bool) -> Option<Timestamp> {
+        let s = if required { self.req_str(key)? } else { self.opt_str(key)? };
+        let t = Timestamp::parse(&s);
+        if t.is_none() {
+            self.bad(key, format!("{s:?} is not a UTC time like 2026-01-31T12:00:00Z"));
+        }
+        t
+    }
+
+    fn list(&mut self, key: &str) -> Vec<Value> {
+        match self.take(key) {
+            None => Vec::new(),
+            Some(Value::Sequence(items)) => items,
+            Some(other) => {
+                let t = type_name(&other);
+                self.bad(key, format!("must be a list, found {t}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn str_list(&mut self, key: &str) -> Vec<String> {
+        let items = self.list(key);
+        let mut out = Vec::with_capacity(items.len());
+        for (i, v) in items.into_iter().enumerate() {
+            if let Some(s) = self.string_of(&format!("{key}[{i}]"), v) {
+                out.push(s);
+            }
+        }
+        out
+    }
+
+    fn id_list(&mut self, key: &str) -> Vec<RecordId> {
+        let strings = self.str_list(key);
+        strings.iter().enumerate().filter_map(|(i, s)| self.id_of(&format!("{key}[{i}]"), s)).collect()
+    }
+
+    fn mapping_list(&mut self, key: &str) -> Vec<Fields> {
+        let items = self.list(key);
+        let mut out = Vec::with_capacity(items.len());
+        for (i, v) in items.into_iter().enumerate() {
+            let prefix = format!("{}{key}[{i}].", self.prefix);
+            match v {
+                Value::Mapping(m) => out.push(Fields::new(m, &prefix)),
+                other => {
+                    let t = type_name(&other);
+                    self.bad(&format!("{key}[{i}]"), format!("must be a mapping, found {t}"));
+                }
+            }
+        }
+        out
+    }
+
+    fn sub(&mut self, key: &str) -> Option<Fields> {
+        let prefix = format!("{}{key}.", self.prefix);
+        match self.required(key)? {
+            Value::Mapping(m) => Some(Fields::new(m, &prefix)),
+            other => {
+                let t = type_name(&other);
+                self.bad(key, format!("must be a mapping, found {t}"));
+                None
+            }
+        }
+    }
+
+    /// Report every key not consumed, then hand back the problems.
+    fn finish(mut self) -> Vec<Problem> {
+        let leftover: Vec<String> = self
+            .map
+            .iter()
+            .map(|(k, _)| match k {
+                Value::String(s) => s.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        for k in leftover {
+            self.bad(&k, "is not a field of this record kind; remove it (see docs/format.md)");
+        }
+        self.problems
+    }
+
+    fn absorb(&mut self, other: Fields) {
+        self.problems.extend(other.finish());
+    }
+}
+
+fn parse_lines(s: &str) -> Option<LineRange> {
+    let (a, b) = s.split_once('-').unwrap_or((s, s));
+    Some(LineRange { start: a.parse().ok()?, end: b.parse().ok()? })
+}
+
+fn parse_fact(f: &mut Fields) -> Option<Fact> {
+    let fact_type = f.word("type", true, FactType::from_word, FactType::expected());
+    let subject = f.req_str("subject");
+    let scope = f.req_str("scope");
+    let tags = f.str_list("tags");
+    let key = f.opt_str("key");
+    let provenance = f.word("provenance", true, Provenance::from_word, Provenance::expected());
+    let confidence = f.number("confidence", true);
+    let valid_from = f.time("valid_from", false);
+    let valid_to = f.time("valid_to", false);
+    let depends_on = f.id_list("depends_on");
+    let mut relations = Vec::new();
+    for mut r in f.mapping_list("relations") {
+        let rel = r.word("type", true, RelationType::from_word, RelationType::expected());
+        let id = r.req_id("id");
+        if let (Some(rel), Some(id)) = (rel, id) {
+            relations.push(Relation { rel, id });
+        }
+        f.absorb(r);
+    }
+    let mut anchors = Vec::new();
+    for mut a in f.mapping_list("anchors") {
+        let path = a.req_str("path");
+        let lines = a.opt_str("lines").and_then(|s| {
+            let parsed = parse_lines(&s);
+            if parsed.is_none() {
+                a.bad("lines", format!("{s:?} is not a line range like 10-20"));
+            }
+            parsed
+        });
+        let blob = a.opt_str("blob");
+        let commit = a.opt_str("commit");
+        if let Some(path) = path {
+            anchors.push(Anchor { path, lines, blob, commit });
+        }
+        f.absorb(a);
+    }
+    Some(Fact {
+        fact_type: fact_type?,
+        subject: subject?,
+        scope: scope?,
+        tags,
+        key,
+        provenance: provenance?,
+        confidence: confidence?,
+        valid_from,
+        valid_to,
+        depends_on,
+        relations,
+        anchors,
+    })
+}
+
+fn parse_attempt(f: &mut Fields) -> Option<Attempt> {
+    let task = f.req_str("task");
+    let action = f.req_str("action");
+    let observation = f.req_str("observation");
+    let inference = f.opt_str("inference");
+    let check = f.sub("check").and_then(|mut c| {
+        let command = c.opt_str("command");
+        let result = c.word("result", true, CheckResult::from_word, CheckResult::expected());
+        let commit = c.opt_str("commit");
+        let dirty = c.boolean("dirty");
+        f.absorb(c);
+        Some(Check { command, result: result?, commit, dirty: dirty? })
+    });
+    let files = f.str_list("files");
+    let scope = f.req_str("scope");
+    let tags = f.str_list("tags");
+    Some(Attempt { task: task?, action: action?, observation: observation?, inference, check: check?, files, scope: scope?, tags })
+}
+
+fn parse_supersession(f: &mut Fields) -> Option<Supersession> {
+    let old = f.req_id("old");
+    let new = f.opt_id("new");
+    let reason = f.req_str("reason");
+    let method = f.word("method", true, SupersessionMethod::from_word, SupersessionMethod::expected());
+    let score = f.number("score", false);
+    Some(Supersession { old: old?, new, reason: reason?, method: method?, score })
+}
+
+fn parse_outcome(f: &mut Fields) -> Option<Outcome> {
+    let target = f.req_id("target");
+    let signal = f.req_str("signal");
+    let delta = f.number("delta", true);
+    let commits = f.str_list("commits");
+    let paths = f.str_list("paths");
+    let key = f.req_str("key");
+    Some(Outcome { target: target?, signal: signal?, delta: delta?, commits, paths, key: key? })
+}
+
+fn parse_retraction(f: &mut Fields) -> Option<Retraction> {
+    let target = f.req_id("target");
+    let reason = f.req_str("reason");
+    Some(Retraction { target: target?, reason: reason? })
+}
+
+/// Parse and validate a record file. On failure, every problem found is returned.
+pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
+    let fail = |p: Problem| Err(Problems(vec![p]));
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => return fail(Problem::new("file", format!("is not valid UTF-8 (first bad byte at offset {})", e.valid_up_to()))),
+    };
+    let (front, body) = match split(text) {
+        Ok(parts) => parts,
+        Err(p) => return fail(p),
+    };
+    if front.contains('\r') {
+        return fail(Problem::new("file", "front matter has CR line endings; records use LF only"));
+    }
+    let map: Mapping = match serde_yaml::from_str::<Value>(front) {
+        Ok(Value::Mapping(m)) => m,
+        Ok(Value::Null) => Mapping::new(),
+        Ok(other) => return fail(Problem::new("front matter", format!("must be a YAML mapping, found {}", type_name(&other)))),
+        Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
+    };
+    let mut f = Fields::new(map, "");
+    match f.required("neo") {
+        Some(Value::Number(n)) if n.as_u64() == Some(u64::from(FORMAT_VERSION)) => {}
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > u64::from(FORMAT_VERSION)) => {
+            f.bad("neo", format!("format version {n} is newer than this git-neo understands ({FORMAT_VERSION}); upgrade git-neo"))
+        }
+        Some(other) => f.bad("neo", format!("must be the format version {FORMAT_VERSION}, found {other:?}")),
+        None => {}
+    }
+    let kind = f.word("kind", true, Kind::from_word, Kind::expected());
+    let author = f.req_str("author");
+    let created_at = f.time("created_at", true);
+    let payload = match kind {
+        Some(Kind::Fact) => parse_fact(&mut f).map(Payload::Fact),
+        Some(Kind::Attempt) => parse_attempt(&mut f).map(Payload::Attempt),
+        Some(Kind::Supersession) => parse_supersession(&mut f).map(Payload::Supersession),
+        Some(Kind::Outcome) => parse_outcome(&mut f).map(Payload::Outcome),
+        Some(Kind::Retraction) => parse_retraction(&mut f).map(Payload::Retraction),
+        None => {
+            // Without a kind the remaining fields cannot be judged; report only what was found so far.
+            return Err(Problems(f.problems));
+        }
+    };
+    let mut problems = f.finish();
+    match (kind, payload, author, created_at) {
+        (Some(kind), Some(payload), Some(author), Some(created_at)) if problems.is_empty() => {
+            let record = Record { kind, payload, author, created_at, body: body.to_string() };
+            problems = validate(&record);
+            if problems.is_empty() {
+                Ok(record)
+            } else {
+                Err(Problems(problems))
+            }
+        }
+        _ => Err(Problems(problems)),
+    }
+}

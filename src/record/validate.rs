@@ -1,0 +1,274 @@
+//! Semantic validation shared by the writer and the reader: every problem at once, each naming its field.
+//!
+//! The writer validates a [`Record`] before computing its bytes; the parser validates what it
+//! decoded. Both call [`validate`], so a record the writer accepts is one the verifier accepts.
+
+use super::{Anchor, Payload, Record};
+use serde::Serialize;
+use std::fmt;
+
+/// Largest body accepted, in bytes. Memory is read by agents within token budgets: a record is a
+/// note, not a document dump.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Longest subject, in characters.
+pub const MAX_SUBJECT_CHARS: usize = 200;
+/// Longest one-line field other than the subject (scope, key, author, reason, task, …), in characters.
+pub const MAX_LINE_CHARS: usize = 1000;
+/// Longest multi-line front-matter text (observation, inference, action), in bytes.
+pub const MAX_TEXT_BYTES: usize = 16 * 1024;
+/// Most tags on one record, and the longest tag.
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_CHARS: usize = 64;
+/// Most anchors or files on one record.
+pub const MAX_ANCHORS: usize = 64;
+
+/// One thing wrong with a record or a request, naming the field it is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The field, as named in front matter (`subject`, `anchors[0].path`, `file` for the whole file).
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Problem {
+        Problem { field: field.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+/// A non-empty list of problems, displayed one per line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Problems(pub Vec<Problem>);
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Characters that never belong in a record's text: control characters (other than the line
+/// breaks and tabs that multi-line fields allow), line/paragraph separators, the byte-order mark,
+/// and bidirectional overrides that make text read differently from how it is stored.
+fn forbidden_char(c: char, multiline: bool) -> bool {
+    if multiline && (c == '\n' || c == '\t') {
+        return false;
+    }
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn describe(c: char) -> String {
+    match c {
+        '\n' => "a line break".into(),
+        '\r' => "a carriage return".into(),
+        '\t' => "a tab".into(),
+        c => format!("the character U+{:04X}", c as u32),
+    }
+}
+
+/// Check a one-line text field: present, trimmed, no forbidden characters, bounded.
+pub fn check_line(problems: &mut Vec<Problem>, field: &str, value: &str, max_chars: usize, what: &str) {
+    if value.trim().is_empty() {
+        problems.push(Problem::new(field, format!("is empty; give {what}")));
+        return;
+    }
+    if let Some(c) = value.chars().find(|&c| forbidden_char(c, false)) {
+        problems.push(Problem::new(field, format!("contains {}; it must be a single line of plain text", describe(c))));
+    }
+    if value.trim() != value {
+        problems.push(Problem::new(field, "has leading or trailing whitespace; trim it"));
+    }
+    let n = value.chars().count();
+    if n > max_chars {
+        problems.push(Problem::new(field, format!("is {n} characters long; the limit is {max_chars}, shorten it")));
+    }
+}
+
+/// Check a multi-line text field (line breaks and tabs allowed).
+pub fn check_text(problems: &mut Vec<Problem>, field: &str, value: &str, max_bytes: usize, what: &str) {
+    if value.trim().is_empty() {
+        problems.push(Problem::new(field, format!("is empty; give {what}")));
+        return;
+    }
+    if let Some(c) = value.chars().find(|&c| forbidden_char(c, true)) {
+        problems.push(Problem::new(field, format!("contains {}, which records do not store; remove it", describe(c))));
+    }
+    if value.len() > max_bytes {
+        problems.push(Problem::new(field, format!("is {} bytes; the limit is {max_bytes}, shorten it", value.len())));
+    }
+}
+
+fn check_tags(problems: &mut Vec<Problem>, tags: &[String]) {
+    if tags.len() > MAX_TAGS {
+        problems.push(Problem::new("tags", format!("has {} tags; the limit is {MAX_TAGS}", tags.len())));
+    }
+    for (i, t) in tags.iter().enumerate() {
+        let field = format!("tags[{i}]");
+        if t.is_empty() || t.chars().count() > MAX_TAG_CHARS {
+            problems.push(Problem::new(&field, format!("must be 1 to {MAX_TAG_CHARS} characters")));
+        } else if !t.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./:".contains(c)) {
+            problems.push(Problem::new(
+                &field,
+                format!("{t:?} has characters outside a-z, 0-9 and - _ . / :; use a lowercase word like \"payments\""),
+            ));
+        }
+    }
+    let mut sorted = tags.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    if sorted.len() != tags.len() || sorted != tags {
+        problems.push(Problem::new("tags", "must be sorted and without duplicates"));
+    }
+}
+
+/// Check a repository-relative path: not absolute, no `..`, no empty or `.` components.
+pub fn check_repo_path(problems: &mut Vec<Problem>, field: &str, path: &str) {
+    if path.is_empty() {
+        problems.push(Problem::new(field, "is empty; give a path relative to the repository root"));
+        return;
+    }
+    if path.starts_with('/') || path.contains('\\') || (path.len() > 1 && path.as_bytes()[1] == b':') {
+        problems.push(Problem::new(field, format!("{path:?} is absolute; give a path relative to the repository root, with / separators")));
+        return;
+    }
+    if path.split('/').any(|c| c == "..") {
+        problems.push(Problem::new(field, format!("{path:?} escapes the repository; give a path inside it")));
+        return;
+    }
+    if path.split('/').any(|c| c.is_empty() || c == ".") {
+        problems.push(Problem::new(field, format!("{path:?} is not normalised; remove empty and '.' components")));
+    }
+    if path.chars().any(|c| forbidden_char(c, false)) {
+        problems.push(Problem::new(field, "contains a control character; give a plain path"));
+    }
+}
+
+fn check_anchor(problems: &mut Vec<Problem>, i: usize, a: &Anchor) {
+    check_repo_path(problems, &format!("anchors[{i}].path"), &a.path);
+    if let Some(lines) = a.lines {
+        if lines.start == 0 || lines.end < lines.start {
+            problems.push(Problem::new(
+                format!("anchors[{i}].lines"),
+                format!("{lines} is not a range; lines are 1-based and START <= END, as in src/x.rs:10-20"),
+            ));
+        }
+    }
+    for (name, value) in [("blob", &a.blob), ("commit", &a.commit)] {
+        if let Some(v) = value {
+            if !(v.len() == 40 || v.len() == 64) || !super::id::is_lower_hex(v) {
+                problems.push(Problem::new(format!("anchors[{i}].{name}"), "must be a full lowercase hex git object id"));
+            }
+        }
+    }
+}
+
+/// Check the body: bounded, no front-matter fence lines, no forbidden characters.
+pub fn check_body(problems: &mut Vec<Problem>, body: &str) {
+    if body.len() > MAX_BODY_BYTES {
+        problems.push(Problem::new(
+            "body",
+            format!("is {} bytes; the limit is {MAX_BODY_BYTES}, keep a record to a note and link to documents instead", body.len()),
+        ));
+    }
+    if let Some((n, _)) = body.split('\n').enumerate().find(|(_, l)| l.trim_end() == "---") {
+        problems.push(Problem::new(
+            "body",
+            format!("line {} is a front-matter fence (---); use *** or ___ for a horizontal rule", n + 1),
+        ));
+    }
+    if let Some(c) = body.chars().find(|&c| forbidden_char(c, true) && c != '\r') {
+        problems.push(Problem::new("body", format!("contains {}, which records do not store; remove it", describe(c))));
+    }
+}
+
+/// Every semantic problem with `record`, in field order. Empty means valid.
+pub fn validate(record: &Record) -> Vec<Problem> {
+    let mut p = Vec::new();
+    match &record.payload {
+        Payload::Fact(f) => {
+            check_line(&mut p, "subject", &f.subject, MAX_SUBJECT_CHARS, "a one-line summary of the fact");
+            check_line(&mut p, "scope", &f.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+            check_tags(&mut p, &f.tags);
+            if let Some(k) = &f.key {
+                check_line(&mut p, "key", k, MAX_LINE_CHARS, "a subject and predicate such as \"deploy target\"");
+            }
+            if !(0..=1000).contains(&f.confidence.0) {
+                p.push(Problem::new("confidence", format!("{} is outside 0.0 to 1.0", f.confidence)));
+            }
+            if let (Some(from), Some(to)) = (f.valid_from, f.valid_to) {
+                if from > to {
+                    p.push(Problem::new("valid_to", format!("{to} is before valid_from {from}")));
+                }
+            }
+            if f.anchors.len() > MAX_ANCHORS {
+                p.push(Problem::new("anchors", format!("has {} anchors; the limit is {MAX_ANCHORS}", f.anchors.len())));
+            }
+            for (i, a) in f.anchors.iter().enumerate() {
+                check_anchor(&mut p, i, a);
+            }
+        }
+        Payload::Attempt(a) => {
+            check_line(&mut p, "task", &a.task, MAX_LINE_CHARS, "the task id this attempt belongs to");
+            check_text(&mut p, "action", &a.action, MAX_TEXT_BYTES, "what was tried");
+            check_text(&mut p, "observation", &a.observation, MAX_TEXT_BYTES, "what was observed");
+            if let Some(inf) = &a.inference {
+                check_text(&mut p, "inference", inf, MAX_TEXT_BYTES, "what was inferred, or leave it out");
+            }
+            if let Some(cmd) = &a.check.command {
+                check_text(&mut p, "check.command", cmd, MAX_TEXT_BYTES, "the command that ran");
+            }
+            if a.files.len() > MAX_ANCHORS {
+                p.push(Problem::new("files", format!("has {} files; the limit is {MAX_ANCHORS}", a.files.len())));
+            }
+            for (i, f) in a.files.iter().enumerate() {
+                check_repo_path(&mut p, &format!("files[{i}]"), f);
+            }
+            check_line(&mut p, "scope", &a.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+            check_tags(&mut p, &a.tags);
+        }
+        Payload::Supersession(s) => {
+            check_line(&mut p, "reason", &s.reason, MAX_LINE_CHARS, "why the old record no longer holds");
+            if s.new == Some(s.old) {
+                p.push(Problem::new("new", "names the same record as old; a record cannot supersede itself"));
+            }
+            if let Some(score) = s.score {
+                if !(0..=1000).contains(&score.0) {
+                    p.push(Problem::new("score", format!("{score} is outside 0.0 to 1.0")));
+                }
+            }
+        }
+        Payload::Outcome(o) => {
+            check_line(&mut p, "signal", &o.signal, MAX_LINE_CHARS, "the signal observed, such as \"accepted\"");
+            check_line(&mut p, "key", &o.key, MAX_LINE_CHARS, "an idempotency key (target, commit, signal)");
+            if !(-1000..=1000).contains(&o.delta.0) {
+                p.push(Problem::new("delta", format!("{} is outside -1.0 to 1.0", o.delta)));
+            }
+            for (i, path) in o.paths.iter().enumerate() {
+                check_repo_path(&mut p, &format!("paths[{i}]"), path);
+            }
+        }
+        Payload::Retraction(r) => {
+            check_line(&mut p, "reason", &r.reason, MAX_LINE_CHARS, "why the record should be forgotten");
+        }
+    }
+    check_line(&mut p, "author", &record.author, MAX_LINE_CHARS, "who wrote the record, as \"Name <email>\"");
+    if !record.created_at.in_range() {
+        p.push(Problem::new("created_at", "is outside the years 0000 to 9999"));
+    }
+    check_body(&mut p, &record.body);
+    p
+}

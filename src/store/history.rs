@@ -1,0 +1,141 @@
+//! The ref's history: commits in order, and which record files each one added or removed.
+//!
+//! The tree comparison descends only into subtrees whose ids differ, so a commit that adds one
+//! record costs a handful of small tree reads whatever the size of the memory.
+
+use super::Store;
+use crate::error::{GitContext, Result};
+use crate::record::{Kind, RecordId, Timestamp};
+use gix::ObjectId;
+use std::collections::BTreeMap;
+
+/// A change to one path between two memory trees.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TreeChange {
+    pub path: String,
+    /// `added`, `removed` or `modified`.
+    pub change: &'static str,
+}
+
+/// One commit on the memory ref.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CommitInfo {
+    pub commit: String,
+    pub parents: Vec<String>,
+    pub author: String,
+    pub time: Timestamp,
+    pub message: String,
+    /// Records this commit added, relative to its first parent.
+    pub added: Vec<(Kind, RecordId)>,
+    /// Record files this commit removed or changed relative to its first parent (never done by git-neo).
+    pub other_changes: Vec<TreeChange>,
+}
+
+impl Store {
+    fn tree_map(&self, tree: Option<ObjectId>) -> Result<BTreeMap<String, (bool, ObjectId)>> {
+        let mut map = BTreeMap::new();
+        if let Some(t) = tree {
+            let tree = self.repo.find_tree(t).git(|| format!("reading tree {t}"))?;
+            for e in tree.iter() {
+                let e = e.git(|| format!("decoding tree {t}"))?;
+                map.insert(e.filename().to_string(), (e.mode().is_tree(), e.oid().to_owned()));
+            }
+        }
+        Ok(map)
+    }
+
+    /// Every path that differs between trees `old` and `new` (`None` is the empty tree).
+    pub fn diff_trees(&self, old: Option<ObjectId>, new: Option<ObjectId>) -> Result<Vec<TreeChange>> {
+        let mut out = Vec::new();
+        self.diff_into(old, new, "", &mut out)?;
+        Ok(out)
+    }
+
+    fn diff_into(&self, old: Option<ObjectId>, new: Option<ObjectId>, prefix: &str, out: &mut Vec<TreeChange>) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let a = self.tree_map(old)?;
+        let b = self.tree_map(new)?;
+        let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        for name in names {
+            let path = format!("{prefix}{name}");
+            match (a.get(name), b.get(name)) {
+                (Some(x), Some(y)) if x == y => {}
+                (x, y) => {
+                    let x_tree = x.filter(|(t, _)| *t).map(|(_, id)| *id);
+                    let y_tree = y.filter(|(t, _)| *t).map(|(_, id)| *id);
+                    if x_tree.is_some() || y_tree.is_some() {
+                        self.diff_into(x_tree, y_tree, &format!("{path}/"), out)?;
+                    }
+                    let x_blob = x.filter(|(t, _)| !*t);
+                    let y_blob = y.filter(|(t, _)| !*t);
+                    match (x_blob, y_blob) {
+                        (None, Some(_)) => out.push(TreeChange { path, change: "added" }),
+                        (Some(_), None) => out.push(TreeChange { path, change: "removed" }),
+                        (Some(_), Some(_)) => out.push(TreeChange { path, change: "modified" }),
+                        (None, None) => {}
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, commit: ObjectId) -> Result<ObjectId> {
+        Ok(self.repo.find_commit(commit).git(|| format!("reading commit {commit}"))?.tree_id().git(|| format!("reading the tree of {commit}"))?.detach())
+    }
+
+    /// Up to `limit` commits reachable from `tip`, newest first, each with the records it added.
+    pub fn history(&self, tip: ObjectId, limit: usize) -> Result<Vec<CommitInfo>> {
+        let walk = self
+            .repo
+            .rev_walk([tip])
+            .sorting(gix::revision::walk::Sorting::ByCommitTime(Default::default()))
+            .all()
+            .git(|| format!("walking the history of {}", self.ref_name()))?;
+        let mut out = Vec::new();
+        for info in walk.take(limit) {
+            let info = info.git(|| "walking memory history".into())?;
+            let commit = self.repo.find_commit(info.id).git(|| format!("reading commit {}", info.id))?;
+            let decoded = commit.decode().git(|| format!("decoding commit {}", info.id))?;
+            let parents: Vec<ObjectId> = decoded.parents().collect();
+            let author = decoded.author().map(|a| format!("{} <{}>", a.name, a.email)).unwrap_or_default();
+            let time = decoded.committer().ok().and_then(|c| c.time().ok()).map(|t| Timestamp(t.seconds)).unwrap_or(Timestamp(0));
+            let message = decoded.message.to_string();
+            let tree = decoded.tree();
+            drop(decoded);
+            let parent_tree = match parents.first() {
+                Some(p) => Some(self.tree_of(*p)?),
+                None => None,
+            };
+            let mut added = Vec::new();
+            let mut other_changes = Vec::new();
+            for change in self.diff_trees(parent_tree, Some(tree))? {
+                let parsed = (change.change == "added")
+                    .then(|| {
+                        let (dir, rest) = change.path.split_once('/')?;
+                        let file = rest.rsplit('/').next()?;
+                        Some((Kind::from_dir(dir)?, RecordId::from_hex(file.strip_suffix(".md")?)?))
+                    })
+                    .flatten();
+                match parsed {
+                    Some(rec) => added.push(rec),
+                    None if change.path == "FORMAT" && change.change == "added" => {}
+                    None => other_changes.push(change),
+                }
+            }
+            out.push(CommitInfo {
+                commit: info.id.to_string(),
+                parents: parents.iter().map(|p| p.to_string()).collect(),
+                author,
+                time,
+                message,
+                added,
+                other_changes,
+            });
+        }
+        Ok(out)
+    }
+}

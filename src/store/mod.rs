@@ -1,0 +1,136 @@
+//! The store: the only module that names gix. It owns the memory ref, its tree layout, reading
+//! records back, and the compare-and-swap write path.
+//!
+//! Layout on the ref (see `docs/format.md`): `FORMAT` (the format version), then one directory per
+//! kind, fanned out by the first two hex digits of the id: `facts/3f/3f2a….md`. Writes never touch
+//! the work tree, the index or HEAD: they create blobs, trees and a commit, then move the ref with
+//! a compare-and-swap, retrying on a race. Reads see the local ref and the remote-tracking copies
+//! of it (`refs/remotes/*/neo-memory`), so a fresh clone sees memory it has only fetched.
+
+mod history;
+mod read;
+mod write;
+
+pub use history::{CommitInfo, TreeChange};
+pub use read::{LoadedRecord, Snapshot, StrayEntry};
+pub use write::{Identity, WriteOutcome};
+
+use crate::error::{Error, GitContext, Result};
+use std::path::Path;
+use std::time::Duration;
+
+/// The ref used when `git config neo.ref` is not set.
+pub const DEFAULT_REF: &str = "refs/heads/neo-memory";
+
+/// The git config key naming the memory ref.
+pub const REF_CONFIG_KEY: &str = "neo.ref";
+
+/// The git config key for how long a writer waits for the ref lock, in milliseconds.
+pub const LOCK_TIMEOUT_CONFIG_KEY: &str = "neo.lockTimeout";
+
+/// The content of the `FORMAT` entry.
+pub fn format_entry() -> String {
+    format!("{}\n", crate::record::FORMAT_VERSION)
+}
+
+/// Options for opening a store. Everything has a default; git config can override the ref and the
+/// lock timeout, and explicit values here override git config.
+#[derive(Clone, Debug, Default)]
+pub struct StoreOptions {
+    /// The memory ref; `None` reads `neo.ref` from git config, then falls back to [`DEFAULT_REF`].
+    pub ref_name: Option<String>,
+    /// How long a writer waits for the ref lock; `None` reads `neo.lockTimeout` (ms), default 5 s.
+    pub lock_timeout: Option<Duration>,
+}
+
+/// An open repository and the memory ref within it.
+pub struct Store {
+    repo: gix::Repository,
+    ref_name: gix::refs::FullName,
+    lock_timeout: Duration,
+}
+
+impl Store {
+    /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
+    pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
+        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: e.into() })?;
+        Store::from_repo(repo, options)
+    }
+
+    fn from_repo(repo: gix::Repository, options: StoreOptions) -> Result<Store> {
+        let config = repo.config_snapshot();
+        let name = match options.ref_name {
+            Some(n) => n,
+            None => config.string(REF_CONFIG_KEY).map(|s| s.to_string()).unwrap_or_else(|| DEFAULT_REF.to_string()),
+        };
+        let ref_name = parse_ref_name(&name)?;
+        let lock_timeout = match options.lock_timeout {
+            Some(t) => t,
+            None => match config.string(LOCK_TIMEOUT_CONFIG_KEY) {
+                None => Duration::from_secs(5),
+                Some(v) => {
+                    let ms: u64 = v.to_string().trim().parse().map_err(|_| Error::Config {
+                        key: LOCK_TIMEOUT_CONFIG_KEY.into(),
+                        message: format!("{v:?} is not a whole number of milliseconds"),
+                    })?;
+                    Duration::from_millis(ms)
+                }
+            },
+        };
+        drop(config);
+        Ok(Store { repo, ref_name, lock_timeout })
+    }
+
+    /// The full name of the memory ref.
+    pub fn ref_name(&self) -> &str {
+        std::str::from_utf8(self.ref_name.as_bstr()).unwrap_or(DEFAULT_REF)
+    }
+
+    /// The repository's common git directory (shared by linked worktrees), where caches live.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.common_dir()
+    }
+
+    /// The work tree root, if the repository has one.
+    pub fn work_dir(&self) -> Option<&Path> {
+        self.repo.workdir()
+    }
+
+    /// The commit HEAD points at, if HEAD is born.
+    pub fn head_commit(&self) -> Result<Option<gix::ObjectId>> {
+        let mut head = self.repo.head().git(|| "reading HEAD".into())?;
+        Ok(head.try_peel_to_id().git(|| "resolving HEAD".into())?.map(|id| id.detach()))
+    }
+
+    /// The blob id of `path` in HEAD's tree, if HEAD is born and has that file.
+    pub fn blob_at_head(&self, path: &str) -> Result<Option<gix::ObjectId>> {
+        let Some(head) = self.head_commit()? else { return Ok(None) };
+        let tree = self.repo.find_commit(head).git(|| format!("reading commit {head}"))?.tree().git(|| format!("reading the tree of {head}"))?;
+        let entry = tree.lookup_entry_by_path(path).git(|| format!("looking up {path} at HEAD"))?;
+        Ok(entry.filter(|e| e.mode().is_blob()).map(|e| e.object_id()))
+    }
+
+    /// Hash a work-tree file's bytes as a git blob id, without writing it.
+    pub fn hash_blob(&self, bytes: &[u8]) -> Result<gix::ObjectId> {
+        gix::objs::compute_hash(self.repo.object_hash(), gix::objs::Kind::Blob, bytes).git(|| "hashing a blob".into())
+    }
+
+    /// Resolve a revision (commit-ish) to a commit id.
+    pub fn resolve_commit(&self, spec: &str) -> Result<gix::ObjectId> {
+        let id = self.repo.rev_parse_single(spec).map_err(|e| Error::invalid("revision", format!("{spec:?} does not name a commit here: {e}")))?;
+        let obj = id.object().git(|| format!("reading {spec}"))?;
+        let commit = obj.peel_to_commit().map_err(|_| Error::invalid("revision", format!("{spec:?} does not name a commit")))?;
+        Ok(commit.id)
+    }
+}
+
+fn parse_ref_name(name: &str) -> Result<gix::refs::FullName> {
+    let bad = |why: &str| Error::Config { key: REF_CONFIG_KEY.into(), message: format!("{name:?} {why}; use a full ref such as {DEFAULT_REF}") };
+    if !name.starts_with("refs/") {
+        return Err(bad("is not a full ref name"));
+    }
+    if name.starts_with("refs/remotes/") || name.starts_with("refs/tags/") {
+        return Err(bad("is a remote-tracking or tag ref, which git-neo cannot write"));
+    }
+    gix::refs::FullName::try_from(name).map_err(|_| bad("is not a valid ref name"))
+}

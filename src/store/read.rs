@@ -1,0 +1,210 @@
+//! Reading memory back: the tips to read (the local ref and its remote-tracking copies), the record
+//! entries of a commit's tree, and the parallel load that hashes and parses every record.
+
+use super::Store;
+use crate::error::{Error, GitContext, Result};
+use crate::record::{parse, Kind, Problems, Record, RecordId};
+use gix::ObjectId;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// A record read from the ref, with where it came from.
+#[derive(Clone, Debug)]
+pub struct LoadedRecord {
+    pub id: RecordId,
+    pub record: Record,
+    /// The git blob holding the record's bytes.
+    pub blob: ObjectId,
+}
+
+/// Something on the ref that is not a well-formed record: a stray file, a file whose name is not
+/// the hash of its bytes, or a record that does not parse.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StrayEntry {
+    pub path: String,
+    pub problems: Problems,
+}
+
+/// All records visible at the tips that were read.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The tips read: the local memory ref first (if it exists), then remote-tracking copies.
+    pub tips: Vec<(String, ObjectId)>,
+    /// Every valid record, in id order, each once even if several tips hold it.
+    pub records: Vec<LoadedRecord>,
+    /// Everything that could not be read as a record.
+    pub invalid: Vec<StrayEntry>,
+}
+
+/// A record file found in a tree, before its bytes are read.
+#[derive(Clone, Debug)]
+pub(crate) struct TreeEntry {
+    pub kind: Kind,
+    pub path: String,
+    pub name_id: Option<RecordId>,
+    pub blob: ObjectId,
+}
+
+impl Store {
+    /// The local memory ref's commit, if the ref exists.
+    pub fn local_tip(&self) -> Result<Option<ObjectId>> {
+        let name = self.ref_name();
+        let Some(mut r) = self.repo.try_find_reference(name).git(|| format!("reading {name}"))? else {
+            return Ok(None);
+        };
+        Ok(Some(r.peel_to_id().git(|| format!("resolving {name}"))?.detach()))
+    }
+
+    /// The local ref (if any) and every remote-tracking ref holding the same branch
+    /// (`refs/remotes/<remote>/<branch>` for a ref `refs/heads/<branch>`), sorted by name.
+    pub fn tips(&self) -> Result<Vec<(String, ObjectId)>> {
+        let mut tips = Vec::new();
+        if let Some(local) = self.local_tip()? {
+            tips.push((self.ref_name().to_string(), local));
+        }
+        let Some(branch) = self.ref_name().strip_prefix("refs/heads/") else { return Ok(tips) };
+        let platform = self.repo.references().git(|| "listing references".into())?;
+        let mut remote = Vec::new();
+        for r in platform.remote_branches().git(|| "listing remote-tracking references".into())? {
+            let mut r = r.map_err(|e| Error::Git { context: "reading a remote-tracking reference".into(), source: gix::Error::from_error(e) })?;
+            let name = r.name().as_bstr().to_string();
+            let rest = name.strip_prefix("refs/remotes/").unwrap_or_default();
+            if rest.split_once('/').is_some_and(|(_, b)| b == branch) {
+                let id = r.peel_to_id().git(|| format!("resolving {name}"))?.detach();
+                remote.push((name, id));
+            }
+        }
+        remote.sort();
+        tips.extend(remote);
+        Ok(tips)
+    }
+
+    /// The record entries in `commit`'s tree, plus anything that does not belong there.
+    pub(crate) fn entries_at(&self, commit: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
+        let tree_id = self.repo.find_commit(commit).git(|| format!("reading memory commit {commit}"))?.tree_id().git(|| format!("reading the tree of {commit}"))?;
+        self.entries_of_tree(tree_id.detach())
+    }
+
+    pub(crate) fn entries_of_tree(&self, tree_id: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
+        let stray = |path: String, why: &str| StrayEntry { path, problems: Problems(vec![crate::record::Problem::new("layout", why)]) };
+        let mut entries = Vec::new();
+        let mut strays = Vec::new();
+        let root = self.repo.find_tree(tree_id).git(|| format!("reading memory tree {tree_id}"))?;
+        for e in root.iter() {
+            let e = e.git(|| format!("decoding memory tree {tree_id}"))?;
+            let name = e.filename().to_string();
+            if name == "FORMAT" {
+                continue;
+            }
+            let Some(kind) = Kind::from_dir(&name).filter(|_| e.mode().is_tree()) else {
+                strays.push(stray(name, "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions)"));
+                continue;
+            };
+            let kind_tree = self.repo.find_tree(e.oid().to_owned()).git(|| format!("reading {name}/"))?;
+            for fan in kind_tree.iter() {
+                let fan = fan.git(|| format!("decoding {name}/"))?;
+                let fan_name = fan.filename().to_string();
+                let fan_path = format!("{name}/{fan_name}");
+                if !fan.mode().is_tree() || fan_name.len() != 2 || !crate::record::id::is_lower_hex(&fan_name) {
+                    strays.push(stray(fan_path, "is not a two-hex-digit fan-out directory"));
+                    continue;
+                }
+                let leaf_tree = self.repo.find_tree(fan.oid().to_owned()).git(|| format!("reading {fan_path}/"))?;
+                for leaf in leaf_tree.iter() {
+                    let leaf = leaf.git(|| format!("decoding {fan_path}/"))?;
+                    let file = leaf.filename().to_string();
+                    let path = format!("{fan_path}/{file}");
+                    if !leaf.mode().is_blob() {
+                        strays.push(stray(path, "is not a regular file"));
+                        continue;
+                    }
+                    let name_id = file.strip_suffix(".md").and_then(RecordId::from_hex);
+                    match name_id {
+                        Some(id) if id.to_hex()[..2] != fan_name => {
+                            strays.push(stray(path, "is in the wrong fan-out directory for its id"));
+                        }
+                        Some(_) => entries.push(TreeEntry { kind, path, name_id, blob: leaf.oid().to_owned() }),
+                        None => strays.push(stray(path, "is not named <64-hex-digit id>.md")),
+                    }
+                }
+            }
+        }
+        Ok((entries, strays))
+    }
+
+    /// Read, hash and parse every record visible at the tips (see [`Store::tips`]).
+    pub fn load(&self) -> Result<Snapshot> {
+        let tips = self.tips()?;
+        let commits: Vec<ObjectId> = tips.iter().map(|(_, c)| *c).collect();
+        let mut snapshot = self.load_commits(&commits)?;
+        snapshot.tips = tips;
+        Ok(snapshot)
+    }
+
+    /// Read, hash and parse the union of the records in `commits`' trees.
+    pub fn load_commits(&self, commits: &[ObjectId]) -> Result<Snapshot> {
+        let mut by_path: BTreeMap<String, TreeEntry> = BTreeMap::new();
+        let mut invalid = Vec::new();
+        let mut seen_trees = Vec::new();
+        for &c in commits {
+            let tree = self.repo.find_commit(c).git(|| format!("reading memory commit {c}"))?.tree_id().git(|| format!("reading the tree of {c}"))?.detach();
+            if seen_trees.contains(&tree) {
+                continue;
+            }
+            seen_trees.push(tree);
+            let (entries, strays) = self.entries_of_tree(tree)?;
+            for e in entries {
+                by_path.entry(e.path.clone()).or_insert(e);
+            }
+            invalid.extend(strays);
+        }
+        let entries: Vec<TreeEntry> = by_path.into_values().collect();
+        let (records, bad) = self.read_entries(&entries)?;
+        invalid.extend(bad);
+        Ok(Snapshot { tips: Vec::new(), records, invalid })
+    }
+
+    /// Hash and parse entries in parallel. Objects that cannot be read are integrity errors;
+    /// records that do not hash to their name or do not parse are reported, not fatal.
+    pub(crate) fn read_entries(&self, entries: &[TreeEntry]) -> Result<(Vec<LoadedRecord>, Vec<StrayEntry>)> {
+        let shared = self.repo.clone().into_sync();
+        let results: Vec<Result<Result<LoadedRecord, StrayEntry>>> = entries
+            .par_iter()
+            .map_init(
+                || shared.to_thread_local(),
+                |repo, e| {
+                    let blob = repo.find_blob(e.blob).map_err(|err| Error::Integrity(format!("{}: cannot read blob {}: {err}", e.path, e.blob)))?;
+                    Ok(check_entry(e, &blob.data))
+                },
+            )
+            .collect();
+        let mut records = Vec::with_capacity(entries.len());
+        let mut invalid = Vec::new();
+        for r in results {
+            match r? {
+                Ok(rec) => records.push(rec),
+                Err(bad) => invalid.push(bad),
+            }
+        }
+        records.sort_by_key(|r| r.id);
+        Ok((records, invalid))
+    }
+
+    /// The raw bytes of a record's blob.
+    pub fn read_blob(&self, blob: ObjectId) -> Result<Vec<u8>> {
+        Ok(self.repo.find_blob(blob).map_err(|e| Error::Integrity(format!("cannot read blob {blob}: {e}")))?.data.clone())
+    }
+}
+
+fn check_entry(e: &TreeEntry, bytes: &[u8]) -> Result<LoadedRecord, StrayEntry> {
+    let id = RecordId::of_bytes(bytes);
+    let bad = |field: &str, msg: String| StrayEntry { path: e.path.clone(), problems: Problems(vec![crate::record::Problem::new(field, msg)]) };
+    if e.name_id != Some(id) {
+        return Err(bad("file", format!("its bytes hash to {id}, not to its file name: the record was modified after it was written")));
+    }
+    match parse::parse(bytes) {
+        Ok(record) if record.kind == e.kind => Ok(LoadedRecord { id, record, blob: e.blob }),
+        Ok(record) => Err(bad("kind", format!("is {} but the file is under {}/", record.kind, e.kind.dir()))),
+        Err(problems) => Err(StrayEntry { path: e.path.clone(), problems }),
+    }
+}

@@ -1,0 +1,230 @@
+//! The write path: blobs, a fan-out tree edit, one commit, and a compare-and-swap on the ref.
+//!
+//! Records are content-addressed, so writing their blobs needs no lock and a retry is idempotent:
+//! only the ref update is atomic. On a lost race (`ReferenceOutOfDate`, or `MustNotExist` when a
+//! concurrent writer created the ref first) the tip is re-read and the same records are applied to
+//! the new tree. A held lock is waited for with jittered backoff, up to the lock timeout; a lock
+//! that outlives it (a crashed writer's) becomes a clear [`Error::Locked`], never an endless spin.
+
+use super::Store;
+use crate::error::{Error, GitContext, Result};
+use crate::record::{Kind, Record, RecordId, Timestamp};
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::Target;
+use gix::ObjectId;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Who writes: used for commit author, committer and the reflog entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+impl Identity {
+    /// The `Name <email>` form stored in records' `author` field.
+    pub fn author_field(&self) -> String {
+        format!("{} <{}>", self.name, self.email)
+    }
+
+    fn signature(&self, now: Timestamp) -> gix::actor::Signature {
+        gix::actor::Signature {
+            name: self.name.as_str().into(),
+            email: self.email.as_str().into(),
+            time: gix::date::Time { seconds: now.0, offset: 0 },
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteOutcome {
+    /// The new commit on the ref, or `None` when every record was already there (nothing written).
+    pub commit: Option<ObjectId>,
+    /// How many of the records were new on the ref.
+    pub added: usize,
+    /// How many compare-and-swap attempts it took.
+    pub attempts: u32,
+}
+
+/// Total time spent re-applying after lost races before giving up with [`Error::Contention`].
+const CONTENTION_BUDGET: Duration = Duration::from_secs(60);
+
+/// A small, dependency-free jitter source: spreads retries of concurrent processes apart.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new() -> Jitter {
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        Jitter(u64::from(nanos) ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    fn below(&mut self, max: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % max.max(1)
+    }
+}
+
+fn is_lost_race(err: &gix::Error) -> bool {
+    use gix::refs::file::transaction::prepare::{MustNotExist, ReferenceOutOfDate};
+    err.downcast_any_ref::<ReferenceOutOfDate>().is_some() || err.downcast_any_ref::<MustNotExist>().is_some()
+}
+
+impl Store {
+    /// Write `records` (kind, id, canonical bytes) to the ref in one commit with `message`.
+    ///
+    /// Records already on the ref are skipped; if all are, nothing is written. The `FORMAT` entry
+    /// is added if missing. When `create_empty` is set and the ref does not exist, a commit holding
+    /// only `FORMAT` is written even without records (that is `git neo init`).
+    pub fn write_records(
+        &self,
+        records: &[(Kind, RecordId, Vec<u8>)],
+        message: &str,
+        who: &Identity,
+        now: Timestamp,
+        create_empty: bool,
+    ) -> Result<WriteOutcome> {
+        let repo = &self.repo;
+        let ref_name = self.ref_name().to_string();
+        let mut blobs = Vec::with_capacity(records.len());
+        for (kind, id, bytes) in records {
+            let blob = repo.write_blob(bytes).git(|| format!("writing the blob of record {}", id.short()))?.detach();
+            blobs.push((Record::path(*kind, id), blob));
+        }
+        let format_blob = repo.write_blob(super::format_entry()).git(|| "writing the FORMAT blob".into())?.detach();
+        let signature = who.signature(now);
+        let mut time_buf = Default::default();
+        let sig_ref = signature.to_ref(&mut time_buf);
+        let reflog_message = message.lines().next().unwrap_or("neo: write").to_string();
+
+        let started = Instant::now();
+        let mut lock_wait_started: Option<Instant> = None;
+        let mut jitter = Jitter::new();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let local = self.local_tip()?;
+            // With no local ref yet, continue the history of a fetched copy so the first local
+            // write does not fork it.
+            let parent = match local {
+                Some(tip) => Some(tip),
+                None => self.tips()?.into_iter().map(|(_, c)| c).next(),
+            };
+            let base_tree = match parent {
+                Some(c) => repo.find_commit(c).git(|| format!("reading memory commit {c}"))?.tree_id().git(|| format!("reading the tree of {c}"))?.detach(),
+                None => ObjectId::empty_tree(repo.object_hash()),
+            };
+            let tree = repo.find_tree(base_tree).git(|| format!("reading memory tree {base_tree}"))?;
+            let mut editor = tree.edit().git(|| "starting a tree edit".into())?;
+            let mut added = 0;
+            for (path, blob) in &blobs {
+                if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
+                    editor.upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob).git(|| format!("adding {path}"))?;
+                    added += 1;
+                }
+            }
+            let needs_format = tree.find_entry("FORMAT").is_none();
+            if needs_format {
+                editor.upsert("FORMAT", gix::objs::tree::EntryKind::Blob, format_blob).git(|| "adding FORMAT".into())?;
+            }
+            if added == 0 && !(create_empty && local.is_none()) {
+                return Ok(WriteOutcome { commit: None, added: 0, attempts });
+            }
+            let tree_id = editor.write().git(|| "writing the memory tree".into())?.detach();
+            let commit = gix::objs::Commit {
+                tree: tree_id,
+                parents: parent.into_iter().collect(),
+                author: signature.clone(),
+                committer: signature.clone(),
+                encoding: None,
+                message: message.into(),
+                extra_headers: Vec::new(),
+            };
+            let commit_id = repo.write_object(&commit).git(|| "writing the memory commit".into())?.detach();
+            let edit = RefEdit {
+                change: Change::Update {
+                    log: LogChange { mode: RefLog::AndReference, force_create_reflog: true, message: reflog_message.as_str().into() },
+                    expected: match local {
+                        Some(tip) => PreviousValue::MustExistAndMatch(Target::Object(tip)),
+                        None => PreviousValue::MustNotExist,
+                    },
+                    new: Target::Object(commit_id),
+                },
+                name: self.ref_name.clone(),
+                deref: false,
+            };
+            let result = repo
+                .refs
+                .transaction()
+                .prepare(
+                    [edit],
+                    gix::lock::acquire::Fail::Immediately,
+                    gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1)),
+                )
+                .and_then(|t| t.commit(Some(sig_ref)));
+            match result {
+                Ok(_) => {
+                    self.maintain_after_write();
+                    return Ok(WriteOutcome { commit: Some(commit_id), added, attempts });
+                }
+                Err(err) if is_lost_race(&err) => {
+                    lock_wait_started = None;
+                    if started.elapsed() > CONTENTION_BUDGET {
+                        return Err(Error::Contention { ref_name, attempts });
+                    }
+                    if attempts > 3 {
+                        std::thread::sleep(Duration::from_micros(jitter.below(2_000 * u64::from(attempts.min(20)))));
+                    }
+                }
+                Err(err) if err.is_retryable() => {
+                    let waiting_since = *lock_wait_started.get_or_insert_with(Instant::now);
+                    if waiting_since.elapsed() >= self.lock_timeout {
+                        let lock = self.lock_path();
+                        let age_secs = std::fs::metadata(&lock)
+                            .and_then(|m| m.modified())
+                            .ok()
+                            .and_then(|m| m.elapsed().ok())
+                            .map(|d| d.as_secs());
+                        return Err(Error::Locked { ref_name, lock, age_secs, waited_ms: waiting_since.elapsed().as_millis() });
+                    }
+                    std::thread::sleep(Duration::from_micros(500 + jitter.below(5_000)));
+                }
+                Err(err) => return Err(Error::Git { context: format!("updating {ref_name}"), source: err }),
+            }
+        }
+    }
+
+    /// The lock file git (and gix) create while updating the memory ref.
+    pub fn lock_path(&self) -> std::path::PathBuf {
+        self.repo.common_dir().join(format!("{}.lock", self.ref_name()))
+    }
+
+    /// Keep the object database healthy after writes that leave loose objects: use git's own
+    /// `gc --auto` heuristic (about 6700 loose objects, estimated from `objects/17/`), checked
+    /// cheaply here so the common write spawns nothing.
+    fn maintain_after_write(&self) {
+        let dir = self.repo.objects.store_ref().path().join("17");
+        let loose = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+        if loose > 27 {
+            // Best effort: a failed gc never fails the write that already landed.
+            let _ = self.run_git(&["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
+        }
+    }
+
+    /// Run a git subprocess against this repository, capturing its output.
+    pub(crate) fn run_git(&self, args: &[&str]) -> Result<String> {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repo.git_dir())
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::GitCommand { command: args.join(" "), message: format!("could not start git: {e}") })?;
+        if !out.status.success() {
+            return Err(Error::GitCommand { command: args.join(" "), message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
