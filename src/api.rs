@@ -1,1 +1,430 @@
-//! x
+//! Use cases: what `git neo` and the MCP server do, with no I/O of their own beyond the store.
+//!
+//! Every function here takes its inputs as data (including who writes and what time it is, so
+//! tests fix the clock and author), validates everything before writing anything, and reports
+//! every problem at once. Nothing here prints or reads the environment.
+
+use crate::error::{Error, Result};
+use crate::record::{
+    self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record, RecordId,
+    Retraction, Timestamp,
+};
+use crate::state::{self, Entry, State, Status};
+use crate::store::{CommitInfo, Identity, StrayEntry, Store};
+use gix::ObjectId;
+use std::collections::HashMap;
+
+/// Who is writing, and when. The CLI fills this from git config and the clock; tests fix both.
+#[derive(Clone, Debug)]
+pub struct WriteContext {
+    pub identity: Identity,
+    pub now: Timestamp,
+}
+
+/// The scope used when none is given.
+pub const DEFAULT_SCOPE: &str = "project";
+
+/// The initial confidence for a provenance when none is given: what the code's structure shows is
+/// surest, what someone observed is likely, what was inferred is a hypothesis.
+pub fn default_confidence(p: Provenance) -> Milli {
+    match p {
+        Provenance::Structural => Milli(800),
+        Provenance::Observed => Milli(700),
+        Provenance::Inferred => Milli(500),
+    }
+}
+
+/// The memory of one repository: the store, and the folded state of what it holds.
+pub struct Memory {
+    store: Store,
+    state: State,
+    blobs: HashMap<RecordId, ObjectId>,
+    invalid: Vec<StrayEntry>,
+    tips: Vec<(String, ObjectId)>,
+}
+
+/// A request to add a fact. Strings are parsed and validated here so that every problem is
+/// reported at once, each naming its field.
+#[derive(Clone, Debug, Default)]
+pub struct AddRequest {
+    pub fact_type: String,
+    pub subject: String,
+    pub body: String,
+    pub scope: Option<String>,
+    pub tags: Vec<String>,
+    pub key: Option<String>,
+    pub confidence: Option<f64>,
+    pub provenance: Option<String>,
+    /// Id prefixes of facts this one depends on.
+    pub depends_on: Vec<String>,
+    /// `PATH` or `PATH:START-END`, relative to the repository root.
+    pub anchors: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+}
+
+/// What `add` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AddOutcome {
+    pub id: RecordId,
+    /// True when an identical valid fact already existed and its id was returned; nothing was written.
+    pub deduplicated: bool,
+    /// The new commit on the memory ref, when something was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub path: String,
+}
+
+/// A record's file and its derived state, for `show`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Shown {
+    pub path: String,
+    pub text: String,
+    #[serde(flatten)]
+    pub entry: Entry,
+}
+
+/// Filters for `list`.
+#[derive(Clone, Debug, Default)]
+pub struct ListFilter {
+    pub kind: Option<String>,
+    pub fact_type: Option<String>,
+    pub scope: Option<String>,
+    pub tag: Option<String>,
+    /// Include retracted, superseded and outdated records.
+    pub all: bool,
+}
+
+/// What `init` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InitOutcome {
+    pub ref_name: String,
+    pub created: bool,
+    pub tip: String,
+}
+
+fn short_message(s: &str) -> String {
+    let one_line: String = s.chars().take(60).collect();
+    if one_line.chars().count() < s.chars().count() {
+        format!("{one_line}…")
+    } else {
+        one_line
+    }
+}
+
+/// Parse `PATH[:START-END]`.
+fn parse_anchor_spec(spec: &str, field: &str, problems: &mut Vec<Problem>) -> Option<(String, Option<LineRange>)> {
+    let (path, lines) = match spec.rsplit_once(':') {
+        Some((p, range)) if !range.is_empty() && range.chars().all(|c| c.is_ascii_digit() || c == '-') => {
+            let (a, b) = range.split_once('-').unwrap_or((range, range));
+            match (a.parse::<u32>(), b.parse::<u32>()) {
+                (Ok(start), Ok(end)) if start >= 1 && end >= start => (p, Some(LineRange { start, end })),
+                _ => {
+                    problems.push(Problem::new(field, format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END")));
+                    return None;
+                }
+            }
+        }
+        _ => (spec, None),
+    };
+    let before = problems.len();
+    record::validate::check_repo_path(problems, field, path);
+    (problems.len() == before).then(|| (path.to_string(), lines))
+}
+
+impl Memory {
+    /// Read every record visible from the store and fold it.
+    pub fn load(store: Store) -> Result<Memory> {
+        let snapshot = store.load()?;
+        let blobs = snapshot.records.iter().map(|r| (r.id, r.blob)).collect();
+        let state = state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
+        Ok(Memory { store, state, blobs, invalid: snapshot.invalid, tips: snapshot.tips })
+    }
+
+    /// The folded state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Entries on the ref that are not readable records (the CLI warns about them once).
+    pub fn invalid(&self) -> &[StrayEntry] {
+        &self.invalid
+    }
+
+    /// The tips that were read.
+    pub fn tips(&self) -> &[(String, ObjectId)] {
+        &self.tips
+    }
+
+    /// Resolve a unique id prefix, like git does for object names.
+    pub fn resolve(&self, field: &str, prefix: &str) -> Result<RecordId> {
+        let prefix = prefix.trim();
+        if prefix.len() < record::id::MIN_PREFIX_LEN || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(Error::invalid(
+                field,
+                format!("{prefix:?} is not an id prefix; give at least {} hex digits of a record id", record::id::MIN_PREFIX_LEN),
+            ));
+        }
+        let matches = self.state.ids_with_prefix(prefix);
+        match matches.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(Error::NotFound { field: field.into(), prefix: prefix.into() }),
+            many => Err(Error::Ambiguous {
+                field: field.into(),
+                prefix: prefix.into(),
+                candidates: many
+                    .iter()
+                    .map(|id| {
+                        let e = &self.state.entries[id];
+                        format!("  {} {} {}", id.short(), e.record.kind, e.record.summary())
+                    })
+                    .collect(),
+            }),
+        }
+    }
+
+    fn resolve_into(&self, field: &str, prefix: &str, problems: &mut Vec<Problem>) -> Option<RecordId> {
+        match self.resolve(field, prefix) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                let msg = e.to_string();
+                let msg = msg.strip_prefix(&format!("{field}: ")).unwrap_or(&msg).to_string();
+                problems.push(Problem::new(field, msg));
+                None
+            }
+        }
+    }
+
+    fn anchor(&self, spec: &str, field: &str, problems: &mut Vec<Problem>) -> Result<Option<Anchor>> {
+        let Some((path, lines)) = parse_anchor_spec(spec, field, problems) else { return Ok(None) };
+        let head = self.store.head_commit()?;
+        let mut blob = self.store.blob_at_head(&path)?;
+        if blob.is_none() {
+            if let Some(work) = self.store.work_dir() {
+                if let Ok(bytes) = std::fs::read(work.join(&path)) {
+                    blob = Some(self.store.hash_blob(&bytes)?);
+                }
+            }
+        }
+        if blob.is_none() {
+            problems.push(Problem::new(field, format!("{path} does not exist at HEAD or in the work tree; anchor to a file that exists")));
+            return Ok(None);
+        }
+        Ok(Some(Anchor { path, lines, blob: blob.map(|b| b.to_string()), commit: head.map(|h| h.to_string()) }))
+    }
+
+    /// Build and validate the fact record for `req` without writing it.
+    pub fn prepare_fact(&self, req: &AddRequest, ctx: &WriteContext) -> Result<Record> {
+        let mut problems = Vec::new();
+        let fact_type = FactType::from_word(req.fact_type.trim());
+        if fact_type.is_none() {
+            problems.push(Problem::new("type", format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected())));
+        }
+        let provenance = match &req.provenance {
+            None => Some(Provenance::Observed),
+            Some(p) => {
+                let v = Provenance::from_word(p.trim());
+                if v.is_none() {
+                    problems.push(Problem::new("provenance", format!("{p:?} is not a provenance; use one of: {}", Provenance::expected())));
+                }
+                v
+            }
+        };
+        let confidence = match req.confidence {
+            None => provenance.map(default_confidence).unwrap_or_default(),
+            Some(c) if (0.0..=1.0).contains(&c) => Milli::from_f64(c).unwrap_or_default(),
+            Some(c) => {
+                problems.push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
+                Milli(0)
+            }
+        };
+        let mut time = |field: &str, v: &Option<String>| {
+            v.as_ref().and_then(|s| {
+                let t = Timestamp::parse(s.trim());
+                if t.is_none() {
+                    problems.push(Problem::new(field, format!("{s:?} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")));
+                }
+                t
+            })
+        };
+        let valid_from = time("valid_from", &req.valid_from);
+        let valid_to = time("valid_to", &req.valid_to);
+        let depends_on: Vec<RecordId> = req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, &mut problems)).collect();
+        let mut anchors = Vec::new();
+        for (i, spec) in req.anchors.iter().enumerate() {
+            if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), &mut problems)? {
+                anchors.push(a);
+            }
+        }
+        let mut tags: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
+        tags.sort();
+        tags.dedup();
+        let (Some(fact_type), Some(provenance)) = (fact_type, provenance) else {
+            return Err(Error::Invalid(Problems(problems)));
+        };
+        let record = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(Fact {
+                fact_type,
+                subject: req.subject.trim().to_string(),
+                scope: req.scope.as_deref().map(str::trim).unwrap_or(DEFAULT_SCOPE).to_string(),
+                tags,
+                key: req.key.as_deref().map(|k| k.trim().to_string()),
+                provenance,
+                confidence,
+                valid_from,
+                valid_to,
+                depends_on,
+                relations: Vec::new(),
+                anchors,
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: canonical::normalize_body(&req.body),
+        };
+        problems.extend(record::validate::validate(&record));
+        if problems.is_empty() {
+            Ok(record)
+        } else {
+            Err(Error::Invalid(Problems(problems)))
+        }
+    }
+
+    /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
+    /// written again: its id is returned with `deduplicated: true`.
+    pub fn add(&mut self, req: &AddRequest, ctx: &WriteContext) -> Result<AddOutcome> {
+        let record = self.prepare_fact(req, ctx)?;
+        let fact = record.as_fact().expect("prepare_fact builds a fact");
+        if let Some(existing) = self.state.duplicate_of(fact, &record.body) {
+            return Ok(AddOutcome { id: existing, deduplicated: true, commit: None, path: Record::path(Kind::Fact, &existing) });
+        }
+        let message = format!("neo: add {} {} \"{}\"", fact.fact_type, "{id}", short_message(&fact.subject));
+        self.write(record, message, ctx)
+    }
+
+    /// Forget a record: append a retraction. The record stays in history.
+    pub fn forget(&mut self, prefix: &str, reason: &str, ctx: &WriteContext) -> Result<AddOutcome> {
+        let target = self.resolve("id", prefix)?;
+        let entry = &self.state.entries[&target];
+        if let Some(by) = entry.retracted_by {
+            return Err(Error::invalid("id", format!("{} is already forgotten (by retraction {})", target.short(), by.short())));
+        }
+        let summary = entry.record.summary();
+        let record = Record {
+            kind: Kind::Retraction,
+            payload: Payload::Retraction(Retraction { target, reason: reason.trim().to_string() }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        let problems = record::validate::validate(&record);
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let message = format!("neo: forget {} \"{}\" ({{id}})", target.short(), short_message(&summary));
+        self.write(record, message, ctx)
+    }
+
+    /// Encode, write and fold in one record. `{id}` in `message` becomes the short id.
+    fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        let (id, bytes) = record.encode();
+        // The writer must never emit bytes its own reader rejects.
+        if let Err(problems) = record::parse::parse(&bytes) {
+            return Err(Error::Integrity(format!("internal: the canonical form of a new record does not parse: {problems}")));
+        }
+        let message = message.replace("{id}", &id.short());
+        let bytes_for_blob = bytes.clone();
+        let outcome = self.store.write_records(&[(record.kind, id, bytes)], &message, &ctx.identity, ctx.now, false)?;
+        let path = Record::path(record.kind, &id);
+        if let Some(commit) = outcome.commit {
+            self.blobs.insert(id, self.store.hash_blob(&bytes_for_blob)?);
+            self.tips.retain(|(name, _)| name != self.store.ref_name());
+            self.tips.insert(0, (self.store.ref_name().to_string(), commit));
+        }
+        let mut records: Vec<(RecordId, Record)> = self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
+        records.push((id, record));
+        self.state = state::fold(records);
+        Ok(AddOutcome { id, deduplicated: false, commit: outcome.commit.map(|c| c.to_string()), path })
+    }
+
+    /// Create the memory ref with only `FORMAT`, if it does not exist yet.
+    pub fn init(&mut self, ctx: &WriteContext) -> Result<InitOutcome> {
+        let ref_name = self.store.ref_name().to_string();
+        if let Some(tip) = self.store.local_tip()? {
+            return Ok(InitOutcome { ref_name, created: false, tip: tip.to_string() });
+        }
+        let outcome = self.store.write_records(&[], "neo: initialise memory", &ctx.identity, ctx.now, true)?;
+        let tip = match outcome.commit {
+            Some(c) => c,
+            None => self.store.local_tip()?.ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
+        };
+        Ok(InitOutcome { ref_name, created: outcome.commit.is_some(), tip: tip.to_string() })
+    }
+
+    /// A record's file text and derived state.
+    pub fn show(&self, prefix: &str) -> Result<Shown> {
+        let id = self.resolve("id", prefix)?;
+        let entry = self.state.entries[&id].clone();
+        let blob = self.blobs.get(&id).copied().ok_or_else(|| Error::Integrity(format!("record {} has no blob", id.short())))?;
+        let bytes = self.store.read_blob(blob)?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::Integrity(format!("record {} is not UTF-8", id.short())))?;
+        Ok(Shown { path: Record::path(entry.record.kind, &id), text, entry })
+    }
+
+    /// Entries matching `filter`, in fold order (oldest first).
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<&Entry>> {
+        let mut problems = Vec::new();
+        let kind = filter.kind.as_deref().and_then(|k| {
+            let v = Kind::from_word(k.trim());
+            if v.is_none() {
+                problems.push(Problem::new("kind", format!("{k:?} is not a kind; use one of: {}", Kind::expected())));
+            }
+            v
+        });
+        let fact_type = filter.fact_type.as_deref().and_then(|t| {
+            let v = FactType::from_word(t.trim());
+            if v.is_none() {
+                problems.push(Problem::new("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected())));
+            }
+            v
+        });
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let tag = filter.tag.as_deref().map(|t| t.trim().to_lowercase());
+        Ok(self
+            .state
+            .iter()
+            .filter(|e| filter.all || e.status == Status::Valid)
+            .filter(|e| kind.is_none_or(|k| e.record.kind == k))
+            .filter(|e| fact_type.is_none_or(|t| e.record.as_fact().is_some_and(|f| f.fact_type == t)))
+            .filter(|e| {
+                filter.scope.as_deref().is_none_or(|s| match &e.record.payload {
+                    Payload::Fact(f) => f.scope == s.trim(),
+                    Payload::Attempt(a) => a.scope == s.trim(),
+                    _ => false,
+                })
+            })
+            .filter(|e| {
+                tag.as_deref().is_none_or(|t| match &e.record.payload {
+                    Payload::Fact(f) => f.tags.iter().any(|x| x == t),
+                    Payload::Attempt(a) => a.tags.iter().any(|x| x == t),
+                    _ => false,
+                })
+            })
+            .collect())
+    }
+
+    /// The memory ref's history, newest first, at most `limit` commits.
+    pub fn log(&self, limit: usize) -> Result<Vec<CommitInfo>> {
+        match self.store.local_tip()?.or_else(|| self.tips.first().map(|(_, c)| *c)) {
+            Some(tip) => self.store.history(tip, limit),
+            None => Ok(Vec::new()),
+        }
+    }
+}

@@ -1,1 +1,186 @@
-//! x
+//! The fold: PURE. All records in, current meaning out; nothing here is stored.
+//!
+//! Ordering rule (documented in `docs/format.md` and tested with shuffled input): records are
+//! applied in ascending `(created_at, id)` order. Every rule below is also written so that its
+//! answer does not depend on that order at all, except where "the earliest" is the rule:
+//! - A retraction is *effective* unless an effective retraction targets it (retracting a
+//!   retraction revives its target). Ids are hashes of content that names earlier ids, so this
+//!   relation has no cycles and the recursion ends.
+//! - A record targeted by an effective retraction is `retracted`; `retracted_by` is the earliest.
+//! - A fact or attempt named as `old` by a non-retracted supersession is `superseded` (with a new
+//!   record) or `outdated` (without one). Retraction wins over supersession.
+//! - Outcomes that are not retracted adjust their target's confidence: the earliest outcome per
+//!   idempotency key counts, later ones with the same key are ignored. The sum is clamped to
+//!   0.0..=1.0 once, at the end, so order cannot change it.
+//! - De-duplication: among valid facts, the earliest with a given normalised
+//!   (type, scope, subject, body) owns that content; adding it again returns that id.
+
+use crate::record::{Fact, Kind, Milli, Payload, Record, RecordId};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Where a record stands now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Valid,
+    Superseded,
+    Outdated,
+    Retracted,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Superseded => "superseded",
+            Status::Outdated => "outdated",
+            Status::Retracted => "retracted",
+        }
+    }
+}
+
+/// A record and what the fold derived for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    pub id: RecordId,
+    pub record: Record,
+    pub status: Status,
+    /// Initial confidence plus counted outcome deltas, clamped to 0.0..=1.0 (facts only; 0 otherwise).
+    pub confidence: Milli,
+    /// Outcomes with signal `accepted` that counted.
+    pub successes: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retracted_by: Option<RecordId>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded_by: Vec<RecordId>,
+    /// Outcomes that counted towards the confidence, in fold order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<RecordId>,
+}
+
+/// The current meaning of a set of records.
+#[derive(Clone, Debug, Default)]
+pub struct State {
+    pub entries: BTreeMap<RecordId, Entry>,
+    /// Record ids in fold order.
+    pub order: Vec<RecordId>,
+    dedup: HashMap<String, RecordId>,
+}
+
+/// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
+/// with whitespace runs collapsed.
+pub fn dedup_key(fact: &Fact, body: &str) -> String {
+    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    format!("{}\u{0}{}\u{0}{}\u{0}{}", fact.fact_type, norm(&fact.scope), norm(&fact.subject), norm(body))
+}
+
+fn effective(id: RecordId, retractions_of: &HashMap<RecordId, Vec<RecordId>>, memo: &mut HashMap<RecordId, bool>) -> bool {
+    if let Some(&v) = memo.get(&id) {
+        return v;
+    }
+    let v = !retractions_of.get(&id).is_some_and(|rs| rs.iter().any(|&r| effective(r, retractions_of, memo)));
+    memo.insert(id, v);
+    v
+}
+
+/// Fold `records` into the current state. The input order does not matter.
+pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
+    let mut all: Vec<(RecordId, Record)> = records.into_iter().collect();
+    all.sort_by(|a, b| (a.1.created_at, a.0).cmp(&(b.1.created_at, b.0)));
+    all.dedup_by_key(|(id, _)| *id);
+
+    // Which retractions target which records, then which retractions stand.
+    let mut retractions_of: HashMap<RecordId, Vec<RecordId>> = HashMap::new();
+    for (id, r) in &all {
+        if let Payload::Retraction(ret) = &r.payload {
+            retractions_of.entry(ret.target).or_default().push(*id);
+        }
+    }
+    let mut memo = HashMap::new();
+    let standing: HashSet<RecordId> = all.iter().map(|(id, _)| *id).filter(|&id| effective(id, &retractions_of, &mut memo)).collect();
+
+    let mut state = State { order: all.iter().map(|(id, _)| *id).collect(), ..State::default() };
+    let mut effects: Vec<(RecordId, Payload)> = Vec::new();
+    for (id, record) in all {
+        if standing.contains(&id) && matches!(record.kind, Kind::Supersession | Kind::Outcome | Kind::Retraction) {
+            effects.push((id, record.payload.clone()));
+        }
+        let confidence = record.as_fact().map(|f| f.confidence).unwrap_or_default();
+        state.entries.insert(
+            id,
+            Entry {
+                id,
+                record,
+                status: if standing.contains(&id) { Status::Valid } else { Status::Retracted },
+                confidence,
+                successes: 0,
+                retracted_by: None,
+                superseded_by: Vec::new(),
+                outcomes: Vec::new(),
+            },
+        );
+    }
+
+    let mut counted_keys: HashSet<(RecordId, String)> = HashSet::new();
+    for (id, payload) in effects {
+        match payload {
+            Payload::Retraction(r) => {
+                if let Some(target) = state.entries.get_mut(&r.target) {
+                    target.retracted_by.get_or_insert(id);
+                }
+            }
+            Payload::Supersession(s) => {
+                if let Some(old) = state.entries.get_mut(&s.old) {
+                    old.superseded_by.push(s.new.unwrap_or(id));
+                    if old.status == Status::Valid {
+                        old.status = if s.new.is_some() { Status::Superseded } else { Status::Outdated };
+                    } else if old.status == Status::Outdated && s.new.is_some() {
+                        old.status = Status::Superseded;
+                    }
+                }
+            }
+            Payload::Outcome(o) => {
+                if counted_keys.insert((o.target, o.key.clone())) {
+                    if let Some(target) = state.entries.get_mut(&o.target) {
+                        target.confidence.0 += o.delta.0;
+                        if o.signal == "accepted" {
+                            target.successes += 1;
+                        }
+                        target.outcomes.push(id);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    for id in &state.order {
+        let entry = state.entries.get_mut(id).expect("every ordered id was inserted");
+        entry.confidence.0 = entry.confidence.0.clamp(0, 1000);
+        if entry.status == Status::Valid {
+            if let Some(f) = entry.record.as_fact() {
+                state.dedup.entry(dedup_key(f, &entry.record.body)).or_insert(*id);
+            }
+        }
+    }
+    state
+}
+
+impl State {
+    /// The valid fact whose normalised content equals `fact` + `body`, if any.
+    pub fn duplicate_of(&self, fact: &Fact, body: &str) -> Option<RecordId> {
+        self.dedup.get(&dedup_key(fact, body)).copied()
+    }
+
+    /// Every id starting with the hex `prefix`, in id order.
+    pub fn ids_with_prefix(&self, prefix: &str) -> Vec<RecordId> {
+        let lower = prefix.to_ascii_lowercase();
+        self.entries.keys().filter(|id| id.to_hex().starts_with(&lower)).copied().collect()
+    }
+
+    /// Entries in fold order.
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.order.iter().filter_map(|id| self.entries.get(id))
+    }
+}

@@ -134,3 +134,13 @@ fn parse_ref_name(name: &str) -> Result<gix::refs::FullName> {
     }
     gix::refs::FullName::try_from(name).map_err(|_| bad("is not a valid ref name"))
 }
+
+impl Store {
+    /// The identity git config names (`user.name`, `user.email`), if both are set.
+    pub fn configured_identity(&self) -> Option<Identity> {
+        let config = self.repo.config_snapshot();
+        let name = config.string("user.name")?.to_string();
+        let email = config.string("user.email")?.to_string();
+        (!name.trim().is_empty()).then(|| Identity { name: name.trim().to_string(), email: email.trim().to_string() })
+    }
+}

@@ -79,12 +79,6 @@ impl Store {
         Ok(tips)
     }
 
-    /// The record entries in `commit`'s tree, plus anything that does not belong there.
-    pub(crate) fn entries_at(&self, commit: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
-        let tree_id = self.repo.find_commit(commit).git(|| format!("reading memory commit {commit}"))?.tree_id().git(|| format!("reading the tree of {commit}"))?;
-        self.entries_of_tree(tree_id.detach())
-    }
-
     pub(crate) fn entries_of_tree(&self, tree_id: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
         let stray = |path: String, why: &str| StrayEntry { path, problems: Problems(vec![crate::record::Problem::new("layout", why)]) };
         let mut entries = Vec::new();

@@ -1,0 +1,26 @@
+//! `git neo forget`: append a retraction that hides a record from the current state.
+
+use super::Ctx;
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Id (or unique prefix) of the record to forget.
+    id: String,
+    /// Why it should be forgotten.
+    #[arg(long)]
+    reason: String,
+}
+
+pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let outcome = memory.forget(&args.id, &args.reason, &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else {
+        ctx.out.line(&outcome.id.to_hex());
+        ctx.out.note(&format!("forgot {}: retraction {}", args.id, outcome.id.short()));
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! `git neo list`: records in fold order, filtered.
+
+use super::Ctx;
+use git_neo::api::ListFilter;
+use git_neo::state::Status;
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only this kind: fact, attempt, supersession, outcome, retraction.
+    #[arg(long)]
+    kind: Option<String>,
+    /// Only facts of this type.
+    #[arg(long = "type", short = 't')]
+    fact_type: Option<String>,
+    /// Only this scope.
+    #[arg(long)]
+    scope: Option<String>,
+    /// Only records with this tag.
+    #[arg(long)]
+    tag: Option<String>,
+    /// Include forgotten, superseded and outdated records.
+    #[arg(long)]
+    all: bool,
+}
+
+pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
+    let memory = ctx.memory()?;
+    let filter = ListFilter { kind: args.kind, fact_type: args.fact_type, scope: args.scope, tag: args.tag, all: args.all };
+    let entries = memory.list(&filter)?;
+    if ctx.out.json {
+        ctx.out.json(&entries);
+        return Ok(());
+    }
+    if entries.is_empty() {
+        ctx.out.note("no records match");
+    }
+    for e in entries {
+        let what = match e.record.as_fact() {
+            Some(f) => f.fact_type.as_str().to_string(),
+            None => e.record.kind.as_str().to_string(),
+        };
+        let status = if e.status == Status::Valid { String::new() } else { format!(" [{}]", e.status.as_str()) };
+        let conf = if e.record.as_fact().is_some() { format!("{:>5}", e.confidence.to_string()) } else { "    -".to_string() };
+        let line = format!("{} {:<13} {} {}{}", ctx.out.paint("33", &e.id.short()), what, conf, e.record.summary(), status);
+        ctx.out.line(&line);
+    }
+    Ok(())
+}

@@ -1,0 +1,158 @@
+//! The command line: clap definitions, one file per command, and the only place that prints.
+//!
+//! Every command takes `--json`; human output goes to stdout, diagnostics to stderr. Colours only
+//! on a terminal, and never when `NO_COLOR` is set. A closed pipe (`git neo list | head`) ends the
+//! program quietly with exit 0, as ripgrep does.
+
+mod add;
+mod forget;
+mod init;
+mod list;
+mod log;
+mod output;
+mod show;
+
+use clap::{Parser, Subcommand};
+use git_neo::api::{Memory, WriteContext};
+use git_neo::error::Category;
+use git_neo::record::Timestamp;
+use git_neo::store::{Store, StoreOptions};
+use git_neo::Error;
+use output::Out;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Exit codes, documented in docs/cli.md.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_USER: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+pub const EXIT_INTEGRITY: i32 = 3;
+pub const EXIT_CONFLICT: i32 = 4;
+pub const EXIT_ENVIRONMENT: i32 = 5;
+
+#[derive(Parser)]
+#[command(name = "git-neo", bin_name = "git neo", version, about = "A git-native memory for coding agents and the people who work beside them")]
+struct Cli {
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// Run as if started in this directory.
+    #[arg(short = 'C', global = true, value_name = "PATH")]
+    directory: Option<PathBuf>,
+    /// The memory ref to use (default: git config neo.ref, then refs/heads/neo-memory).
+    #[arg(long = "ref", global = true, value_name = "REF")]
+    ref_name: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create the memory ref (other commands create it on first write).
+    Init,
+    /// Add a typed fact; prints its id.
+    Add(add::Args),
+    /// Show a record's file and its derived state.
+    Show(show::Args),
+    /// List records (valid facts and attempts by default).
+    List(list::Args),
+    /// The memory ref's history as a readable changelog.
+    Log(log::Args),
+    /// Forget a record: append a retraction (history keeps the record).
+    Forget(forget::Args),
+}
+
+/// What every command gets: output, and how to open the repository.
+pub struct Ctx {
+    pub out: Out,
+    dir: PathBuf,
+    ref_name: Option<String>,
+}
+
+impl Ctx {
+    /// Open the store and fold its records, warning once about anything unreadable on the ref.
+    pub fn memory(&mut self) -> Result<Memory, Error> {
+        let store = Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), lock_timeout: None })?;
+        let memory = Memory::load(store)?;
+        if let Some(first) = memory.invalid().first() {
+            self.out.warn(&format!(
+                "{} entr{} on the memory ref are not valid records and are ignored (first: {}: {})",
+                memory.invalid().len(),
+                if memory.invalid().len() == 1 { "y" } else { "ies" },
+                first.path,
+                first.problems
+            ));
+        }
+        Ok(memory)
+    }
+
+    /// Who is writing and when: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or git config `user.name`/
+    /// `user.email`; the time is now, or `GIT_NEO_NOW` (seconds or a UTC time) for reproducible runs.
+    pub fn write_context(&self, memory: &Memory) -> Result<WriteContext, Error> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
+            (Some(name), Some(email)) => git_neo::store::Identity { name, email },
+            _ => memory.store().configured_identity().ok_or_else(|| Error::Config {
+                key: "user.name".into(),
+                message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`".into(),
+            })?,
+        };
+        let now = match env("GIT_NEO_NOW") {
+            Some(v) => v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
+                key: "GIT_NEO_NOW".into(),
+                message: format!("{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"),
+            })?,
+            None => Timestamp(
+                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
+            ),
+        };
+        Ok(WriteContext { identity, now })
+    }
+}
+
+fn exit_code(e: &Error) -> i32 {
+    match e.category() {
+        Category::User => EXIT_USER,
+        Category::Integrity => EXIT_INTEGRITY,
+        Category::Conflict => EXIT_CONFLICT,
+        Category::Environment => EXIT_ENVIRONMENT,
+    }
+}
+
+/// Parse `args`, run the command, and return the exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let dir = match cli.directory {
+        Some(d) => d,
+        None => match std::env::current_dir() {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("error: cannot read the current directory: {e}");
+                return EXIT_ENVIRONMENT;
+            }
+        },
+    };
+    let mut ctx = Ctx { out: Out::new(cli.json), dir, ref_name: cli.ref_name };
+    let result = match cli.command {
+        Command::Init => init::run(&mut ctx),
+        Command::Add(a) => add::run(&mut ctx, a),
+        Command::Show(a) => show::run(&mut ctx, a),
+        Command::List(a) => list::run(&mut ctx, a),
+        Command::Log(a) => log::run(&mut ctx, a),
+        Command::Forget(a) => forget::run(&mut ctx, a),
+    };
+    match result {
+        Ok(()) => ctx.out.finish(),
+        Err(e) => {
+            ctx.out.error(&e);
+            exit_code(&e)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Output: stdout for results, stderr for diagnostics, JSON when asked, colour only on a terminal.
+
+use git_neo::error::Category;
+use git_neo::Error;
+use std::io::{IsTerminal, Write};
+
+/// Where a command's results go.
+pub struct Out {
+    pub json: bool,
+    colour: bool,
+    broken_pipe: bool,
+}
+
+impl Out {
+    pub fn new(json: bool) -> Out {
+        let colour = !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        Out { json, colour, broken_pipe: false }
+    }
+
+    /// Print a line on stdout. A closed pipe stops further output silently.
+    pub fn line(&mut self, s: &str) {
+        if self.broken_pipe {
+            return;
+        }
+        let mut stdout = std::io::stdout().lock();
+        if let Err(e) = writeln!(stdout, "{s}") {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                self.broken_pipe = true;
+            }
+        }
+    }
+
+    /// Print a JSON value on stdout.
+    pub fn json<T: serde::Serialize>(&mut self, value: &T) {
+        match serde_json::to_string_pretty(value) {
+            Ok(s) => self.line(&s),
+            Err(e) => eprintln!("error: cannot encode JSON output: {e}"),
+        }
+    }
+
+    /// A note for people on stderr (never in JSON mode's stdout).
+    pub fn note(&self, s: &str) {
+        eprintln!("{s}");
+    }
+
+    pub fn warn(&self, s: &str) {
+        eprintln!("warning: {s}");
+    }
+
+    /// Paint `s` with an ANSI colour code when colour is on.
+    pub fn paint(&self, code: &str, s: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// Report an error: always as text on stderr; in JSON mode also as a JSON object on stdout.
+    pub fn error(&mut self, e: &Error) {
+        eprintln!("error: {e}");
+        if self.json {
+            let category = match e.category() {
+                Category::User => "user",
+                Category::Integrity => "integrity",
+                Category::Conflict => "conflict",
+                Category::Environment => "environment",
+            };
+            let problems = match e {
+                Error::Invalid(p) => serde_json::to_value(p).unwrap_or_default(),
+                _ => serde_json::Value::Array(Vec::new()),
+            };
+            self.json(&serde_json::json!({ "error": { "category": category, "message": e.to_string(), "problems": problems } }));
+        }
+    }
+
+    /// The exit code for a successful run (0, including after a closed pipe).
+    pub fn finish(&self) -> i32 {
+        super::EXIT_OK
+    }
+}
