@@ -264,9 +264,8 @@ impl Memory {
         let mut tags: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
         tags.sort();
         tags.dedup();
-        let (Some(fact_type), Some(provenance)) = (fact_type, provenance) else {
-            return Err(Error::Invalid(Problems(problems)));
-        };
+        // Unparseable words get placeholders so the remaining rules still run: every problem at once.
+        let (fact_type, provenance) = (fact_type.unwrap_or(FactType::Constraint), provenance.unwrap_or(Provenance::Observed));
         let record = Record {
             kind: Kind::Fact,
             payload: Payload::Fact(Fact {
@@ -302,6 +301,19 @@ impl Memory {
         let fact = record.as_fact().expect("prepare_fact builds a fact");
         if let Some(existing) = self.state.duplicate_of(fact, &record.body) {
             return Ok(AddOutcome { id: existing, deduplicated: true, commit: None, path: Record::path(Kind::Fact, &existing) });
+        }
+        let (id, _) = record.encode();
+        if let Some(existing) = self.state.entries.get(&id) {
+            if existing.status != Status::Valid {
+                return Err(Error::invalid(
+                    "subject",
+                    format!(
+                        "this is byte for byte record {}, which was forgotten or replaced ({}); add it again a second later or change its text",
+                        id.short(),
+                        existing.status.as_str()
+                    ),
+                ));
+            }
         }
         let message = format!("neo: add {} {} \"{}\"", fact.fact_type, "{id}", short_message(&fact.subject));
         self.write(record, message, ctx)
@@ -401,7 +413,11 @@ impl Memory {
             .state
             .iter()
             .filter(|e| filter.all || e.status == Status::Valid)
-            .filter(|e| kind.is_none_or(|k| e.record.kind == k))
+            .filter(|e| match kind {
+                Some(k) => e.record.kind == k,
+                // By default: what the memory knows (facts, attempts); --all or --kind for the rest.
+                None => filter.all || matches!(e.record.kind, Kind::Fact | Kind::Attempt),
+            })
             .filter(|e| fact_type.is_none_or(|t| e.record.as_fact().is_some_and(|f| f.fact_type == t)))
             .filter(|e| {
                 filter.scope.as_deref().is_none_or(|s| match &e.record.payload {
@@ -426,5 +442,87 @@ impl Memory {
             Some(tip) => self.store.history(tip, limit),
             None => Ok(Vec::new()),
         }
+    }
+}
+
+/// What `import` did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ImportOutcome {
+    /// Records written.
+    pub added: usize,
+    /// Requests whose content was already stored (or repeated earlier in the same import).
+    pub duplicates: usize,
+    /// Commits made on the memory ref.
+    pub commits: usize,
+    /// The id of every request, in input order (existing ids for duplicates).
+    pub ids: Vec<RecordId>,
+}
+
+impl Memory {
+    /// Add many facts: validate all of them first (every problem, prefixed with its request's
+    /// number), then write them `batch_size` records per commit. `progress(done, total)` is called
+    /// after each commit. If the process dies midway, the ref holds the batches that landed.
+    pub fn import(
+        &mut self,
+        requests: &[AddRequest],
+        batch_size: usize,
+        ctx: &WriteContext,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<ImportOutcome> {
+        let mut problems = Vec::new();
+        let mut prepared = Vec::with_capacity(requests.len());
+        for (i, req) in requests.iter().enumerate() {
+            match self.prepare_fact(req, ctx) {
+                Ok(r) => prepared.push(r),
+                Err(Error::Invalid(p)) => {
+                    problems.extend(p.0.into_iter().map(|p| Problem::new(format!("record {}: {}", i + 1, p.field), p.message)))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let mut outcome = ImportOutcome::default();
+        let mut fresh: Vec<(RecordId, Record)> = Vec::new();
+        let mut seen: HashMap<String, RecordId> = HashMap::new();
+        for record in prepared {
+            let fact = record.as_fact().expect("prepare_fact builds facts");
+            let key = state::dedup_key(fact, &record.body);
+            if let Some(existing) = self.state.duplicate_of(fact, &record.body).or_else(|| seen.get(&key).copied()) {
+                outcome.duplicates += 1;
+                outcome.ids.push(existing);
+                continue;
+            }
+            let (id, _) = record.encode();
+            seen.insert(key, id);
+            outcome.ids.push(id);
+            fresh.push((id, record));
+        }
+        let total = fresh.len();
+        let mut done = 0;
+        for chunk in fresh.chunks(batch_size.max(1)) {
+            let encoded: Vec<(Kind, RecordId, Vec<u8>)> = chunk.iter().map(|(id, r)| (r.kind, *id, r.encode().1)).collect();
+            let message = match chunk {
+                [(id, r)] => format!("neo: add {} {} \"{}\"", r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"), id.short(), short_message(&r.summary())),
+                _ => format!("neo: import {} facts", chunk.len()),
+            };
+            let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+            if written.commit.is_some() {
+                outcome.commits += 1;
+            }
+            outcome.added += written.added;
+            for (_, id, bytes) in &encoded {
+                self.blobs.insert(*id, self.store.hash_blob(bytes)?);
+            }
+            done += chunk.len();
+            progress(done, total);
+        }
+        if total > 0 {
+            let mut records: Vec<(RecordId, Record)> = self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
+            records.extend(fresh);
+            self.state = state::fold(records);
+        }
+        Ok(outcome)
     }
 }

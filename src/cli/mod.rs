@@ -6,6 +6,7 @@
 
 mod add;
 mod forget;
+mod import;
 mod init;
 mod list;
 mod log;
@@ -60,6 +61,8 @@ enum Command {
     Log(log::Args),
     /// Forget a record: append a retraction (history keeps the record).
     Forget(forget::Args),
+    /// Add many facts from JSON Lines, validated first and written in batches.
+    Import(import::Args),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -147,6 +150,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::List(a) => list::run(&mut ctx, a),
         Command::Log(a) => log::run(&mut ctx, a),
         Command::Forget(a) => forget::run(&mut ctx, a),
+        Command::Import(a) => import::run(&mut ctx, a),
     };
     match result {
         Ok(()) => ctx.out.finish(),

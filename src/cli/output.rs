@@ -74,6 +74,19 @@ impl Out {
         }
     }
 
+    /// A progress bar on stderr, drawn only when stderr is a terminal and output is not JSON.
+    pub fn progress(&self, len: u64, what: &str) -> indicatif::ProgressBar {
+        if self.json || !std::io::stderr().is_terminal() {
+            return indicatif::ProgressBar::hidden();
+        }
+        let bar = indicatif::ProgressBar::new(len);
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_string());
+        bar
+    }
+
     /// The exit code for a successful run (0, including after a closed pipe).
     pub fn finish(&self) -> i32 {
         super::EXIT_OK

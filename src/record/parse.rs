@@ -12,6 +12,9 @@ use super::{
 };
 use serde_yaml::{Mapping, Value};
 
+/// Stands in for an id that failed to parse, so the remaining rules can still run.
+const PLACEHOLDER_ID: RecordId = RecordId([0; 32]);
+
 /// Split a record file into front matter and body at its `---` fences.
 pub fn split(text: &str) -> Result<(&str, &str), Problem> {
     let rest = text
@@ -236,7 +239,7 @@ fn parse_lines(s: &str) -> Option<LineRange> {
     Some(LineRange { start: a.parse().ok()?, end: b.parse().ok()? })
 }
 
-fn parse_fact(f: &mut Fields) -> Option<Fact> {
+fn parse_fact(f: &mut Fields) -> Fact {
     let fact_type = f.word("type", true, FactType::from_word, FactType::expected());
     let subject = f.req_str("subject");
     let scope = f.req_str("scope");
@@ -273,64 +276,89 @@ fn parse_fact(f: &mut Fields) -> Option<Fact> {
         }
         f.absorb(a);
     }
-    Some(Fact {
-        fact_type: fact_type?,
-        subject: subject?,
-        scope: scope?,
+    Fact {
+        fact_type: fact_type.unwrap_or(FactType::Constraint),
+        subject: subject.unwrap_or_default(),
+        scope: scope.unwrap_or_default(),
         tags,
         key,
-        provenance: provenance?,
-        confidence: confidence?,
+        provenance: provenance.unwrap_or(Provenance::Observed),
+        confidence: confidence.unwrap_or_default(),
         valid_from,
         valid_to,
         depends_on,
         relations,
         anchors,
-    })
+    }
 }
 
-fn parse_attempt(f: &mut Fields) -> Option<Attempt> {
+fn parse_attempt(f: &mut Fields) -> Attempt {
     let task = f.req_str("task");
     let action = f.req_str("action");
     let observation = f.req_str("observation");
     let inference = f.opt_str("inference");
-    let check = f.sub("check").and_then(|mut c| {
-        let command = c.opt_str("command");
-        let result = c.word("result", true, CheckResult::from_word, CheckResult::expected());
-        let commit = c.opt_str("commit");
-        let dirty = c.boolean("dirty");
-        f.absorb(c);
-        Some(Check { command, result: result?, commit, dirty: dirty? })
-    });
+    let check = match f.sub("check") {
+        Some(mut c) => {
+            let command = c.opt_str("command");
+            let result = c.word("result", true, CheckResult::from_word, CheckResult::expected());
+            let commit = c.opt_str("commit");
+            let dirty = c.boolean("dirty");
+            f.absorb(c);
+            Check { command, result: result.unwrap_or(CheckResult::Unverified), commit, dirty: dirty.unwrap_or(false) }
+        }
+        None => Check { command: None, result: CheckResult::Unverified, commit: None, dirty: false },
+    };
     let files = f.str_list("files");
     let scope = f.req_str("scope");
     let tags = f.str_list("tags");
-    Some(Attempt { task: task?, action: action?, observation: observation?, inference, check: check?, files, scope: scope?, tags })
+    Attempt {
+        task: task.unwrap_or_default(),
+        action: action.unwrap_or_default(),
+        observation: observation.unwrap_or_default(),
+        inference,
+        check,
+        files,
+        scope: scope.unwrap_or_default(),
+        tags,
+    }
 }
 
-fn parse_supersession(f: &mut Fields) -> Option<Supersession> {
+fn parse_supersession(f: &mut Fields) -> Supersession {
     let old = f.req_id("old");
     let new = f.opt_id("new");
     let reason = f.req_str("reason");
     let method = f.word("method", true, SupersessionMethod::from_word, SupersessionMethod::expected());
     let score = f.number("score", false);
-    Some(Supersession { old: old?, new, reason: reason?, method: method?, score })
+    Supersession {
+        old: old.unwrap_or(PLACEHOLDER_ID),
+        new,
+        reason: reason.unwrap_or_default(),
+        method: method.unwrap_or(SupersessionMethod::Explicit),
+        score,
+    }
 }
 
-fn parse_outcome(f: &mut Fields) -> Option<Outcome> {
+fn parse_outcome(f: &mut Fields) -> Outcome {
     let target = f.req_id("target");
     let signal = f.req_str("signal");
     let delta = f.number("delta", true);
     let commits = f.str_list("commits");
     let paths = f.str_list("paths");
     let key = f.req_str("key");
-    Some(Outcome { target: target?, signal: signal?, delta: delta?, commits, paths, key: key? })
+    Outcome {
+        target: target.unwrap_or(PLACEHOLDER_ID),
+        signal: signal.unwrap_or_default(),
+        delta: delta.unwrap_or_default(),
+        commits,
+        paths,
+        key: key.unwrap_or_default(),
+    }
 }
 
-fn parse_retraction(f: &mut Fields) -> Option<Retraction> {
+fn parse_retraction(f: &mut Fields) -> Retraction {
     let target = f.req_id("target");
     let reason = f.req_str("reason");
-    Some(Retraction { target: target?, reason: reason? })
+    Retraction { target: target.unwrap_or(PLACEHOLDER_ID), reason: reason.unwrap_or_default() }
 }
 
 /// Parse and validate a record file. On failure, every problem found is returned.
@@ -366,27 +394,31 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     let author = f.req_str("author");
     let created_at = f.time("created_at", true);
     let payload = match kind {
-        Some(Kind::Fact) => parse_fact(&mut f).map(Payload::Fact),
-        Some(Kind::Attempt) => parse_attempt(&mut f).map(Payload::Attempt),
-        Some(Kind::Supersession) => parse_supersession(&mut f).map(Payload::Supersession),
-        Some(Kind::Outcome) => parse_outcome(&mut f).map(Payload::Outcome),
-        Some(Kind::Retraction) => parse_retraction(&mut f).map(Payload::Retraction),
+        Some(Kind::Fact) => Payload::Fact(parse_fact(&mut f)),
+        Some(Kind::Attempt) => Payload::Attempt(parse_attempt(&mut f)),
+        Some(Kind::Supersession) => Payload::Supersession(parse_supersession(&mut f)),
+        Some(Kind::Outcome) => Payload::Outcome(parse_outcome(&mut f)),
+        Some(Kind::Retraction) => Payload::Retraction(parse_retraction(&mut f)),
         None => {
             // Without a kind the remaining fields cannot be judged; report only what was found so far.
             return Err(Problems(f.problems));
         }
     };
     let mut problems = f.finish();
-    match (kind, payload, author, created_at) {
-        (Some(kind), Some(payload), Some(author), Some(created_at)) if problems.is_empty() => {
-            let record = Record { kind, payload, author, created_at, body: body.to_string() };
-            problems = validate(&record);
-            if problems.is_empty() {
-                Ok(record)
-            } else {
-                Err(Problems(problems))
-            }
-        }
-        _ => Err(Problems(problems)),
+    // Fields that failed to parse hold placeholders; run the semantic rules anyway so every
+    // problem is reported at once, skipping fields already reported.
+    let record = Record {
+        kind: kind.unwrap_or(Kind::Fact),
+        payload,
+        author: author.unwrap_or_default(),
+        created_at: created_at.unwrap_or(Timestamp(0)),
+        body: body.to_string(),
+    };
+    let reported: Vec<String> = problems.iter().map(|p| p.field.clone()).collect();
+    problems.extend(validate(&record).into_iter().filter(|p| !reported.contains(&p.field)));
+    if problems.is_empty() {
+        Ok(record)
+    } else {
+        Err(Problems(problems))
     }
 }

@@ -57,7 +57,12 @@ impl Store {
         Store::from_repo(repo, options)
     }
 
-    fn from_repo(repo: gix::Repository, options: StoreOptions) -> Result<Store> {
+    fn from_repo(mut repo: gix::Repository, options: StoreOptions) -> Result<Store> {
+        // The memory ref always gets a reflog (an audit trail of every move), also in bare
+        // repositories where git's default is none, unless core.logAllRefUpdates says otherwise.
+        if repo.config_snapshot().boolean("core.logAllRefUpdates").is_none() {
+            repo.refs.write_reflog = gix::refs::store::WriteReflog::Normal;
+        }
         let config = repo.config_snapshot();
         let name = match options.ref_name {
             Some(n) => n,

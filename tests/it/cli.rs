@@ -1,0 +1,189 @@
+//! The CLI as a user meets it: bad input is refused with the field named and nothing written,
+//! ids resolve like git's, JSON everywhere, exit codes as documented.
+
+use crate::support::{json, stderr, stdout, Sandbox};
+use git_neo::api::{AddRequest, Memory, WriteContext};
+use git_neo::record::Timestamp;
+use git_neo::store::{Identity, Store, StoreOptions};
+
+#[test]
+fn bad_input_names_the_field_exits_non_zero_and_leaves_the_ref_unchanged() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let existing = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Existing fact"]);
+    std::fs::write(sb.path("latin1.md"), b"caf\xe9\n").expect("write");
+    std::fs::write(sb.path("huge.md"), "x".repeat(70 * 1024)).expect("write");
+    let latin1 = sb.path("latin1.md").to_string_lossy().to_string();
+    let huge = sb.path("huge.md").to_string_lossy().to_string();
+    let cases: Vec<(Vec<&str>, i32, &[&str])> = vec![
+        (vec!["add", "-t", "decision", "-s", ""], 1, &["subject"]),
+        (vec!["add", "-t", "decision", "-s", "   "], 1, &["subject"]),
+        (vec!["add", "-t", "rumour", "-s", "x"], 1, &["type"]),
+        (vec!["add", "-t", "rumour", "-s", ""], 1, &["type", "subject"]),
+        (vec!["add", "-t", "decision", "-s", "two\nlines"], 1, &["subject", "line break"]),
+        (vec!["add", "-t", "decision", "-s", "bell\u{7}"], 1, &["subject", "U+0007"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--body-file", &latin1], 1, &["body", "UTF-8"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--body-file", &huge], 1, &["body", "limit"]),
+        (vec!["add", "-t", "decision", "-s", "x", "-b", "a\n---\nb"], 1, &["body", "fence"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--anchor", "/etc/passwd"], 1, &["anchors[0].path", "absolute"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--anchor", "../outside.rs"], 1, &["anchors[0].path", "escapes"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--anchor", "src/nope.rs"], 1, &["anchors[0].path", "does not exist"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--anchor", "src/lib.rs:5-2"], 1, &["anchors[0].path", "line range"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--confidence", "1.5"], 1, &["confidence"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--provenance", "vibes"], 1, &["provenance"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--tag", "Has Space"], 1, &["tags[0]"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--depends-on", "ffff"], 1, &["depends_on", "ffff"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--valid-from", "soon"], 1, &["valid_from"]),
+        (vec!["add", "-t", "decision", "-s", "x", "--valid-from", "2026-05-01", "--valid-to", "2026-01-01"], 1, &["valid_to"]),
+        (vec!["add", "-s", "no type"], 2, &["--type"]),
+        (vec!["show", "0000"], 1, &["0000"]),
+        (vec!["show", "xyz"], 1, &["id", "hex"]),
+        (vec!["forget", &existing[..10], "--reason", " "], 1, &["reason"]),
+        (vec!["forget", &existing[..10]], 2, &["--reason"]),
+        (vec!["list", "--kind", "rumour"], 1, &["kind"]),
+        (vec!["frobnicate"], 2, &["frobnicate"]),
+    ];
+    for (args, code, needles) in cases {
+        let before = sb.tip(&repo);
+        let out = sb.neo(&repo, &args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "git neo {args:?}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "git neo {args:?}: stderr should mention {n:?}: {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(sb.tip(&repo), before, "git neo {args:?} must not move the ref");
+    }
+}
+
+#[test]
+fn yaml_special_characters_in_a_subject_round_trip_exactly() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let subject = r#"key: value # not a comment "quoted" 'single' [x] {y} &a *b !t |p >q %r @s `c` \ é 漢"#;
+    let id = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", subject]);
+    let shown = json(&sb.neo_ok(&repo, &["show", &id, "--json"]));
+    assert_eq!(shown["record"]["subject"], subject);
+    assert!(shown["text"].as_str().is_some_and(|t| t.contains(r#"subject: "key: value # not a comment \"quoted\""#)));
+}
+
+#[test]
+fn adding_the_same_content_again_returns_the_existing_id_without_a_commit() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
+    let tip = sb.tip(&repo);
+    let mut cmd = sb.neo_cmd(&repo);
+    // A later time and different spacing and case: same normalised content.
+    cmd.env("GIT_NEO_NOW", "2026-04-01T00:00:00Z").args(["add", "-t", "constraint", "-s", "run  migrations forward ONLY", "-b", "use expand/contract.\n"]);
+    let out = cmd.output().expect("run");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), id);
+    assert!(stderr(&out).contains("already stored"));
+    assert_eq!(sb.tip(&repo), tip, "no new commit");
+    let dup = json(&sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract.", "--json"]));
+    assert_eq!(dup["deduplicated"], true);
+    // A different type is different content.
+    let other = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
+    assert_ne!(other, id);
+}
+
+#[test]
+fn ids_resolve_by_unique_prefix_and_ambiguity_lists_candidates() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    // Find two subjects whose records (as the CLI will write them) share a 4-digit prefix.
+    let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+    let wc = WriteContext {
+        identity: Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
+        now: Timestamp::parse(crate::support::NOW).expect("time"),
+    };
+    let mut by_prefix = std::collections::HashMap::new();
+    let (a, b) = (0..100_000)
+        .find_map(|i| {
+            let subject = format!("fact number {i}");
+            let req = AddRequest { fact_type: "pattern".into(), subject: subject.clone(), ..AddRequest::default() };
+            let id = memory.prepare_fact(&req, &wc).expect("valid").encode().0.to_hex();
+            by_prefix.insert(id[..4].to_string(), subject.clone()).map(|other| (other, subject))
+        })
+        .expect("a 4-digit collision within 100k candidates");
+    let id_a = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", &a]);
+    let id_b = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", &b]);
+    assert_eq!(id_a[..4], id_b[..4]);
+    let out = sb.neo(&repo, &["show", &id_a[..4]]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("ambiguous") && err.contains(&id_a[..12]) && err.contains(&id_b[..12]), "{err}");
+    // A longer prefix is unique; the full id always is.
+    let unique = (5..=64).find(|&n| id_a[..n] != id_b[..n]).expect("ids differ");
+    assert!(sb.neo_ok(&repo, &["show", &id_a[..unique]]).contains(&a));
+    assert!(sb.neo_ok(&repo, &["show", &id_b]).contains(&b));
+}
+
+#[test]
+fn forget_hides_a_record_keeps_its_history_and_list_all_shows_it() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = sb.neo_ok(&repo, &["add", "-t", "failure", "-s", "The cache corrupts on resize"]);
+    let ret = sb.neo_ok(&repo, &["forget", &id[..8], "--reason", "fixed upstream in 2.1"]);
+    assert!(!sb.neo_ok(&repo, &["list"]).contains(&id[..12]), "forgotten facts are not listed");
+    let all = sb.neo_ok(&repo, &["list", "--all"]);
+    assert!(all.contains(&id[..12]) && all.contains("[retracted]"), "{all}");
+    let shown = json(&sb.neo_ok(&repo, &["show", &id, "--json"]));
+    assert_eq!(shown["status"], "retracted");
+    assert_eq!(shown["retracted_by"], ret);
+    let again = sb.neo(&repo, &["forget", &id, "--reason", "twice"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("already forgotten"));
+    let log = sb.neo_ok(&repo, &["log"]);
+    assert!(log.contains("neo: forget") && log.contains("+ retraction"), "{log}");
+    // Re-adding forgotten content later writes a new record; in the same second by the same
+    // author the bytes (and so the id) would be the forgotten record's, which is refused clearly.
+    let same = sb.neo(&repo, &["add", "-t", "failure", "-s", "The cache corrupts on resize"]);
+    assert_eq!(same.status.code(), Some(1));
+    assert!(stderr(&same).contains("forgotten"), "{}", stderr(&same));
+    let mut later = sb.neo_cmd(&repo);
+    later.env("GIT_NEO_NOW", "2026-03-02T00:00:00Z").args(["add", "-t", "failure", "-s", "The cache corrupts on resize"]);
+    let readd = later.output().expect("run");
+    assert!(readd.status.success(), "{}", stderr(&readd));
+    assert_ne!(stdout(&readd).trim(), id);
+}
+
+#[test]
+fn every_command_speaks_json_including_errors() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let init = json(&sb.neo_ok(&repo, &["init", "--json"]));
+    assert_eq!(init["created"], true);
+    assert_eq!(json(&sb.neo_ok(&repo, &["init", "--json"]))["created"], false);
+    let add = json(&sb.neo_ok(&repo, &["--json", "add", "-t", "decision", "-s", "JSON everywhere", "--tag", "agents", "--key", "output format"]));
+    let id = add["id"].as_str().expect("id").to_string();
+    assert!(add["commit"].is_string());
+    let list = json(&sb.neo_ok(&repo, &["list", "--json", "--tag", "agents"]));
+    assert_eq!(list[0]["id"], id);
+    assert_eq!(list[0]["record"]["key"], "output format");
+    assert_eq!(list[0]["confidence"], 0.7);
+    let log = json(&sb.neo_ok(&repo, &["log", "--json"]));
+    assert_eq!(log.as_array().map(|a| a.len()), Some(2));
+    assert_eq!(log[0]["added"][0][1], id);
+    let forget = json(&sb.neo_ok(&repo, &["forget", &id, "--reason", "test", "--json"]));
+    assert!(forget["id"].is_string());
+    let err = sb.neo(&repo, &["add", "-t", "nope", "-s", "", "--json"]);
+    assert_eq!(err.status.code(), Some(1));
+    let e = json(&stdout(&err));
+    assert_eq!(e["error"]["category"], "user");
+    let fields: Vec<&str> = e["error"]["problems"].as_array().expect("problems").iter().filter_map(|p| p["field"].as_str()).collect();
+    assert_eq!(fields, ["type", "subject"]);
+}
+
+#[test]
+fn outside_a_repository_is_a_user_error() {
+    let sb = Sandbox::new();
+    let plain = sb.path("plain");
+    std::fs::create_dir_all(&plain).expect("mkdir");
+    let mut cmd = sb.neo_cmd(&plain);
+    cmd.env("GIT_CEILING_DIRECTORIES", sb.dir.path());
+    let out = cmd.args(["list"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not a git repository"), "{}", stderr(&out));
+}

@@ -1,0 +1,121 @@
+//! The fold: same records in, same state out, whatever the order; each rule checked on its own.
+
+use git_neo::record::{Fact, FactType, Kind, Milli, Outcome, Payload, Provenance, Record, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
+use git_neo::state::{fold, State, Status};
+
+fn at(secs: i64, kind: Kind, payload: Payload, body: &str) -> (RecordId, Record) {
+    let r = Record { kind, payload, author: "A <a@example.com>".into(), created_at: Timestamp(1_770_000_000 + secs), body: body.into() };
+    (r.encode().0, r)
+}
+
+fn fact(secs: i64, subject: &str, confidence: i32) -> (RecordId, Record) {
+    at(
+        secs,
+        Kind::Fact,
+        Payload::Fact(Fact {
+            fact_type: FactType::Pattern,
+            subject: subject.into(),
+            scope: "project".into(),
+            tags: vec![],
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(confidence),
+            valid_from: None,
+            valid_to: None,
+            depends_on: vec![],
+            relations: vec![],
+            anchors: vec![],
+        }),
+        "",
+    )
+}
+
+fn retract(secs: i64, target: RecordId) -> (RecordId, Record) {
+    at(secs, Kind::Retraction, Payload::Retraction(Retraction { target, reason: "wrong".into() }), "")
+}
+
+fn outcome(secs: i64, target: RecordId, signal: &str, delta: i32, key: &str) -> (RecordId, Record) {
+    at(
+        secs,
+        Kind::Outcome,
+        Payload::Outcome(Outcome { target, signal: signal.into(), delta: Milli(delta), commits: vec![], paths: vec![], key: key.into() }),
+        "",
+    )
+}
+
+/// A deterministic permutation (LCG-driven Fisher-Yates), so failures reproduce.
+fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
+    let mut v = items.to_vec();
+    let mut s = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+    for i in (1..v.len()).rev() {
+        s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        v.swap(i, (s >> 33) as usize % (i + 1));
+    }
+    v
+}
+
+fn summary(state: &State) -> Vec<(RecordId, Status, i32, u32, Option<RecordId>)> {
+    state.iter().map(|e| (e.id, e.status, e.confidence.0, e.successes, e.retracted_by)).collect()
+}
+
+fn scenario() -> Vec<(RecordId, Record)> {
+    let a = fact(0, "use the builder", 700);
+    let b = fact(1, "prefer small modules", 600);
+    let c = fact(2, "pin the toolchain", 900);
+    let d = fact(3, "cache in target/", 500);
+    let r1 = retract(10, b.0);
+    let r2 = retract(11, d.0);
+    let r3 = retract(12, r2.0); // revives d
+    let sup = at(13, Kind::Supersession, Payload::Supersession(Supersession { old: c.0, new: Some(a.0), reason: "merged".into(), method: SupersessionMethod::Explicit, score: None }), "");
+    let o1 = outcome(20, a.0, "accepted", 200, "a:c1:accepted");
+    let o2 = outcome(21, a.0, "accepted", 200, "a:c1:accepted"); // same evidence: ignored
+    let o3 = outcome(22, a.0, "accepted", 200, "a:c2:accepted"); // clamps at 1.0
+    let o4 = outcome(23, d.0, "regression", -900, "d:c3:regression"); // clamps at 0.0
+    vec![a, b, c, d, r1, r2, r3, sup, o1, o2, o3, o4]
+}
+
+#[test]
+fn shuffled_input_folds_to_the_same_state() {
+    let records = scenario();
+    let reference = summary(&fold(records.clone()));
+    for seed in 0..50 {
+        assert_eq!(summary(&fold(shuffled(&records, seed))), reference, "seed {seed}");
+    }
+    // Duplicated input (the same record read from two tips) changes nothing either.
+    let mut doubled = records.clone();
+    doubled.extend(records.iter().cloned());
+    assert_eq!(summary(&fold(shuffled(&doubled, 7))), reference);
+}
+
+#[test]
+fn each_rule_holds() {
+    let records = scenario();
+    let ids: Vec<RecordId> = records.iter().map(|(id, _)| *id).collect();
+    let state = fold(records);
+    let e = |i: usize| &state.entries[&ids[i]];
+    assert_eq!(e(0).status, Status::Valid);
+    assert_eq!(e(0).confidence, Milli(1000), "0.7 + 0.2 + 0.2 clamps to 1.0; the repeated key counts once");
+    assert_eq!(e(0).successes, 2);
+    assert_eq!(e(0).outcomes.len(), 2);
+    assert_eq!(e(1).status, Status::Retracted);
+    assert_eq!(e(1).retracted_by, Some(ids[4]));
+    assert_eq!(e(2).status, Status::Superseded);
+    assert_eq!(e(2).superseded_by, vec![ids[0]]);
+    assert_eq!(e(3).status, Status::Valid, "retracting the retraction revives the fact");
+    assert_eq!(e(3).confidence, Milli(0), "0.5 - 0.9 clamps to 0.0");
+    assert_eq!(e(5).status, Status::Retracted, "the retraction itself was retracted");
+    // Fold order is (created_at, id).
+    assert_eq!(state.order, ids);
+}
+
+#[test]
+fn duplicates_are_found_by_normalised_content_among_valid_facts() {
+    let a = fact(0, "Use  the BUILDER", 700);
+    let state = fold(vec![a.clone()]);
+    let probe = fact(5, "use the builder", 100);
+    let probe_fact = probe.1.as_fact().expect("fact");
+    assert_eq!(state.duplicate_of(probe_fact, ""), Some(a.0));
+    assert_eq!(state.duplicate_of(probe_fact, "different body"), None);
+    let forgotten = fold(vec![a.clone(), retract(1, a.0)]);
+    assert_eq!(forgotten.duplicate_of(probe_fact, ""), None, "a forgotten fact can be added again");
+}

@@ -1,0 +1,9 @@
+//! The one integration test binary: a module per area, all on real temporary git repositories.
+
+mod cli;
+mod concurrency;
+mod fold;
+mod format;
+mod store;
+mod support;
+mod tour;

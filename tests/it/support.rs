@@ -1,0 +1,119 @@
+//! Test support: real temporary git repositories and a hermetic way to run the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const NOW: &str = "2026-03-01T12:00:00Z";
+pub const BIN: &str = env!("CARGO_BIN_EXE_git-neo");
+
+/// A temporary directory holding one or more repositories.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+/// Apply the hermetic environment every subprocess gets: no user or system git config, a fixed
+/// author and clock, no colour.
+pub fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", home.join("gitconfig"))
+        .env("GIT_AUTHOR_NAME", "Ada Tester")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada Tester")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-03-01T12:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-03-01T12:00:00Z")
+        .env("GIT_NEO_NOW", NOW)
+        .env("NO_COLOR", "1")
+        .env("LC_ALL", "C")
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        std::fs::write(dir.path().join("gitconfig"), "[init]\n\tdefaultBranch = main\n").expect("write the sandbox git config");
+        Sandbox { dir }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Run git in `cwd`; panics with its stderr if it fails.
+    pub fn git(&self, cwd: &Path, args: &[&str]) -> String {
+        let out = self.git_output(cwd, args);
+        assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn git_output(&self, cwd: &Path, args: &[&str]) -> Output {
+        let mut cmd = Command::new("git");
+        hermetic(&mut cmd, self.dir.path()).current_dir(cwd).args(args);
+        cmd.output().expect("run git")
+    }
+
+    /// A new non-bare repository with an initial commit holding `src/lib.rs`.
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::create_dir_all(path.join("src")).expect("create repo dirs");
+        self.git(&path, &["init", "-q"]);
+        std::fs::write(path.join("src/lib.rs"), "pub fn answer() -> u32 {\n    42\n}\n").expect("write a source file");
+        self.git(&path, &["add", "."]);
+        self.git(&path, &["commit", "-q", "-m", "initial"]);
+        path
+    }
+
+    /// A new repository whose current branch has no commits.
+    pub fn unborn_repo(&self, name: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::create_dir_all(&path).expect("create repo dir");
+        self.git(&path, &["init", "-q"]);
+        path
+    }
+
+    /// A `git neo` command in `cwd`, hermetic.
+    pub fn neo_cmd(&self, cwd: &Path) -> Command {
+        let mut cmd = Command::new(BIN);
+        hermetic(&mut cmd, self.dir.path()).current_dir(cwd);
+        cmd
+    }
+
+    pub fn neo(&self, cwd: &Path, args: &[&str]) -> Output {
+        self.neo_cmd(cwd).args(args).output().expect("run git-neo")
+    }
+
+    /// Run `git neo`, assert success, return stdout.
+    pub fn neo_ok(&self, cwd: &Path, args: &[&str]) -> String {
+        let out = self.neo(cwd, args);
+        assert!(
+            out.status.success(),
+            "git neo {args:?} exited {:?}\nstdout: {}\nstderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The memory ref's commit, or `None` when it does not exist.
+    pub fn tip(&self, repo: &Path) -> Option<String> {
+        let out = self.git_output(repo, &["rev-parse", "--verify", "-q", "refs/heads/neo-memory"]);
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+pub fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
