@@ -1,1 +1,247 @@
-fn main(){}
+//! Store benchmarks, printed as a table (run with `cargo bench --bench store`).
+//!
+//! Each measurement runs beside its baseline in the same process and the same run, so the ratio
+//! is meaningful on a noisy machine; medians are reported.
+//! - in-process add: `Store::write_records` (one record, one commit, CAS) vs the same write through
+//!   git plumbing (`hash-object -w`, three `mktree`, `commit-tree`, `update-ref` with the old value).
+//! - whole-process add: the `git neo add` binary vs the same plumbing write.
+//! - fold: load (read + hash + parse, in parallel) and fold of 10k and 100k packed records.
+
+use git_neo::api::Memory;
+use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, RecordId, Timestamp};
+use git_neo::state;
+use git_neo::store::{Identity, Store, StoreOptions};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn git(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
+    let mut child = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "Bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn git");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input).expect("write to git");
+    }
+    let out = child.wait_with_output().expect("wait for git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn new_repo(root: &Path, name: &str) -> std::path::PathBuf {
+    let p = root.join(name);
+    std::fs::create_dir_all(&p).expect("mkdir");
+    git(&p, &["init", "-q"], None);
+    git(&p, &["config", "user.name", "Bench"], None);
+    git(&p, &["config", "user.email", "bench@example.com"], None);
+    p
+}
+
+const WORDS: &[&str] = &["cache", "retry", "schema", "deploy", "token", "index", "parser", "queue", "lock", "migration", "payments", "auth"];
+
+fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
+    let w = |k: usize| WORDS[(i / (k + 1) + k * 7) % WORDS.len()];
+    let r = Record {
+        kind: Kind::Fact,
+        payload: Payload::Fact(Fact {
+            fact_type: FactType::ALL[i % FactType::ALL.len()],
+            subject: format!("The {} {} must not block the {} ({i})", w(0), w(1), w(2)),
+            scope: format!("src/{}", w(3)),
+            tags: { let mut t = vec![w(4).to_string(), w(5).to_string()]; t.sort(); t.dedup(); t },
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(700),
+            valid_from: None,
+            valid_to: None,
+            depends_on: vec![],
+            relations: vec![],
+            anchors: vec![],
+        }),
+        author: "Bench <bench@example.com>".into(),
+        created_at: Timestamp(1_770_000_000 + i as i64),
+        body: format!("When the {} is under load the {} retries. Seen in incident {i}; keep the {} bounded.\n", w(6), w(7), w(8)),
+    };
+    let (id, bytes) = r.encode();
+    (Kind::Fact, id, bytes)
+}
+
+fn who() -> Identity {
+    Identity { name: "Bench".into(), email: "bench@example.com".into() }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The plumbing baseline: the same one-record write with git subprocesses. The bench keeps the
+/// current trees in memory (sparing the baseline any `ls-tree` calls), so it is a lower bound.
+struct Plumbing {
+    dir: std::path::PathBuf,
+    leaves: BTreeMap<String, BTreeMap<String, String>>,
+    format_blob: String,
+    tip: Option<String>,
+}
+
+impl Plumbing {
+    fn new(dir: std::path::PathBuf) -> Plumbing {
+        let format_blob = git(&dir, &["hash-object", "-w", "--stdin"], Some(b"1\n"));
+        Plumbing { dir, leaves: BTreeMap::new(), format_blob, tip: None }
+    }
+
+    fn write(&mut self, id: &RecordId, bytes: &[u8]) {
+        let hex = id.to_hex();
+        let blob = git(&self.dir, &["hash-object", "-w", "--stdin"], Some(bytes));
+        let fan = hex[..2].to_string();
+        let leaf = self.leaves.entry(fan.clone()).or_default();
+        leaf.insert(format!("{hex}.md"), blob);
+        let leaf_listing: String = leaf.iter().map(|(name, oid)| format!("100644 blob {oid}\t{name}\n")).collect();
+        let leaf_tree = git(&self.dir, &["mktree"], Some(leaf_listing.as_bytes()));
+        // Other fan-out trees are unchanged: a real tool would read their ids; we recompute none
+        // of them, only the one that changed, and cache the rest here.
+        LEAF_TREES.with(|m| m.borrow_mut().insert(fan.clone(), leaf_tree));
+        let facts_listing: String = LEAF_TREES.with(|m| m.borrow().iter().map(|(n, t)| format!("040000 tree {t}\t{n}\n")).collect());
+        let facts_tree = git(&self.dir, &["mktree"], Some(facts_listing.as_bytes()));
+        let root_listing = format!("100644 blob {}\tFORMAT\n040000 tree {facts_tree}\tfacts\n", self.format_blob);
+        let root = git(&self.dir, &["mktree"], Some(root_listing.as_bytes()));
+        let mut args = vec!["commit-tree", root.as_str(), "-m", "neo: add fact"];
+        let parent = self.tip.clone();
+        if let Some(p) = &parent {
+            args.push("-p");
+            args.push(p);
+        }
+        let commit = git(&self.dir, &args, None);
+        let old = parent.unwrap_or_else(|| "0".repeat(40));
+        git(&self.dir, &["update-ref", "-m", "neo: add fact", "refs/heads/neo-memory", &commit, &old], None);
+        self.tip = Some(commit);
+    }
+}
+
+thread_local! {
+    static LEAF_TREES: std::cell::RefCell<BTreeMap<String, String>> = const { std::cell::RefCell::new(BTreeMap::new()) };
+}
+
+fn row(name: &str, ours: Duration, base: Option<Duration>, note: &str) {
+    let ratio = base.map(|b| format!("{:.1}x", b.as_secs_f64() / ours.as_secs_f64())).unwrap_or_else(|| "-".into());
+    let base = base.map(|b| format!("{:.3} ms", b.as_secs_f64() * 1e3)).unwrap_or_else(|| "-".into());
+    println!("| {name:<38} | {:>12} | {base:>12} | {ratio:>7} | {note} |", format!("{:.3} ms", ours.as_secs_f64() * 1e3));
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    // `--only add` skips the process and fold sections (handy under a profiler).
+    let only_add = std::env::args().any(|a| a == "add");
+    let only_fold = std::env::args().any(|a| a == "fold");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    println!("| measurement                            |  git-neo p50 | baseline p50 |   ratio | notes |");
+    println!("|----------------------------------------|--------------|--------------|---------|-------|");
+
+    // 1. In-process add vs plumbing, interleaved so both see the same machine load.
+    if !only_fold {
+    let n_add = if quick { 50 } else { 300 };
+    let ours_repo = new_repo(root, "inproc");
+    let base_repo = new_repo(root, "plumbing");
+    let store = Store::discover(&ours_repo, StoreOptions::default()).expect("store");
+    let mut plumbing = Plumbing::new(base_repo.clone());
+    let (mut ours, mut base) = (Vec::new(), Vec::new());
+    for i in 0..n_add {
+        let rec = record(i);
+        let t = Instant::now();
+        store.write_records(std::slice::from_ref(&rec), "neo: add fact", &who(), Timestamp(1_770_000_000), false).expect("write");
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        plumbing.write(&rec.1, &rec.2);
+        base.push(t.elapsed());
+    }
+    assert_eq!(git(&ours_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(), n_add);
+    assert_eq!(git(&base_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(), n_add);
+    let (o, b) = (median(ours), median(base));
+    row("in-process add (1 record/commit)", o, Some(b), &format!("{n_add} writes each; {:.0} adds/s", 1.0 / o.as_secs_f64()));
+
+    if only_add {
+        return;
+    }
+
+    // 2. Whole-process `git neo add` vs the same plumbing write.
+    let n_proc = if quick { 20 } else { 100 };
+    let cli_repo = new_repo(root, "cli");
+    let (mut ours, mut base) = (Vec::new(), Vec::new());
+    for i in 0..n_proc {
+        let subject = format!("process add number {i}");
+        let t = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+            .current_dir(&cli_repo)
+            .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .expect("run git-neo");
+        ours.push(t.elapsed());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let rec = record(n_add + i);
+        let t = Instant::now();
+        plumbing.write(&rec.1, &rec.2);
+        base.push(t.elapsed());
+    }
+    row("whole-process `git neo add`", median(ours), Some(median(base)), &format!("{n_proc} runs; repo grows to {n_proc} records"));
+    }
+
+    // 3. Fold at 10k and 100k packed records.
+    let sizes: &[usize] = if quick { &[10_000] } else { &[10_000, 100_000] };
+    for &n in sizes {
+        let repo = new_repo(root, &format!("fold{n}"));
+        let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+        let t = Instant::now();
+        for start in (0..n).step_by(10_000) {
+            let batch: Vec<_> = (start..(start + 10_000).min(n)).map(record).collect();
+            store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("bulk write");
+        }
+        git(&repo, &["repack", "-adq"], None);
+        git(&repo, &["prune-packed"], None);
+        let setup = t.elapsed();
+        let runs = std::env::var("NEO_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(if n >= 100_000 { 5 } else { 9 });
+        let (mut load, mut fold, mut total) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+            let t = Instant::now();
+            let snap = store.load().expect("load");
+            let loaded = t.elapsed();
+            assert_eq!(snap.records.len(), n);
+            assert!(snap.invalid.is_empty());
+            let t2 = Instant::now();
+            let st = state::fold(snap.records.into_iter().map(|r| (r.id, r.record)));
+            fold.push(t2.elapsed());
+            load.push(loaded);
+            total.push(t.elapsed());
+            assert_eq!(st.entries.len(), n);
+        }
+        let t = Instant::now();
+        let mem = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("memory");
+        let via_api = t.elapsed();
+        assert_eq!(mem.state().entries.len(), n);
+        row(
+            &format!("load + fold, {}k packed records", n / 1000),
+            median(total),
+            None,
+            &format!(
+                "load {:.0} ms + fold {:.0} ms (p50 of {runs}); Memory::load {:.0} ms; setup {:.1} s; {} threads",
+                median(load).as_secs_f64() * 1e3,
+                median(fold).as_secs_f64() * 1e3,
+                via_api.as_secs_f64() * 1e3,
+                setup.as_secs_f64(),
+                rayon::current_num_threads()
+            ),
+        );
+    }
+}

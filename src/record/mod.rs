@@ -7,6 +7,7 @@
 //! in `docs/format.md`; the snapshot tests in `canonical` pin it.
 
 pub mod canonical;
+pub mod fast;
 pub mod id;
 pub mod parse;
 pub mod time;

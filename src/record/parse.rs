@@ -375,11 +375,15 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     if front.contains('\r') {
         return fail(Problem::new("file", "front matter has CR line endings; records use LF only"));
     }
-    let map: Mapping = match serde_yaml::from_str::<Value>(front) {
-        Ok(Value::Mapping(m)) => m,
-        Ok(Value::Null) => Mapping::new(),
-        Ok(other) => return fail(Problem::new("front matter", format!("must be a YAML mapping, found {}", type_name(&other)))),
-        Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
+    // Canonical front matter takes the fast path; anything else goes through the YAML parser.
+    let map: Mapping = match super::fast::front_matter(front) {
+        Some(m) => m,
+        None => match serde_yaml::from_str::<Value>(front) {
+            Ok(Value::Mapping(m)) => m,
+            Ok(Value::Null) => Mapping::new(),
+            Ok(other) => return fail(Problem::new("front matter", format!("must be a YAML mapping, found {}", type_name(&other)))),
+            Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
+        },
     };
     let mut f = Fields::new(map, "");
     match f.required("neo") {

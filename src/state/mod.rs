@@ -65,7 +65,9 @@ pub struct State {
     pub entries: BTreeMap<RecordId, Entry>,
     /// Record ids in fold order.
     pub order: Vec<RecordId>,
-    dedup: HashMap<String, RecordId>,
+    /// Normalised content of valid facts -> the earliest id; built on first use, since only
+    /// writes need it and it costs a string per fact.
+    dedup: std::sync::OnceLock<HashMap<String, RecordId>>,
 }
 
 /// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
@@ -155,14 +157,8 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         }
     }
 
-    for id in &state.order {
-        let entry = state.entries.get_mut(id).expect("every ordered id was inserted");
+    for entry in state.entries.values_mut() {
         entry.confidence.0 = entry.confidence.0.clamp(0, 1000);
-        if entry.status == Status::Valid {
-            if let Some(f) = entry.record.as_fact() {
-                state.dedup.entry(dedup_key(f, &entry.record.body)).or_insert(*id);
-            }
-        }
     }
     state
 }
@@ -170,7 +166,16 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 impl State {
     /// The valid fact whose normalised content equals `fact` + `body`, if any.
     pub fn duplicate_of(&self, fact: &Fact, body: &str) -> Option<RecordId> {
-        self.dedup.get(&dedup_key(fact, body)).copied()
+        let index = self.dedup.get_or_init(|| {
+            let mut index = HashMap::new();
+            for e in self.iter().filter(|e| e.status == Status::Valid) {
+                if let Some(f) = e.record.as_fact() {
+                    index.entry(dedup_key(f, &e.record.body)).or_insert(e.id);
+                }
+            }
+            index
+        });
+        index.get(&dedup_key(fact, body)).copied()
     }
 
     /// Every id starting with the hex `prefix`, in id order.

@@ -165,7 +165,13 @@ impl Store {
         let results: Vec<Result<Result<LoadedRecord, StrayEntry>>> = entries
             .par_iter()
             .map_init(
-                || shared.to_thread_local(),
+                || {
+                    let mut repo = shared.to_thread_local();
+                    // Records are small and similar, so packs store most as deltas; a roomy delta
+                    // base cache avoids inflating the same bases again and again.
+                    repo.objects.set_pack_cache(|| Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(64 * 1024 * 1024)));
+                    repo
+                },
                 |repo, e| {
                     let blob = repo.find_blob(e.blob).map_err(|err| Error::Integrity(format!("{}: cannot read blob {}: {err}", e.path, e.blob)))?;
                     Ok(check_entry(e, &blob.data))
