@@ -48,7 +48,20 @@ fn new_repo(root: &Path, name: &str) -> std::path::PathBuf {
     p
 }
 
-const WORDS: &[&str] = &["cache", "retry", "schema", "deploy", "token", "index", "parser", "queue", "lock", "migration", "payments", "auth"];
+const WORDS: &[&str] = &[
+    "cache",
+    "retry",
+    "schema",
+    "deploy",
+    "token",
+    "index",
+    "parser",
+    "queue",
+    "lock",
+    "migration",
+    "payments",
+    "auth",
+];
 
 fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
     let w = |k: usize| WORDS[(i / (k + 1) + k * 7) % WORDS.len()];
@@ -58,7 +71,12 @@ fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
             fact_type: FactType::ALL[i % FactType::ALL.len()],
             subject: format!("The {} {} must not block the {} ({i})", w(0), w(1), w(2)),
             scope: format!("src/{}", w(3)),
-            tags: { let mut t = vec![w(4).to_string(), w(5).to_string()]; t.sort(); t.dedup(); t },
+            tags: {
+                let mut t = vec![w(4).to_string(), w(5).to_string()];
+                t.sort();
+                t.dedup();
+                t
+            },
             key: None,
             provenance: Provenance::Observed,
             confidence: Milli(700),
@@ -70,7 +88,12 @@ fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
         }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),
-        body: format!("When the {} is under load the {} retries. Seen in incident {i}; keep the {} bounded.\n", w(6), w(7), w(8)),
+        body: format!(
+            "When the {} is under load the {} retries. Seen in incident {i}; keep the {} bounded.\n",
+            w(6),
+            w(7),
+            w(8)
+        ),
     };
     let (id, bytes) = r.encode();
     (Kind::Fact, id, bytes)
@@ -111,7 +134,8 @@ impl Plumbing {
         // Other fan-out trees are unchanged: a real tool would read their ids; we recompute none
         // of them, only the one that changed, and cache the rest here.
         LEAF_TREES.with(|m| m.borrow_mut().insert(fan.clone(), leaf_tree));
-        let facts_listing: String = LEAF_TREES.with(|m| m.borrow().iter().map(|(n, t)| format!("040000 tree {t}\t{n}\n")).collect());
+        let facts_listing: String =
+            LEAF_TREES.with(|m| m.borrow().iter().map(|(n, t)| format!("040000 tree {t}\t{n}\n")).collect());
         let facts_tree = git(&self.dir, &["mktree"], Some(facts_listing.as_bytes()));
         let root_listing = format!("100644 blob {}\tFORMAT\n040000 tree {facts_tree}\tfacts\n", self.format_blob);
         let root = git(&self.dir, &["mktree"], Some(root_listing.as_bytes()));
@@ -135,7 +159,10 @@ thread_local! {
 fn row(name: &str, ours: Duration, base: Option<Duration>, note: &str) {
     let ratio = base.map(|b| format!("{:.1}x", b.as_secs_f64() / ours.as_secs_f64())).unwrap_or_else(|| "-".into());
     let base = base.map(|b| format!("{:.3} ms", b.as_secs_f64() * 1e3)).unwrap_or_else(|| "-".into());
-    println!("| {name:<38} | {:>12} | {base:>12} | {ratio:>7} | {note} |", format!("{:.3} ms", ours.as_secs_f64() * 1e3));
+    println!(
+        "| {name:<38} | {:>12} | {base:>12} | {ratio:>7} | {note} |",
+        format!("{:.3} ms", ours.as_secs_f64() * 1e3)
+    );
 }
 
 fn main() {
@@ -150,51 +177,69 @@ fn main() {
 
     // 1. In-process add vs plumbing, interleaved so both see the same machine load.
     if !only_fold {
-    let n_add = if quick { 50 } else { 300 };
-    let ours_repo = new_repo(root, "inproc");
-    let base_repo = new_repo(root, "plumbing");
-    let store = Store::discover(&ours_repo, StoreOptions::default()).expect("store");
-    let mut plumbing = Plumbing::new(base_repo.clone());
-    let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for i in 0..n_add {
-        let rec = record(i);
-        let t = Instant::now();
-        store.write_records(std::slice::from_ref(&rec), "neo: add fact", &who(), Timestamp(1_770_000_000), false).expect("write");
-        ours.push(t.elapsed());
-        let t = Instant::now();
-        plumbing.write(&rec.1, &rec.2);
-        base.push(t.elapsed());
-    }
-    assert_eq!(git(&ours_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(), n_add);
-    assert_eq!(git(&base_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(), n_add);
-    let (o, b) = (median(ours), median(base));
-    row("in-process add (1 record/commit)", o, Some(b), &format!("{n_add} writes each; {:.0} adds/s", 1.0 / o.as_secs_f64()));
+        let n_add = if quick { 50 } else { 300 };
+        let ours_repo = new_repo(root, "inproc");
+        let base_repo = new_repo(root, "plumbing");
+        let store = Store::discover(&ours_repo, StoreOptions::default()).expect("store");
+        let mut plumbing = Plumbing::new(base_repo.clone());
+        let (mut ours, mut base) = (Vec::new(), Vec::new());
+        for i in 0..n_add {
+            let rec = record(i);
+            let t = Instant::now();
+            store
+                .write_records(std::slice::from_ref(&rec), "neo: add fact", &who(), Timestamp(1_770_000_000), false)
+                .expect("write");
+            ours.push(t.elapsed());
+            let t = Instant::now();
+            plumbing.write(&rec.1, &rec.2);
+            base.push(t.elapsed());
+        }
+        assert_eq!(
+            git(&ours_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(),
+            n_add
+        );
+        assert_eq!(
+            git(&base_repo, &["ls-tree", "-r", "--name-only", "neo-memory", "facts"], None).lines().count(),
+            n_add
+        );
+        let (o, b) = (median(ours), median(base));
+        row(
+            "in-process add (1 record/commit)",
+            o,
+            Some(b),
+            &format!("{n_add} writes each; {:.0} adds/s", 1.0 / o.as_secs_f64()),
+        );
 
-    if only_add {
-        return;
-    }
+        if only_add {
+            return;
+        }
 
-    // 2. Whole-process `git neo add` vs the same plumbing write.
-    let n_proc = if quick { 20 } else { 100 };
-    let cli_repo = new_repo(root, "cli");
-    let (mut ours, mut base) = (Vec::new(), Vec::new());
-    for i in 0..n_proc {
-        let subject = format!("process add number {i}");
-        let t = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
-            .current_dir(&cli_repo)
-            .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .expect("run git-neo");
-        ours.push(t.elapsed());
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let rec = record(n_add + i);
-        let t = Instant::now();
-        plumbing.write(&rec.1, &rec.2);
-        base.push(t.elapsed());
-    }
-    row("whole-process `git neo add`", median(ours), Some(median(base)), &format!("{n_proc} runs; repo grows to {n_proc} records"));
+        // 2. Whole-process `git neo add` vs the same plumbing write.
+        let n_proc = if quick { 20 } else { 100 };
+        let cli_repo = new_repo(root, "cli");
+        let (mut ours, mut base) = (Vec::new(), Vec::new());
+        for i in 0..n_proc {
+            let subject = format!("process add number {i}");
+            let t = Instant::now();
+            let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+                .current_dir(&cli_repo)
+                .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .expect("run git-neo");
+            ours.push(t.elapsed());
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let rec = record(n_add + i);
+            let t = Instant::now();
+            plumbing.write(&rec.1, &rec.2);
+            base.push(t.elapsed());
+        }
+        row(
+            "whole-process `git neo add`",
+            median(ours),
+            Some(median(base)),
+            &format!("{n_proc} runs; repo grows to {n_proc} records"),
+        );
     }
 
     // 3. Fold at 10k and 100k packed records.
@@ -210,7 +255,11 @@ fn main() {
         git(&repo, &["repack", "-adq"], None);
         git(&repo, &["prune-packed"], None);
         let setup = t.elapsed();
-        let runs = std::env::var("NEO_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(if n >= 100_000 { 5 } else { 9 });
+        let runs = std::env::var("NEO_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(if n >= 100_000 {
+            5
+        } else {
+            9
+        });
         let (mut load, mut fold, mut total) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let store = Store::discover(&repo, StoreOptions::default()).expect("store");

@@ -6,11 +6,11 @@
 
 use crate::error::{Error, Result};
 use crate::record::{
-    self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record, RecordId,
-    Retraction, Timestamp,
+    self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
+    RecordId, Retraction, Timestamp,
 };
 use crate::state::{self, Entry, State, Status};
-use crate::store::{CommitInfo, Identity, StrayEntry, Store};
+use crate::store::{CommitInfo, Identity, Store, StrayEntry};
 use gix::ObjectId;
 use std::collections::HashMap;
 
@@ -120,7 +120,10 @@ fn parse_anchor_spec(spec: &str, field: &str, problems: &mut Vec<Problem>) -> Op
             match (a.parse::<u32>(), b.parse::<u32>()) {
                 (Ok(start), Ok(end)) if start >= 1 && end >= start => (p, Some(LineRange { start, end })),
                 _ => {
-                    problems.push(Problem::new(field, format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END")));
+                    problems.push(Problem::new(
+                        field,
+                        format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END"),
+                    ));
                     return None;
                 }
             }
@@ -167,7 +170,10 @@ impl Memory {
         if prefix.len() < record::id::MIN_PREFIX_LEN || !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(Error::invalid(
                 field,
-                format!("{prefix:?} is not an id prefix; give at least {} hex digits of a record id", record::id::MIN_PREFIX_LEN),
+                format!(
+                    "{prefix:?} is not an id prefix; give at least {} hex digits of a record id",
+                    record::id::MIN_PREFIX_LEN
+                ),
             ));
         }
         let matches = self.state.ids_with_prefix(prefix);
@@ -212,7 +218,10 @@ impl Memory {
             }
         }
         if blob.is_none() {
-            problems.push(Problem::new(field, format!("{path} does not exist at HEAD or in the work tree; anchor to a file that exists")));
+            problems.push(Problem::new(
+                field,
+                format!("{path} does not exist at HEAD or in the work tree; anchor to a file that exists"),
+            ));
             return Ok(None);
         }
         Ok(Some(Anchor { path, lines, blob: blob.map(|b| b.to_string()), commit: head.map(|h| h.to_string()) }))
@@ -223,14 +232,20 @@ impl Memory {
         let mut problems = Vec::new();
         let fact_type = FactType::from_word(req.fact_type.trim());
         if fact_type.is_none() {
-            problems.push(Problem::new("type", format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected())));
+            problems.push(Problem::new(
+                "type",
+                format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected()),
+            ));
         }
         let provenance = match &req.provenance {
             None => Some(Provenance::Observed),
             Some(p) => {
                 let v = Provenance::from_word(p.trim());
                 if v.is_none() {
-                    problems.push(Problem::new("provenance", format!("{p:?} is not a provenance; use one of: {}", Provenance::expected())));
+                    problems.push(Problem::new(
+                        "provenance",
+                        format!("{p:?} is not a provenance; use one of: {}", Provenance::expected()),
+                    ));
                 }
                 v
             }
@@ -239,7 +254,8 @@ impl Memory {
             None => provenance.map(default_confidence).unwrap_or_default(),
             Some(c) if (0.0..=1.0).contains(&c) => Milli::from_f64(c).unwrap_or_default(),
             Some(c) => {
-                problems.push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
+                problems
+                    .push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
                 Milli(0)
             }
         };
@@ -247,14 +263,18 @@ impl Memory {
             v.as_ref().and_then(|s| {
                 let t = Timestamp::parse(s.trim());
                 if t.is_none() {
-                    problems.push(Problem::new(field, format!("{s:?} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ")));
+                    problems.push(Problem::new(
+                        field,
+                        format!("{s:?} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"),
+                    ));
                 }
                 t
             })
         };
         let valid_from = time("valid_from", &req.valid_from);
         let valid_to = time("valid_to", &req.valid_to);
-        let depends_on: Vec<RecordId> = req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, &mut problems)).collect();
+        let depends_on: Vec<RecordId> =
+            req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, &mut problems)).collect();
         let mut anchors = Vec::new();
         for (i, spec) in req.anchors.iter().enumerate() {
             if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), &mut problems)? {
@@ -265,7 +285,8 @@ impl Memory {
         tags.sort();
         tags.dedup();
         // Unparseable words get placeholders so the remaining rules still run: every problem at once.
-        let (fact_type, provenance) = (fact_type.unwrap_or(FactType::Constraint), provenance.unwrap_or(Provenance::Observed));
+        let (fact_type, provenance) =
+            (fact_type.unwrap_or(FactType::Constraint), provenance.unwrap_or(Provenance::Observed));
         let record = Record {
             kind: Kind::Fact,
             payload: Payload::Fact(Fact {
@@ -300,7 +321,12 @@ impl Memory {
         let record = self.prepare_fact(req, ctx)?;
         let fact = record.as_fact().expect("prepare_fact builds a fact");
         if let Some(existing) = self.state.duplicate_of(fact, &record.body) {
-            return Ok(AddOutcome { id: existing, deduplicated: true, commit: None, path: Record::path(Kind::Fact, &existing) });
+            return Ok(AddOutcome {
+                id: existing,
+                deduplicated: true,
+                commit: None,
+                path: Record::path(Kind::Fact, &existing),
+            });
         }
         let (id, _) = record.encode();
         if let Some(existing) = self.state.entries.get(&id) {
@@ -324,7 +350,10 @@ impl Memory {
         let target = self.resolve("id", prefix)?;
         let entry = &self.state.entries[&target];
         if let Some(by) = entry.retracted_by {
-            return Err(Error::invalid("id", format!("{} is already forgotten (by retraction {})", target.short(), by.short())));
+            return Err(Error::invalid(
+                "id",
+                format!("{} is already forgotten (by retraction {})", target.short(), by.short()),
+            ));
         }
         let summary = entry.record.summary();
         let record = Record {
@@ -347,7 +376,9 @@ impl Memory {
         let (id, bytes) = record.encode();
         // The writer must never emit bytes its own reader rejects.
         if let Err(problems) = record::parse::parse(&bytes) {
-            return Err(Error::Integrity(format!("internal: the canonical form of a new record does not parse: {problems}")));
+            return Err(Error::Integrity(format!(
+                "internal: the canonical form of a new record does not parse: {problems}"
+            )));
         }
         let message = message.replace("{id}", &id.short());
         let bytes_for_blob = bytes.clone();
@@ -358,7 +389,8 @@ impl Memory {
             self.tips.retain(|(name, _)| name != self.store.ref_name());
             self.tips.insert(0, (self.store.ref_name().to_string(), commit));
         }
-        let mut records: Vec<(RecordId, Record)> = self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
+        let mut records: Vec<(RecordId, Record)> =
+            self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
         records.push((id, record));
         self.state = state::fold(records);
         Ok(AddOutcome { id, deduplicated: false, commit: outcome.commit.map(|c| c.to_string()), path })
@@ -373,7 +405,10 @@ impl Memory {
         let outcome = self.store.write_records(&[], "neo: initialise memory", &ctx.identity, ctx.now, true)?;
         let tip = match outcome.commit {
             Some(c) => c,
-            None => self.store.local_tip()?.ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
+            None => self
+                .store
+                .local_tip()?
+                .ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
         };
         Ok(InitOutcome { ref_name, created: outcome.commit.is_some(), tip: tip.to_string() })
     }
@@ -382,9 +417,14 @@ impl Memory {
     pub fn show(&self, prefix: &str) -> Result<Shown> {
         let id = self.resolve("id", prefix)?;
         let entry = self.state.entries[&id].clone();
-        let blob = self.blobs.get(&id).copied().ok_or_else(|| Error::Integrity(format!("record {} has no blob", id.short())))?;
+        let blob = self
+            .blobs
+            .get(&id)
+            .copied()
+            .ok_or_else(|| Error::Integrity(format!("record {} has no blob", id.short())))?;
         let bytes = self.store.read_blob(blob)?;
-        let text = String::from_utf8(bytes).map_err(|_| Error::Integrity(format!("record {} is not UTF-8", id.short())))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| Error::Integrity(format!("record {} is not UTF-8", id.short())))?;
         Ok(Shown { path: Record::path(entry.record.kind, &id), text, entry })
     }
 
@@ -401,7 +441,10 @@ impl Memory {
         let fact_type = filter.fact_type.as_deref().and_then(|t| {
             let v = FactType::from_word(t.trim());
             if v.is_none() {
-                problems.push(Problem::new("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected())));
+                problems.push(Problem::new(
+                    "type",
+                    format!("{t:?} is not a fact type; use one of: {}", FactType::expected()),
+                ));
             }
             v
         });
@@ -474,9 +517,8 @@ impl Memory {
         for (i, req) in requests.iter().enumerate() {
             match self.prepare_fact(req, ctx) {
                 Ok(r) => prepared.push(r),
-                Err(Error::Invalid(p)) => {
-                    problems.extend(p.0.into_iter().map(|p| Problem::new(format!("record {}: {}", i + 1, p.field), p.message)))
-                }
+                Err(Error::Invalid(p)) => problems
+                    .extend(p.0.into_iter().map(|p| Problem::new(format!("record {}: {}", i + 1, p.field), p.message))),
                 Err(e) => return Err(e),
             }
         }
@@ -502,9 +544,15 @@ impl Memory {
         let total = fresh.len();
         let mut done = 0;
         for chunk in fresh.chunks(batch_size.max(1)) {
-            let encoded: Vec<(Kind, RecordId, Vec<u8>)> = chunk.iter().map(|(id, r)| (r.kind, *id, r.encode().1)).collect();
+            let encoded: Vec<(Kind, RecordId, Vec<u8>)> =
+                chunk.iter().map(|(id, r)| (r.kind, *id, r.encode().1)).collect();
             let message = match chunk {
-                [(id, r)] => format!("neo: add {} {} \"{}\"", r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"), id.short(), short_message(&r.summary())),
+                [(id, r)] => format!(
+                    "neo: add {} {} \"{}\"",
+                    r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"),
+                    id.short(),
+                    short_message(&r.summary())
+                ),
                 _ => format!("neo: import {} facts", chunk.len()),
             };
             let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
@@ -519,7 +567,8 @@ impl Memory {
             progress(done, total);
         }
         if total > 0 {
-            let mut records: Vec<(RecordId, Record)> = self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
+            let mut records: Vec<(RecordId, Record)> =
+                self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
             records.extend(fresh);
             self.state = state::fold(records);
         }

@@ -86,9 +86,11 @@ impl Error {
     /// The category of this error.
     pub fn category(&self) -> Category {
         match self {
-            Error::Invalid(_) | Error::NotFound { .. } | Error::Ambiguous { .. } | Error::NotARepository { .. } | Error::Config { .. } => {
-                Category::User
-            }
+            Error::Invalid(_)
+            | Error::NotFound { .. }
+            | Error::Ambiguous { .. }
+            | Error::NotARepository { .. }
+            | Error::Config { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
             Error::Locked { .. } | Error::Contention { .. } => Category::Conflict,
             Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } => Category::Environment,

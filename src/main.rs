@@ -6,5 +6,11 @@
 mod cli;
 
 fn main() {
+    // On SIGINT/SIGTERM, delete the lock and temporary files gix holds before terminating, so an
+    // interrupted write never leaves a stale `neo-memory.lock` behind (SIGKILL still can: see
+    // docs/ARCHITECTURE.md).
+    gix::tempfile::signal::setup(
+        gix::tempfile::signal::handler::Mode::DeleteTempfilesOnTerminationAndRestoreDefaultBehaviour,
+    );
     std::process::exit(cli::run(std::env::args_os()));
 }

@@ -59,7 +59,13 @@ fn read_body(args: &Args) -> Result<String, Error> {
     };
     read.map_err(|e| Error::invalid("body", format!("cannot read {}: {e}", path.display())))?;
     String::from_utf8(bytes).map_err(|e| {
-        Error::invalid("body", format!("is not valid UTF-8 (first bad byte at offset {}); save the file as UTF-8", e.utf8_error().valid_up_to()))
+        Error::invalid(
+            "body",
+            format!(
+                "is not valid UTF-8 (first bad byte at offset {}); save the file as UTF-8",
+                e.utf8_error().valid_up_to()
+            ),
+        )
     })
 }
 

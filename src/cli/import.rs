@@ -47,7 +47,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         std::fs::File::open(&args.file).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
     };
     read.map_err(|e| Error::invalid("file", format!("cannot read {}: {e}", args.file.display())))?;
-    let text = String::from_utf8(bytes).map_err(|e| Error::invalid("file", format!("is not valid UTF-8 (offset {})", e.utf8_error().valid_up_to())))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| Error::invalid("file", format!("is not valid UTF-8 (offset {})", e.utf8_error().valid_up_to())))?;
     let mut requests = Vec::new();
     let mut problems = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
@@ -83,7 +84,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else {
-        ctx.out.line(&format!("added {} facts in {} commits ({} already stored)", outcome.added, outcome.commits, outcome.duplicates));
+        ctx.out.line(&format!(
+            "added {} facts in {} commits ({} already stored)",
+            outcome.added, outcome.commits, outcome.duplicates
+        ));
     }
     Ok(())
 }

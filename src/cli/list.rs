@@ -26,7 +26,8 @@ pub struct Args {
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let memory = ctx.memory()?;
-    let filter = ListFilter { kind: args.kind, fact_type: args.fact_type, scope: args.scope, tag: args.tag, all: args.all };
+    let filter =
+        ListFilter { kind: args.kind, fact_type: args.fact_type, scope: args.scope, tag: args.tag, all: args.all };
     let entries = memory.list(&filter)?;
     if ctx.out.json {
         ctx.out.json(&entries);
@@ -41,8 +42,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             None => e.record.kind.as_str().to_string(),
         };
         let status = if e.status == Status::Valid { String::new() } else { format!(" [{}]", e.status.as_str()) };
-        let conf = if e.record.as_fact().is_some() { format!("{:>5}", e.confidence.to_string()) } else { "    -".to_string() };
-        let line = format!("{} {:<13} {} {}{}", ctx.out.paint("33", &e.id.short()), what, conf, e.record.summary(), status);
+        let conf =
+            if e.record.as_fact().is_some() { format!("{:>5}", e.confidence.to_string()) } else { "    -".to_string() };
+        let line =
+            format!("{} {:<13} {} {}{}", ctx.out.paint("33", &e.id.short()), what, conf, e.record.summary(), status);
         ctx.out.line(&line);
     }
     Ok(())

@@ -23,9 +23,9 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     for c in commits {
         let subject = c.message.lines().next().unwrap_or_default().to_string();
         ctx.out.line(&format!("{} {} {}", ctx.out.paint("33", &c.commit[..12]), c.time, subject));
-        for (kind, id) in &c.added {
-            let summary = memory.state().entries.get(id).map(|e| e.record.summary()).unwrap_or_default();
-            ctx.out.line(&format!("    + {kind} {} {summary}", id.short()));
+        for added in &c.added {
+            let summary = memory.state().entries.get(&added.id).map(|e| e.record.summary()).unwrap_or_default();
+            ctx.out.line(&format!("    + {} {} {summary}", added.kind, added.id.short()));
         }
         for change in &c.other_changes {
             ctx.out.line(&format!("    ! {} {}", change.change, change.path));

@@ -21,6 +21,7 @@ use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
 use output::Out;
 use std::ffi::OsString;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Exit codes, documented in docs/cli.md.
@@ -32,7 +33,12 @@ pub const EXIT_CONFLICT: i32 = 4;
 pub const EXIT_ENVIRONMENT: i32 = 5;
 
 #[derive(Parser)]
-#[command(name = "git-neo", bin_name = "git neo", version, about = "A git-native memory for coding agents and the people who work beside them")]
+#[command(
+    name = "git-neo",
+    bin_name = "git neo",
+    version,
+    about = "A git-native memory for coding agents and the people who work beside them"
+)]
 struct Cli {
     /// Print machine-readable JSON on stdout.
     #[arg(long, global = true)]
@@ -97,16 +103,25 @@ impl Ctx {
             (Some(name), Some(email)) => git_neo::store::Identity { name, email },
             _ => memory.store().configured_identity().ok_or_else(|| Error::Config {
                 key: "user.name".into(),
-                message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`".into(),
+                message:
+                    "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
+                        .into(),
             })?,
         };
         let now = match env("GIT_NEO_NOW") {
-            Some(v) => v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
-                key: "GIT_NEO_NOW".into(),
-                message: format!("{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"),
-            })?,
+            Some(v) => {
+                v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
+                    key: "GIT_NEO_NOW".into(),
+                    message: format!(
+                        "{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"
+                    ),
+                })?
+            }
             None => Timestamp(
-                std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0),
             ),
         };
         Ok(WriteContext { identity, now })
@@ -137,7 +152,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         None => match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => {
-                eprintln!("error: cannot read the current directory: {e}");
+                let _ = writeln!(std::io::stderr(), "error: cannot read the current directory: {e}");
                 return EXIT_ENVIRONMENT;
             }
         },

@@ -13,7 +13,8 @@ pub struct Out {
 
 impl Out {
     pub fn new(json: bool) -> Out {
-        let colour = !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let colour =
+            !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
         Out { json, colour, broken_pipe: false }
     }
 
@@ -34,17 +35,18 @@ impl Out {
     pub fn json<T: serde::Serialize>(&mut self, value: &T) {
         match serde_json::to_string_pretty(value) {
             Ok(s) => self.line(&s),
-            Err(e) => eprintln!("error: cannot encode JSON output: {e}"),
+            Err(e) => self.note(&format!("error: cannot encode JSON output: {e}")),
         }
     }
 
     /// A note for people on stderr (never in JSON mode's stdout).
     pub fn note(&self, s: &str) {
-        eprintln!("{s}");
+        // A closed stderr must not turn into a panic: diagnostics are best effort.
+        let _ = writeln!(std::io::stderr(), "{s}");
     }
 
     pub fn warn(&self, s: &str) {
-        eprintln!("warning: {s}");
+        self.note(&format!("warning: {s}"));
     }
 
     /// Paint `s` with an ANSI colour code when colour is on.
@@ -58,7 +60,7 @@ impl Out {
 
     /// Report an error: always as text on stderr; in JSON mode also as a JSON object on stdout.
     pub fn error(&mut self, e: &Error) {
-        eprintln!("error: {e}");
+        self.note(&format!("error: {e}"));
         if self.json {
             let category = match e.category() {
                 Category::User => "user",

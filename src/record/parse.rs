@@ -17,9 +17,9 @@ const PLACEHOLDER_ID: RecordId = RecordId([0; 32]);
 
 /// Split a record file into front matter and body at its `---` fences.
 pub fn split(text: &str) -> Result<(&str, &str), Problem> {
-    let rest = text
-        .strip_prefix("---\n")
-        .ok_or_else(|| Problem::new("file", "must start with a line `---` (LF line endings) opening the front matter"))?;
+    let rest = text.strip_prefix("---\n").ok_or_else(|| {
+        Problem::new("file", "must start with a line `---` (LF line endings) opening the front matter")
+    })?;
     if rest.starts_with("---\n") || rest == "---" {
         return Ok(("", rest.strip_prefix("---").and_then(|r| r.strip_prefix('\n')).unwrap_or("")));
     }
@@ -366,7 +366,12 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     let fail = |p: Problem| Err(Problems(vec![p]));
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
-        Err(e) => return fail(Problem::new("file", format!("is not valid UTF-8 (first bad byte at offset {})", e.valid_up_to()))),
+        Err(e) => {
+            return fail(Problem::new(
+                "file",
+                format!("is not valid UTF-8 (first bad byte at offset {})", e.valid_up_to()),
+            ))
+        }
     };
     let (front, body) = match split(text) {
         Ok(parts) => parts,
@@ -381,16 +386,22 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
         None => match serde_yaml::from_str::<Value>(front) {
             Ok(Value::Mapping(m)) => m,
             Ok(Value::Null) => Mapping::new(),
-            Ok(other) => return fail(Problem::new("front matter", format!("must be a YAML mapping, found {}", type_name(&other)))),
+            Ok(other) => {
+                return fail(Problem::new(
+                    "front matter",
+                    format!("must be a YAML mapping, found {}", type_name(&other)),
+                ))
+            }
             Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
         },
     };
     let mut f = Fields::new(map, "");
     match f.required("neo") {
         Some(Value::Number(n)) if n.as_u64() == Some(u64::from(FORMAT_VERSION)) => {}
-        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > u64::from(FORMAT_VERSION)) => {
-            f.bad("neo", format!("format version {n} is newer than this git-neo understands ({FORMAT_VERSION}); upgrade git-neo"))
-        }
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v > u64::from(FORMAT_VERSION)) => f.bad(
+            "neo",
+            format!("format version {n} is newer than this git-neo understands ({FORMAT_VERSION}); upgrade git-neo"),
+        ),
         Some(other) => f.bad("neo", format!("must be the format version {FORMAT_VERSION}, found {other:?}")),
         None => {}
     }

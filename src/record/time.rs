@@ -86,13 +86,7 @@ impl fmt::Display for Timestamp {
         let days = secs.div_euclid(86_400);
         let rem = secs.rem_euclid(86_400);
         let (y, m, d) = civil_from_days(days);
-        write!(
-            f,
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-            rem / 3600,
-            (rem % 3600) / 60,
-            rem % 60
-        )
+        write!(f, "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
     }
 }
 
@@ -112,7 +106,16 @@ mod tests {
 
     #[test]
     fn rejects_malformed_times() {
-        for bad in ["", "2026-13-01", "2026-02-30", "2025-02-29", "2026-01-01T24:00:00Z", "2026-01-01 00:00:00Z", "26-01-01", "2026-01-01T00:00:00+01:00"] {
+        for bad in [
+            "",
+            "2026-13-01",
+            "2026-02-30",
+            "2025-02-29",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01 00:00:00Z",
+            "26-01-01",
+            "2026-01-01T00:00:00+01:00",
+        ] {
             assert_eq!(Timestamp::parse(bad), None, "{bad}");
         }
         assert_eq!(Timestamp::parse("2024-02-29").map(|t| t.to_string()).as_deref(), Some("2024-02-29T00:00:00Z"));

@@ -142,7 +142,10 @@ pub fn check_repo_path(problems: &mut Vec<Problem>, field: &str, path: &str) {
         return;
     }
     if path.starts_with('/') || path.contains('\\') || (path.len() > 1 && path.as_bytes()[1] == b':') {
-        problems.push(Problem::new(field, format!("{path:?} is absolute; give a path relative to the repository root, with / separators")));
+        problems.push(Problem::new(
+            field,
+            format!("{path:?} is absolute; give a path relative to the repository root, with / separators"),
+        ));
         return;
     }
     if path.split('/').any(|c| c == "..") {
@@ -170,7 +173,8 @@ fn check_anchor(problems: &mut Vec<Problem>, i: usize, a: &Anchor) {
     for (name, value) in [("blob", &a.blob), ("commit", &a.commit)] {
         if let Some(v) = value {
             if !(v.len() == 40 || v.len() == 64) || !super::id::is_lower_hex(v) {
-                problems.push(Problem::new(format!("anchors[{i}].{name}"), "must be a full lowercase hex git object id"));
+                problems
+                    .push(Problem::new(format!("anchors[{i}].{name}"), "must be a full lowercase hex git object id"));
             }
         }
     }
@@ -181,7 +185,10 @@ pub fn check_body(problems: &mut Vec<Problem>, body: &str) {
     if body.len() > MAX_BODY_BYTES {
         problems.push(Problem::new(
             "body",
-            format!("is {} bytes; the limit is {MAX_BODY_BYTES}, keep a record to a note and link to documents instead", body.len()),
+            format!(
+                "is {} bytes; the limit is {MAX_BODY_BYTES}, keep a record to a note and link to documents instead",
+                body.len()
+            ),
         ));
     }
     if let Some((n, _)) = body.split('\n').enumerate().find(|(_, l)| l.trim_end() == "---") {
@@ -201,7 +208,13 @@ pub fn validate(record: &Record) -> Vec<Problem> {
     match &record.payload {
         Payload::Fact(f) => {
             check_line(&mut p, "subject", &f.subject, MAX_SUBJECT_CHARS, "a one-line summary of the fact");
-            check_line(&mut p, "scope", &f.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+            check_line(
+                &mut p,
+                "scope",
+                &f.scope,
+                MAX_LINE_CHARS,
+                "the part of the project this is about, or \"project\"",
+            );
             check_tags(&mut p, &f.tags);
             if let Some(k) = &f.key {
                 check_line(&mut p, "key", k, MAX_LINE_CHARS, "a subject and predicate such as \"deploy target\"");
@@ -237,7 +250,13 @@ pub fn validate(record: &Record) -> Vec<Problem> {
             for (i, f) in a.files.iter().enumerate() {
                 check_repo_path(&mut p, &format!("files[{i}]"), f);
             }
-            check_line(&mut p, "scope", &a.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+            check_line(
+                &mut p,
+                "scope",
+                &a.scope,
+                MAX_LINE_CHARS,
+                "the part of the project this is about, or \"project\"",
+            );
             check_tags(&mut p, &a.tags);
         }
         Payload::Supersession(s) => {

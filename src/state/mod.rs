@@ -77,7 +77,11 @@ pub fn dedup_key(fact: &Fact, body: &str) -> String {
     format!("{}\u{0}{}\u{0}{}\u{0}{}", fact.fact_type, norm(&fact.scope), norm(&fact.subject), norm(body))
 }
 
-fn effective(id: RecordId, retractions_of: &HashMap<RecordId, Vec<RecordId>>, memo: &mut HashMap<RecordId, bool>) -> bool {
+fn effective(
+    id: RecordId,
+    retractions_of: &HashMap<RecordId, Vec<RecordId>>,
+    memo: &mut HashMap<RecordId, bool>,
+) -> bool {
     if let Some(&v) = memo.get(&id) {
         return v;
     }
@@ -89,7 +93,7 @@ fn effective(id: RecordId, retractions_of: &HashMap<RecordId, Vec<RecordId>>, me
 /// Fold `records` into the current state. The input order does not matter.
 pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
     let mut all: Vec<(RecordId, Record)> = records.into_iter().collect();
-    all.sort_by(|a, b| (a.1.created_at, a.0).cmp(&(b.1.created_at, b.0)));
+    all.sort_by_key(|a| (a.1.created_at, a.0));
     all.dedup_by_key(|(id, _)| *id);
 
     // Which retractions target which records, then which retractions stand.
@@ -100,7 +104,8 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         }
     }
     let mut memo = HashMap::new();
-    let standing: HashSet<RecordId> = all.iter().map(|(id, _)| *id).filter(|&id| effective(id, &retractions_of, &mut memo)).collect();
+    let standing: HashSet<RecordId> =
+        all.iter().map(|(id, _)| *id).filter(|&id| effective(id, &retractions_of, &mut memo)).collect();
 
     let mut state = State { order: all.iter().map(|(id, _)| *id).collect(), ..State::default() };
     let mut effects: Vec<(RecordId, Payload)> = Vec::new();
@@ -142,15 +147,13 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                     }
                 }
             }
-            Payload::Outcome(o) => {
-                if counted_keys.insert((o.target, o.key.clone())) {
-                    if let Some(target) = state.entries.get_mut(&o.target) {
-                        target.confidence.0 += o.delta.0;
-                        if o.signal == "accepted" {
-                            target.successes += 1;
-                        }
-                        target.outcomes.push(id);
+            Payload::Outcome(o) if counted_keys.insert((o.target, o.key.clone())) => {
+                if let Some(target) = state.entries.get_mut(&o.target) {
+                    target.confidence.0 += o.delta.0;
+                    if o.signal == "accepted" {
+                        target.successes += 1;
                     }
+                    target.outcomes.push(id);
                 }
             }
             _ => {}

@@ -17,6 +17,13 @@ pub struct TreeChange {
     pub change: &'static str,
 }
 
+/// A record a commit added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AddedRecord {
+    pub kind: Kind,
+    pub id: RecordId,
+}
+
 /// One commit on the memory ref.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct CommitInfo {
@@ -26,7 +33,7 @@ pub struct CommitInfo {
     pub time: Timestamp,
     pub message: String,
     /// Records this commit added, relative to its first parent.
-    pub added: Vec<(Kind, RecordId)>,
+    pub added: Vec<AddedRecord>,
     /// Record files this commit removed or changed relative to its first parent (never done by git-neo).
     pub other_changes: Vec<TreeChange>,
 }
@@ -51,7 +58,13 @@ impl Store {
         Ok(out)
     }
 
-    fn diff_into(&self, old: Option<ObjectId>, new: Option<ObjectId>, prefix: &str, out: &mut Vec<TreeChange>) -> Result<()> {
+    fn diff_into(
+        &self,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        prefix: &str,
+        out: &mut Vec<TreeChange>,
+    ) -> Result<()> {
         if old == new {
             return Ok(());
         }
@@ -84,7 +97,13 @@ impl Store {
 
     /// The tree of a commit.
     pub fn tree_of(&self, commit: ObjectId) -> Result<ObjectId> {
-        Ok(self.repo.find_commit(commit).git(|| format!("reading commit {commit}"))?.tree_id().git(|| format!("reading the tree of {commit}"))?.detach())
+        Ok(self
+            .repo
+            .find_commit(commit)
+            .git(|| format!("reading commit {commit}"))?
+            .tree_id()
+            .git(|| format!("reading the tree of {commit}"))?
+            .detach())
     }
 
     /// Up to `limit` commits reachable from `tip`, newest first, each with the records it added.
@@ -102,7 +121,12 @@ impl Store {
             let decoded = commit.decode().git(|| format!("decoding commit {}", info.id))?;
             let parents: Vec<ObjectId> = decoded.parents().collect();
             let author = decoded.author().map(|a| format!("{} <{}>", a.name, a.email)).unwrap_or_default();
-            let time = decoded.committer().ok().and_then(|c| c.time().ok()).map(|t| Timestamp(t.seconds)).unwrap_or(Timestamp(0));
+            let time = decoded
+                .committer()
+                .ok()
+                .and_then(|c| c.time().ok())
+                .map(|t| Timestamp(t.seconds))
+                .unwrap_or(Timestamp(0));
             let message = decoded.message.to_string();
             let tree = decoded.tree();
             drop(decoded);
@@ -117,7 +141,10 @@ impl Store {
                     .then(|| {
                         let (dir, rest) = change.path.split_once('/')?;
                         let file = rest.rsplit('/').next()?;
-                        Some((Kind::from_dir(dir)?, RecordId::from_hex(file.strip_suffix(".md")?)?))
+                        Some(AddedRecord {
+                            kind: Kind::from_dir(dir)?,
+                            id: RecordId::from_hex(file.strip_suffix(".md")?)?,
+                        })
                     })
                     .flatten();
                 match parsed {

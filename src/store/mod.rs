@@ -11,7 +11,7 @@ mod history;
 mod read;
 mod write;
 
-pub use history::{CommitInfo, TreeChange};
+pub use history::{AddedRecord, CommitInfo, TreeChange};
 pub use read::{LoadedRecord, Snapshot, StrayEntry};
 pub use write::{Identity, WriteOutcome};
 
@@ -53,7 +53,7 @@ pub struct Store {
 impl Store {
     /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
     pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
-        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: e.into() })?;
+        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: e })?;
         Store::from_repo(repo, options)
     }
 
@@ -82,7 +82,7 @@ impl Store {
                 }
             },
         };
-        drop(config);
+
         Ok(Store { repo, ref_name, lock_timeout })
     }
 
@@ -110,7 +110,12 @@ impl Store {
     /// The blob id of `path` in HEAD's tree, if HEAD is born and has that file.
     pub fn blob_at_head(&self, path: &str) -> Result<Option<gix::ObjectId>> {
         let Some(head) = self.head_commit()? else { return Ok(None) };
-        let tree = self.repo.find_commit(head).git(|| format!("reading commit {head}"))?.tree().git(|| format!("reading the tree of {head}"))?;
+        let tree = self
+            .repo
+            .find_commit(head)
+            .git(|| format!("reading commit {head}"))?
+            .tree()
+            .git(|| format!("reading the tree of {head}"))?;
         let entry = tree.lookup_entry_by_path(path).git(|| format!("looking up {path} at HEAD"))?;
         Ok(entry.filter(|e| e.mode().is_blob()).map(|e| e.object_id()))
     }
@@ -122,15 +127,22 @@ impl Store {
 
     /// Resolve a revision (commit-ish) to a commit id.
     pub fn resolve_commit(&self, spec: &str) -> Result<gix::ObjectId> {
-        let id = self.repo.rev_parse_single(spec).map_err(|e| Error::invalid("revision", format!("{spec:?} does not name a commit here: {e}")))?;
+        let id = self
+            .repo
+            .rev_parse_single(spec)
+            .map_err(|e| Error::invalid("revision", format!("{spec:?} does not name a commit here: {e}")))?;
         let obj = id.object().git(|| format!("reading {spec}"))?;
-        let commit = obj.peel_to_commit().map_err(|_| Error::invalid("revision", format!("{spec:?} does not name a commit")))?;
+        let commit =
+            obj.peel_to_commit().map_err(|_| Error::invalid("revision", format!("{spec:?} does not name a commit")))?;
         Ok(commit.id)
     }
 }
 
 fn parse_ref_name(name: &str) -> Result<gix::refs::FullName> {
-    let bad = |why: &str| Error::Config { key: REF_CONFIG_KEY.into(), message: format!("{name:?} {why}; use a full ref such as {DEFAULT_REF}") };
+    let bad = |why: &str| Error::Config {
+        key: REF_CONFIG_KEY.into(),
+        message: format!("{name:?} {why}; use a full ref such as {DEFAULT_REF}"),
+    };
     if !name.starts_with("refs/") {
         return Err(bad("is not a full ref name"));
     }

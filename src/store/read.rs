@@ -66,7 +66,10 @@ impl Store {
         let platform = self.repo.references().git(|| "listing references".into())?;
         let mut remote = Vec::new();
         for r in platform.remote_branches().git(|| "listing remote-tracking references".into())? {
-            let mut r = r.map_err(|e| Error::Git { context: "reading a remote-tracking reference".into(), source: gix::Error::from_error(e) })?;
+            let mut r = r.map_err(|e| Error::Git {
+                context: "reading a remote-tracking reference".into(),
+                source: gix::Error::from_error(e),
+            })?;
             let name = r.name().as_bstr().to_string();
             let rest = name.strip_prefix("refs/remotes/").unwrap_or_default();
             if rest.split_once('/').is_some_and(|(_, b)| b == branch) {
@@ -80,7 +83,10 @@ impl Store {
     }
 
     pub(crate) fn entries_of_tree(&self, tree_id: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
-        let stray = |path: String, why: &str| StrayEntry { path, problems: Problems(vec![crate::record::Problem::new("layout", why)]) };
+        let stray = |path: String, why: &str| StrayEntry {
+            path,
+            problems: Problems(vec![crate::record::Problem::new("layout", why)]),
+        };
         let mut entries = Vec::new();
         let mut strays = Vec::new();
         let root = self.repo.find_tree(tree_id).git(|| format!("reading memory tree {tree_id}"))?;
@@ -91,7 +97,10 @@ impl Store {
                 continue;
             }
             let Some(kind) = Kind::from_dir(&name).filter(|_| e.mode().is_tree()) else {
-                strays.push(stray(name, "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions)"));
+                strays.push(stray(
+                    name,
+                    "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions)",
+                ));
                 continue;
             };
             let kind_tree = self.repo.find_tree(e.oid().to_owned()).git(|| format!("reading {name}/"))?;
@@ -141,7 +150,13 @@ impl Store {
         let mut invalid = Vec::new();
         let mut seen_trees = Vec::new();
         for &c in commits {
-            let tree = self.repo.find_commit(c).git(|| format!("reading memory commit {c}"))?.tree_id().git(|| format!("reading the tree of {c}"))?.detach();
+            let tree = self
+                .repo
+                .find_commit(c)
+                .git(|| format!("reading memory commit {c}"))?
+                .tree_id()
+                .git(|| format!("reading the tree of {c}"))?
+                .detach();
             if seen_trees.contains(&tree) {
                 continue;
             }
@@ -169,11 +184,15 @@ impl Store {
                     let mut repo = shared.to_thread_local();
                     // Records are small and similar, so packs store most as deltas; a roomy delta
                     // base cache avoids inflating the same bases again and again.
-                    repo.objects.set_pack_cache(|| Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(64 * 1024 * 1024)));
+                    repo.objects.set_pack_cache(|| {
+                        Box::new(gix::odb::pack::cache::lru::MemoryCappedHashmap::new(64 * 1024 * 1024))
+                    });
                     repo
                 },
                 |repo, e| {
-                    let blob = repo.find_blob(e.blob).map_err(|err| Error::Integrity(format!("{}: cannot read blob {}: {err}", e.path, e.blob)))?;
+                    let blob = repo
+                        .find_blob(e.blob)
+                        .map_err(|err| Error::Integrity(format!("{}: cannot read blob {}: {err}", e.path, e.blob)))?;
                     Ok(check_entry(e, &blob.data))
                 },
             )
@@ -192,15 +211,26 @@ impl Store {
 
     /// The raw bytes of a record's blob.
     pub fn read_blob(&self, blob: ObjectId) -> Result<Vec<u8>> {
-        Ok(self.repo.find_blob(blob).map_err(|e| Error::Integrity(format!("cannot read blob {blob}: {e}")))?.data.clone())
+        Ok(self
+            .repo
+            .find_blob(blob)
+            .map_err(|e| Error::Integrity(format!("cannot read blob {blob}: {e}")))?
+            .data
+            .clone())
     }
 }
 
 fn check_entry(e: &TreeEntry, bytes: &[u8]) -> Result<LoadedRecord, StrayEntry> {
     let id = RecordId::of_bytes(bytes);
-    let bad = |field: &str, msg: String| StrayEntry { path: e.path.clone(), problems: Problems(vec![crate::record::Problem::new(field, msg)]) };
+    let bad = |field: &str, msg: String| StrayEntry {
+        path: e.path.clone(),
+        problems: Problems(vec![crate::record::Problem::new(field, msg)]),
+    };
     if e.name_id != Some(id) {
-        return Err(bad("file", format!("its bytes hash to {id}, not to its file name: the record was modified after it was written")));
+        return Err(bad(
+            "file",
+            format!("its bytes hash to {id}, not to its file name: the record was modified after it was written"),
+        ));
     }
     match parse::parse(bytes) {
         Ok(record) if record.kind == e.kind => Ok(LoadedRecord { id, record, blob: e.blob }),

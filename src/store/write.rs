@@ -113,7 +113,12 @@ impl Store {
                 None => self.tips()?.into_iter().map(|(_, c)| c).next(),
             };
             let base_tree = match parent {
-                Some(c) => repo.find_commit(c).git(|| format!("reading memory commit {c}"))?.tree_id().git(|| format!("reading the tree of {c}"))?.detach(),
+                Some(c) => repo
+                    .find_commit(c)
+                    .git(|| format!("reading memory commit {c}"))?
+                    .tree_id()
+                    .git(|| format!("reading the tree of {c}"))?
+                    .detach(),
                 None => ObjectId::empty_tree(repo.object_hash()),
             };
             let tree = repo.find_tree(base_tree).git(|| format!("reading memory tree {base_tree}"))?;
@@ -121,13 +126,17 @@ impl Store {
             let mut added = 0;
             for (path, blob) in &blobs {
                 if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
-                    editor.upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob).git(|| format!("adding {path}"))?;
+                    editor
+                        .upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob)
+                        .git(|| format!("adding {path}"))?;
                     added += 1;
                 }
             }
             let needs_format = tree.find_entry("FORMAT").is_none();
             if needs_format {
-                editor.upsert("FORMAT", gix::objs::tree::EntryKind::Blob, format_blob).git(|| "adding FORMAT".into())?;
+                editor
+                    .upsert("FORMAT", gix::objs::tree::EntryKind::Blob, format_blob)
+                    .git(|| "adding FORMAT".into())?;
             }
             if added == 0 && !(create_empty && local.is_none()) {
                 return Ok(WriteOutcome { commit: None, added: 0, attempts });
@@ -145,7 +154,11 @@ impl Store {
             let commit_id = repo.write_object(&commit).git(|| "writing the memory commit".into())?.detach();
             let edit = RefEdit {
                 change: Change::Update {
-                    log: LogChange { mode: RefLog::AndReference, force_create_reflog: true, message: reflog_message.as_str().into() },
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: true,
+                        message: reflog_message.as_str().into(),
+                    },
                     expected: match local {
                         Some(tip) => PreviousValue::MustExistAndMatch(Target::Object(tip)),
                         None => PreviousValue::MustNotExist,
@@ -187,7 +200,12 @@ impl Store {
                             .ok()
                             .and_then(|m| m.elapsed().ok())
                             .map(|d| d.as_secs());
-                        return Err(Error::Locked { ref_name, lock, age_secs, waited_ms: waiting_since.elapsed().as_millis() });
+                        return Err(Error::Locked {
+                            ref_name,
+                            lock,
+                            age_secs,
+                            waited_ms: waiting_since.elapsed().as_millis(),
+                        });
                     }
                     std::thread::sleep(Duration::from_micros(500 + jitter.below(5_000)));
                 }
@@ -223,7 +241,10 @@ impl Store {
             .output()
             .map_err(|e| Error::GitCommand { command: args.join(" "), message: format!("could not start git: {e}") })?;
         if !out.status.success() {
-            return Err(Error::GitCommand { command: args.join(" "), message: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+            return Err(Error::GitCommand {
+                command: args.join(" "),
+                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }

@@ -27,14 +27,22 @@ fn bad_input_names_the_field_exits_non_zero_and_leaves_the_ref_unchanged() {
         (vec!["add", "-t", "decision", "-s", "x", "-b", "a\n---\nb"], 1, &["body", "fence"]),
         (vec!["add", "-t", "decision", "-s", "x", "--anchor", "/etc/passwd"], 1, &["anchors[0].path", "absolute"]),
         (vec!["add", "-t", "decision", "-s", "x", "--anchor", "../outside.rs"], 1, &["anchors[0].path", "escapes"]),
-        (vec!["add", "-t", "decision", "-s", "x", "--anchor", "src/nope.rs"], 1, &["anchors[0].path", "does not exist"]),
+        (
+            vec!["add", "-t", "decision", "-s", "x", "--anchor", "src/nope.rs"],
+            1,
+            &["anchors[0].path", "does not exist"],
+        ),
         (vec!["add", "-t", "decision", "-s", "x", "--anchor", "src/lib.rs:5-2"], 1, &["anchors[0].path", "line range"]),
         (vec!["add", "-t", "decision", "-s", "x", "--confidence", "1.5"], 1, &["confidence"]),
         (vec!["add", "-t", "decision", "-s", "x", "--provenance", "vibes"], 1, &["provenance"]),
         (vec!["add", "-t", "decision", "-s", "x", "--tag", "Has Space"], 1, &["tags[0]"]),
         (vec!["add", "-t", "decision", "-s", "x", "--depends-on", "ffff"], 1, &["depends_on", "ffff"]),
         (vec!["add", "-t", "decision", "-s", "x", "--valid-from", "soon"], 1, &["valid_from"]),
-        (vec!["add", "-t", "decision", "-s", "x", "--valid-from", "2026-05-01", "--valid-to", "2026-01-01"], 1, &["valid_to"]),
+        (
+            vec!["add", "-t", "decision", "-s", "x", "--valid-from", "2026-05-01", "--valid-to", "2026-01-01"],
+            1,
+            &["valid_to"],
+        ),
         (vec!["add", "-s", "no type"], 2, &["--type"]),
         (vec!["show", "0000"], 1, &["0000"]),
         (vec!["show", "xyz"], 1, &["id", "hex"]),
@@ -71,20 +79,33 @@ fn yaml_special_characters_in_a_subject_round_trip_exactly() {
 fn adding_the_same_content_again_returns_the_existing_id_without_a_commit() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let id = sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
+    let id = sb
+        .neo_ok(&repo, &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
     let tip = sb.tip(&repo);
     let mut cmd = sb.neo_cmd(&repo);
     // A later time and different spacing and case: same normalised content.
-    cmd.env("GIT_NEO_NOW", "2026-04-01T00:00:00Z").args(["add", "-t", "constraint", "-s", "run  migrations forward ONLY", "-b", "use expand/contract.\n"]);
+    cmd.env("GIT_NEO_NOW", "2026-04-01T00:00:00Z").args([
+        "add",
+        "-t",
+        "constraint",
+        "-s",
+        "run  migrations forward ONLY",
+        "-b",
+        "use expand/contract.\n",
+    ]);
     let out = cmd.output().expect("run");
     assert!(out.status.success());
     assert_eq!(stdout(&out).trim(), id);
     assert!(stderr(&out).contains("already stored"));
     assert_eq!(sb.tip(&repo), tip, "no new commit");
-    let dup = json(&sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract.", "--json"]));
+    let dup = json(&sb.neo_ok(
+        &repo,
+        &["add", "-t", "constraint", "-s", "Run migrations forward only", "-b", "Use expand/contract.", "--json"],
+    ));
     assert_eq!(dup["deduplicated"], true);
     // A different type is different content.
-    let other = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
+    let other =
+        sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Run migrations forward only", "-b", "Use expand/contract."]);
     assert_ne!(other, id);
 }
 
@@ -143,7 +164,13 @@ fn forget_hides_a_record_keeps_its_history_and_list_all_shows_it() {
     assert_eq!(same.status.code(), Some(1));
     assert!(stderr(&same).contains("forgotten"), "{}", stderr(&same));
     let mut later = sb.neo_cmd(&repo);
-    later.env("GIT_NEO_NOW", "2026-03-02T00:00:00Z").args(["add", "-t", "failure", "-s", "The cache corrupts on resize"]);
+    later.env("GIT_NEO_NOW", "2026-03-02T00:00:00Z").args([
+        "add",
+        "-t",
+        "failure",
+        "-s",
+        "The cache corrupts on resize",
+    ]);
     let readd = later.output().expect("run");
     assert!(readd.status.success(), "{}", stderr(&readd));
     assert_ne!(stdout(&readd).trim(), id);
@@ -156,7 +183,10 @@ fn every_command_speaks_json_including_errors() {
     let init = json(&sb.neo_ok(&repo, &["init", "--json"]));
     assert_eq!(init["created"], true);
     assert_eq!(json(&sb.neo_ok(&repo, &["init", "--json"]))["created"], false);
-    let add = json(&sb.neo_ok(&repo, &["--json", "add", "-t", "decision", "-s", "JSON everywhere", "--tag", "agents", "--key", "output format"]));
+    let add = json(&sb.neo_ok(
+        &repo,
+        &["--json", "add", "-t", "decision", "-s", "JSON everywhere", "--tag", "agents", "--key", "output format"],
+    ));
     let id = add["id"].as_str().expect("id").to_string();
     assert!(add["commit"].is_string());
     let list = json(&sb.neo_ok(&repo, &["list", "--json", "--tag", "agents"]));
@@ -165,14 +195,16 @@ fn every_command_speaks_json_including_errors() {
     assert_eq!(list[0]["confidence"], 0.7);
     let log = json(&sb.neo_ok(&repo, &["log", "--json"]));
     assert_eq!(log.as_array().map(|a| a.len()), Some(2));
-    assert_eq!(log[0]["added"][0][1], id);
+    assert_eq!(log[0]["added"][0]["id"], id);
+    assert_eq!(log[0]["added"][0]["kind"], "fact");
     let forget = json(&sb.neo_ok(&repo, &["forget", &id, "--reason", "test", "--json"]));
     assert!(forget["id"].is_string());
     let err = sb.neo(&repo, &["add", "-t", "nope", "-s", "", "--json"]);
     assert_eq!(err.status.code(), Some(1));
     let e = json(&stdout(&err));
     assert_eq!(e["error"]["category"], "user");
-    let fields: Vec<&str> = e["error"]["problems"].as_array().expect("problems").iter().filter_map(|p| p["field"].as_str()).collect();
+    let fields: Vec<&str> =
+        e["error"]["problems"].as_array().expect("problems").iter().filter_map(|p| p["field"].as_str()).collect();
     assert_eq!(fields, ["type", "subject"]);
 }
 

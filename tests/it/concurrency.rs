@@ -24,7 +24,11 @@ fn eight_processes_adding_twenty_five_each_all_land() {
     assert_eq!(files.lines().count(), 200, "every writer's record is on the ref");
     let listed = json(&sb.neo_ok(&repo, &["list", "--json"]));
     assert_eq!(listed.as_array().map(|a| a.len()), Some(200));
-    assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]), "200", "one commit per write, a linear history");
+    assert_eq!(
+        sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]),
+        "200",
+        "one commit per write, a linear history"
+    );
     let fsck = sb.git_output(&repo, &["fsck", "--full"]);
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
     assert!(!String::from_utf8_lossy(&fsck.stdout).contains("error"), "fsck reported errors");
@@ -34,7 +38,8 @@ fn eight_processes_adding_twenty_five_each_all_land() {
 fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let lines: String = (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"batch fact {i}\"}}\n")).collect();
+    let lines: String =
+        (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"batch fact {i}\"}}\n")).collect();
     std::fs::write(sb.path("batch.jsonl"), lines).expect("write batch");
     let mut child = sb
         .neo_cmd(&repo)
@@ -46,7 +51,12 @@ fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     // Wait until the batch is well under way, then kill it without warning.
     let started = Instant::now();
     loop {
-        let count: u32 = sb.git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]).stdout.iter().filter(|b| b.is_ascii_digit()).fold(0, |n, b| n * 10 + u32::from(b - b'0'));
+        let count: u32 = sb
+            .git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"])
+            .stdout
+            .iter()
+            .filter(|b| b.is_ascii_digit())
+            .fold(0, |n, b| n * 10 + u32::from(b - b'0'));
         if count >= 50 {
             break;
         }
@@ -62,7 +72,11 @@ fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     let fsck = sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]);
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
     let list = sb.neo(&repo, &["list", "--json"]);
-    assert!(list.status.success() && !stderr(&list).contains("not valid records"), "every record on the ref reads back: {}", stderr(&list));
+    assert!(
+        list.status.success() && !stderr(&list).contains("not valid records"),
+        "every record on the ref reads back: {}",
+        stderr(&list)
+    );
     assert_eq!(json(&String::from_utf8_lossy(&list.stdout)).as_array().map(|a| a.len()), Some(landed));
 
     // The kill may have landed while the writer held the ref lock. Then the next write says so
@@ -78,4 +92,41 @@ fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "after the crash"]);
     let after = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory", "facts"]).lines().count();
     assert_eq!(after, landed + 1);
+}
+
+#[test]
+fn an_interrupted_writer_never_leaves_its_lock_behind() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let lines: String =
+        (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"term fact {i}\"}}\n")).collect();
+    std::fs::write(sb.path("batch.jsonl"), lines).expect("write batch");
+    let lock = repo.join(".git/refs/heads/neo-memory.lock");
+    for round in 0..3 {
+        let before = sb.git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]);
+        let base: u32 = String::from_utf8_lossy(&before.stdout).trim().parse().unwrap_or(0);
+        let mut child = sb
+            .neo_cmd(&repo)
+            .args(["import", sb.path("batch.jsonl").to_str().expect("utf-8"), "--batch-size", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the batch writer");
+        let started = Instant::now();
+        loop {
+            let now = sb.git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]);
+            let count: u32 = String::from_utf8_lossy(&now.stdout).trim().parse().unwrap_or(0);
+            if count >= base + 20 {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(120), "round {round}: the batch never got going");
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        let term =
+            std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("send SIGTERM");
+        assert!(term.success());
+        child.wait().expect("reap");
+        assert!(!lock.exists(), "round {round}: SIGTERM left {}", lock.display());
+        assert_eq!(sb.git(&repo, &["cat-file", "-t", "refs/heads/neo-memory"]), "commit");
+    }
 }

@@ -1,10 +1,19 @@
 //! The fold: same records in, same state out, whatever the order; each rule checked on its own.
 
-use git_neo::record::{Fact, FactType, Kind, Milli, Outcome, Payload, Provenance, Record, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
+use git_neo::record::{
+    Fact, FactType, Kind, Milli, Outcome, Payload, Provenance, Record, RecordId, Retraction, Supersession,
+    SupersessionMethod, Timestamp,
+};
 use git_neo::state::{fold, State, Status};
 
 fn at(secs: i64, kind: Kind, payload: Payload, body: &str) -> (RecordId, Record) {
-    let r = Record { kind, payload, author: "A <a@example.com>".into(), created_at: Timestamp(1_770_000_000 + secs), body: body.into() };
+    let r = Record {
+        kind,
+        payload,
+        author: "A <a@example.com>".into(),
+        created_at: Timestamp(1_770_000_000 + secs),
+        body: body.into(),
+    };
     (r.encode().0, r)
 }
 
@@ -38,7 +47,14 @@ fn outcome(secs: i64, target: RecordId, signal: &str, delta: i32, key: &str) -> 
     at(
         secs,
         Kind::Outcome,
-        Payload::Outcome(Outcome { target, signal: signal.into(), delta: Milli(delta), commits: vec![], paths: vec![], key: key.into() }),
+        Payload::Outcome(Outcome {
+            target,
+            signal: signal.into(),
+            delta: Milli(delta),
+            commits: vec![],
+            paths: vec![],
+            key: key.into(),
+        }),
         "",
     )
 }
@@ -66,7 +82,18 @@ fn scenario() -> Vec<(RecordId, Record)> {
     let r1 = retract(10, b.0);
     let r2 = retract(11, d.0);
     let r3 = retract(12, r2.0); // revives d
-    let sup = at(13, Kind::Supersession, Payload::Supersession(Supersession { old: c.0, new: Some(a.0), reason: "merged".into(), method: SupersessionMethod::Explicit, score: None }), "");
+    let sup = at(
+        13,
+        Kind::Supersession,
+        Payload::Supersession(Supersession {
+            old: c.0,
+            new: Some(a.0),
+            reason: "merged".into(),
+            method: SupersessionMethod::Explicit,
+            score: None,
+        }),
+        "",
+    );
     let o1 = outcome(20, a.0, "accepted", 200, "a:c1:accepted");
     let o2 = outcome(21, a.0, "accepted", 200, "a:c1:accepted"); // same evidence: ignored
     let o3 = outcome(22, a.0, "accepted", 200, "a:c2:accepted"); // clamps at 1.0

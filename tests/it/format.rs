@@ -84,7 +84,12 @@ fn snapshots() -> Vec<(Record, &'static str)> {
                     action: "Switched the retry loop to exponential backoff".into(),
                     observation: "flaky test passed 50/50 runs\nbefore: 41/50".into(),
                     inference: Some("the race was in the retry timing".into()),
-                    check: Check { command: Some("cargo test -p net".into()), result: CheckResult::Passed, commit: Some("e".repeat(40)), dirty: false },
+                    check: Check {
+                        command: Some("cargo test -p net".into()),
+                        result: CheckResult::Passed,
+                        commit: Some("e".repeat(40)),
+                        dirty: false,
+                    },
                     files: vec!["src/net.rs".into()],
                     scope: "project".into(),
                     tags: vec![],
@@ -113,7 +118,13 @@ created_at: "2026-03-01T12:00:00Z"
         (
             base(
                 Kind::Supersession,
-                Payload::Supersession(Supersession { old: id('1'), new: Some(id('2')), reason: "deploy target moved".into(), method: SupersessionMethod::Key, score: None }),
+                Payload::Supersession(Supersession {
+                    old: id('1'),
+                    new: Some(id('2')),
+                    reason: "deploy target moved".into(),
+                    method: SupersessionMethod::Key,
+                    score: None,
+                }),
                 "",
             ),
             r#"---
@@ -156,7 +167,11 @@ created_at: "2026-03-01T12:00:00Z"
 "#,
         ),
         (
-            base(Kind::Retraction, Payload::Retraction(Retraction { target: id('4'), reason: "was never true".into() }), ""),
+            base(
+                Kind::Retraction,
+                Payload::Retraction(Retraction { target: id('4'), reason: "was never true".into() }),
+                "",
+            ),
             r#"---
 neo: 1
 kind: retraction
@@ -184,7 +199,8 @@ fn canonical_bytes_are_pinned_and_round_trip() {
 
 #[test]
 fn the_worked_example_in_docs_format_md_is_exact() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/format.md")).expect("read docs/format.md");
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/format.md")).expect("read docs/format.md");
     assert!(doc.contains(FULL_FACT), "docs/format.md must contain the pinned worked example byte for byte");
     let (rid, _) = full_fact().encode();
     assert!(doc.contains(&rid.to_hex()), "docs/format.md must state the worked example's id {rid}");
@@ -222,7 +238,10 @@ fn every_problem_is_reported_with_its_field() {
     for (text, fields) in cases {
         let problems = parse(text.as_bytes()).expect_err(&format!("must be rejected: {text}")).0;
         for field in *fields {
-            assert!(problems.iter().any(|p| p.field == *field), "no problem names {field:?} for {text:?}; got {problems:?}");
+            assert!(
+                problems.iter().any(|p| p.field == *field),
+                "no problem names {field:?} for {text:?}; got {problems:?}"
+            );
         }
         for p in &problems {
             assert!(!p.message.is_empty());
@@ -247,7 +266,13 @@ fn fixture_records_parse_as_their_directory_says() {
         for entry in std::fs::read_dir(root.join(dir)).expect("fixtures/records exists") {
             let path = entry.expect("dir entry").path();
             let bytes = std::fs::read(&path).expect("read fixture");
-            assert_eq!(parse(&bytes).is_ok(), valid, "{} should be {}", path.display(), if valid { "valid" } else { "invalid" });
+            assert_eq!(
+                parse(&bytes).is_ok(),
+                valid,
+                "{} should be {}",
+                path.display(),
+                if valid { "valid" } else { "invalid" }
+            );
             seen += 1;
         }
     }
@@ -259,7 +284,27 @@ fn fixture_records_parse_as_their_directory_says() {
 #[test]
 fn the_fast_reader_agrees_with_yaml_on_canonical_output() {
     use git_neo::record::{fast, parse::split};
-    let nasty = ["plain", "a: b", "# not a comment", "\"quoted\" and \\ back", "tab\there", "[x], {y}", "&anchor *alias !tag", "|pipe >fold", "- dash", "'single'", "null", "true", "0.5", "01", "漢字 é ü", "emoji 🦀", "trailing \\", "%percent @at `tick`", "k: v # c"];
+    let nasty = [
+        "plain",
+        "a: b",
+        "# not a comment",
+        "\"quoted\" and \\ back",
+        "tab\there",
+        "[x], {y}",
+        "&anchor *alias !tag",
+        "|pipe >fold",
+        "- dash",
+        "'single'",
+        "null",
+        "true",
+        "0.5",
+        "01",
+        "漢字 é ü",
+        "emoji 🦀",
+        "trailing \\",
+        "%percent @at `tick`",
+        "k: v # c",
+    ];
     let mut records = snapshots().into_iter().map(|(r, _)| r).collect::<Vec<_>>();
     for (i, s) in nasty.iter().enumerate() {
         let mut r = full_fact();
@@ -275,7 +320,8 @@ fn the_fast_reader_agrees_with_yaml_on_canonical_output() {
         let (_, bytes) = r.encode();
         let text = String::from_utf8(bytes.clone()).expect("utf-8");
         let (front, _) = split(&text).expect("fences");
-        let fast = fast::front_matter(front).unwrap_or_else(|| panic!("canonical front matter must take the fast path:\n{front}"));
+        let fast = fast::front_matter(front)
+            .unwrap_or_else(|| panic!("canonical front matter must take the fast path:\n{front}"));
         let slow: serde_yaml::Value = serde_yaml::from_str(front).expect("valid YAML");
         assert_eq!(serde_yaml::Value::Mapping(fast), slow, "{front}");
         // (Tabs are refused in one-line fields, so only valid records must parse back.)

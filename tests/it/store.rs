@@ -9,11 +9,19 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn ctx() -> WriteContext {
-    WriteContext { identity: Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }, now: Timestamp(1_772_366_400) }
+    WriteContext {
+        identity: Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
+        now: Timestamp(1_772_366_400),
+    }
 }
 
 fn fact(subject: &str) -> AddRequest {
-    AddRequest { fact_type: "decision".into(), subject: subject.into(), body: "because".into(), ..AddRequest::default() }
+    AddRequest {
+        fact_type: "decision".into(),
+        subject: subject.into(),
+        body: "because".into(),
+        ..AddRequest::default()
+    }
 }
 
 fn open(repo: &Path) -> Memory {
@@ -36,10 +44,15 @@ fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"]);
     assert_eq!(files, format!("FORMAT\nfacts/{}/{hex}.md", &hex[..2]));
     assert_eq!(sb.git(&repo, &["cat-file", "-p", "refs/heads/neo-memory:FORMAT"]), "1");
-    let bytes = sb.git_output(&repo, &["cat-file", "blob", &format!("refs/heads/neo-memory:facts/{}/{hex}.md", &hex[..2])]).stdout;
+    let bytes = sb
+        .git_output(&repo, &["cat-file", "blob", &format!("refs/heads/neo-memory:facts/{}/{hex}.md", &hex[..2])])
+        .stdout;
     assert_eq!(git_neo::record::RecordId::of_bytes(&bytes), added.id, "the file name is the BLAKE3 of its bytes");
     let msg = sb.git(&repo, &["log", "-1", "--format=%s|%an|%ae|%ct", "refs/heads/neo-memory"]);
-    assert_eq!(msg, format!("neo: add decision {} \"Use the builder\"|Ada Tester|ada@example.com|1772366400", added.id.short()));
+    assert_eq!(
+        msg,
+        format!("neo: add decision {} \"Use the builder\"|Ada Tester|ada@example.com|1772366400", added.id.short())
+    );
     let reflog = sb.git(&repo, &["reflog", "show", "--format=%gs", "refs/heads/neo-memory"]);
     assert!(reflog.contains("neo: add decision"), "reflog: {reflog}");
 
@@ -68,7 +81,8 @@ fn works_in_bare_unborn_and_linked_worktree_repositories() {
     // Unborn HEAD: memory lands, HEAD stays unborn, an anchor to a work-tree file is hashed from disk.
     let unborn = sb.unborn_repo("unborn");
     std::fs::write(unborn.join("notes.txt"), "hello\n").expect("write a file");
-    let id = sb.neo_ok(&unborn, &["add", "-t", "architecture", "-s", "Notes live in notes.txt", "--anchor", "notes.txt:1-1"]);
+    let id = sb
+        .neo_ok(&unborn, &["add", "-t", "architecture", "-s", "Notes live in notes.txt", "--anchor", "notes.txt:1-1"]);
     assert!(!sb.git_output(&unborn, &["rev-parse", "--verify", "-q", "HEAD"]).status.success(), "HEAD is still unborn");
     let shown = json(&sb.neo_ok(&unborn, &["show", &id[..8], "--json"]));
     assert_eq!(shown["record"]["anchors"][0]["blob"], sb.git(&unborn, &["hash-object", "notes.txt"]));
@@ -108,7 +122,11 @@ fn a_fresh_clone_reads_fetched_memory_and_continues_its_history() {
     assert!(sb.neo_ok(&clone, &["list"]).contains(&first[..12]), "reads see refs/remotes/origin/neo-memory");
     sb.neo_ok(&clone, &["add", "-t", "constraint", "-s", "Sign release tags"]);
     let parent = sb.git(&clone, &["rev-parse", "refs/heads/neo-memory^"]);
-    assert_eq!(parent, sb.git(&clone, &["rev-parse", "refs/remotes/origin/neo-memory"]), "the first local write continues the fetched history");
+    assert_eq!(
+        parent,
+        sb.git(&clone, &["rev-parse", "refs/remotes/origin/neo-memory"]),
+        "the first local write continues the fetched history"
+    );
     assert_eq!(json(&sb.neo_ok(&clone, &["list", "--json"])).as_array().map(|a| a.len()), Some(2));
 }
 
@@ -137,15 +155,24 @@ fn a_stale_lock_is_a_clear_error_after_a_bounded_wait_and_writes_nothing() {
 fn bulk_imports_end_healthy_and_readable() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let lines: String = (0..2000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"bulk fact {i}\",\"tags\":[\"bulk\"]}}\n")).collect();
+    let lines: String = (0..2000)
+        .map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"bulk fact {i}\",\"tags\":[\"bulk\"]}}\n"))
+        .collect();
     std::fs::write(sb.path("bulk.jsonl"), &lines).expect("write import file");
-    let out = json(&sb.neo_ok(&repo, &["import", sb.path("bulk.jsonl").to_str().expect("utf-8 path"), "--batch-size", "1", "--json"]));
+    let out = json(&sb.neo_ok(
+        &repo,
+        &["import", sb.path("bulk.jsonl").to_str().expect("utf-8 path"), "--batch-size", "1", "--json"],
+    ));
     assert_eq!(out["added"], 2000);
     assert_eq!(out["commits"], 2000);
     // 2000 one-record commits leave ~10000 loose objects: git's gc --auto threshold is crossed,
     // so the write path must have packed them.
     let count = sb.git(&repo, &["count-objects", "-v"]);
-    let loose: u64 = count.lines().find_map(|l| l.strip_prefix("count: ")).and_then(|v| v.parse().ok()).expect("count-objects output");
+    let loose: u64 = count
+        .lines()
+        .find_map(|l| l.strip_prefix("count: "))
+        .and_then(|v| v.parse().ok())
+        .expect("count-objects output");
     assert!(loose < 6700, "loose objects left: {loose}\n{count}");
     assert!(sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]).status.success());
     // Importing the same file again writes nothing.

@@ -14,7 +14,14 @@ pub struct Sandbox {
 /// Apply the hermetic environment every subprocess gets: no user or system git config, a fixed
 /// author and clock, no colour.
 pub fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES"] {
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_COMMON_DIR",
+        "GIT_CEILING_DIRECTORIES",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("HOME", home)
@@ -35,7 +42,8 @@ pub fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
 impl Sandbox {
     pub fn new() -> Sandbox {
         let dir = tempfile::tempdir().expect("create a temporary directory");
-        std::fs::write(dir.path().join("gitconfig"), "[init]\n\tdefaultBranch = main\n").expect("write the sandbox git config");
+        std::fs::write(dir.path().join("gitconfig"), "[init]\n\tdefaultBranch = main\n")
+            .expect("write the sandbox git config");
         Sandbox { dir }
     }
 

@@ -21,7 +21,11 @@ fn the_readme_tour_runs_as_written() {
     let bin_dir = std::path::Path::new(BIN).parent().expect("binary directory");
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = Command::new("bash");
-    hermetic(&mut cmd, sb.dir.path()).current_dir(&work).env("PATH", path).env_remove("GIT_NEO_NOW").args(["-euo", "pipefail", "-c", &script]);
+    hermetic(&mut cmd, sb.dir.path())
+        .current_dir(&work)
+        .env("PATH", path)
+        .env_remove("GIT_NEO_NOW")
+        .args(["-euo", "pipefail", "-c", &script]);
     let out = cmd.output().expect("run bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
