@@ -384,15 +384,12 @@ impl Memory {
         let bytes_for_blob = bytes.clone();
         let outcome = self.store.write_records(&[(record.kind, id, bytes)], &message, &ctx.identity, ctx.now, false)?;
         let path = Record::path(record.kind, &id);
+        self.blobs.insert(id, self.store.hash_blob(&bytes_for_blob)?);
         if let Some(commit) = outcome.commit {
-            self.blobs.insert(id, self.store.hash_blob(&bytes_for_blob)?);
             self.tips.retain(|(name, _)| name != self.store.ref_name());
             self.tips.insert(0, (self.store.ref_name().to_string(), commit));
         }
-        let mut records: Vec<(RecordId, Record)> =
-            self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
-        records.push((id, record));
-        self.state = state::fold(records);
+        self.state = std::mem::take(&mut self.state).with_records(vec![(id, record)]);
         Ok(AddOutcome { id, deduplicated: false, commit: outcome.commit.map(|c| c.to_string()), path })
     }
 
@@ -567,10 +564,7 @@ impl Memory {
             progress(done, total);
         }
         if total > 0 {
-            let mut records: Vec<(RecordId, Record)> =
-                self.state.entries.values().map(|e| (e.id, e.record.clone())).collect();
-            records.extend(fresh);
-            self.state = state::fold(records);
+            self.state = std::mem::take(&mut self.state).with_records(fresh);
         }
         Ok(outcome)
     }

@@ -144,6 +144,11 @@ impl Milli {
     /// The full scale, 1.0.
     pub const ONE: Milli = Milli(1000);
 
+    /// Clamped to 0.0..=1.0.
+    pub fn clamp_unit(self) -> Milli {
+        Milli(self.0.clamp(0, 1000))
+    }
+
     /// The value as a float, for display and JSON.
     pub fn as_f64(self) -> f64 {
         f64::from(self.0) / 1000.0

@@ -167,6 +167,49 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 }
 
 impl State {
+    /// This state with `new` records added: the same result as folding everything again.
+    ///
+    /// Facts and attempts that sort after every existing record change nothing else, so they are
+    /// appended directly (the common write); anything else triggers a full fold.
+    pub fn with_records(mut self, new: Vec<(RecordId, Record)>) -> State {
+        let mut last = self.order.last().map(|id| (self.entries[id].record.created_at, *id));
+        let appendable = new.iter().all(|(id, r)| {
+            let key = (r.created_at, *id);
+            let ok = matches!(r.kind, Kind::Fact | Kind::Attempt)
+                && last.is_none_or(|l| key > l)
+                && !self.entries.contains_key(id);
+            last = Some(key);
+            ok
+        });
+        if !appendable {
+            let mut all: Vec<(RecordId, Record)> =
+                std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
+            all.extend(new);
+            return fold(all);
+        }
+        for (id, record) in new {
+            let confidence = record.as_fact().map(|f| f.confidence.clamp_unit()).unwrap_or_default();
+            if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
+                index.entry(dedup_key(f, &record.body)).or_insert(id);
+            }
+            self.order.push(id);
+            self.entries.insert(
+                id,
+                Entry {
+                    id,
+                    record,
+                    status: Status::Valid,
+                    confidence,
+                    successes: 0,
+                    retracted_by: None,
+                    superseded_by: Vec::new(),
+                    outcomes: Vec::new(),
+                },
+            );
+        }
+        self
+    }
+
     /// The valid fact whose normalised content equals `fact` + `body`, if any.
     pub fn duplicate_of(&self, fact: &Fact, body: &str) -> Option<RecordId> {
         let index = self.dedup.get_or_init(|| {

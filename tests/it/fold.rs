@@ -146,3 +146,27 @@ fn duplicates_are_found_by_normalised_content_among_valid_facts() {
     let forgotten = fold(vec![a.clone(), retract(1, a.0)]);
     assert_eq!(forgotten.duplicate_of(probe_fact, ""), None, "a forgotten fact can be added again");
 }
+
+#[test]
+fn adding_records_to_a_state_equals_folding_everything() {
+    let records = scenario();
+    // Appended in order (the fast path), and out of order or with effects (a full fold).
+    for split in 0..records.len() {
+        let (old, new) = records.split_at(split);
+        let incremental = fold(old.to_vec()).with_records(new.to_vec());
+        assert_eq!(summary(&incremental), summary(&fold(records.clone())), "split at {split}");
+    }
+    let late = fact(100, "a later fact", 700);
+    let early = fact(-100, "an earlier fact", 700);
+    let base = fold(records.clone());
+    let mut all = records.clone();
+    all.push(late.clone());
+    all.push(early.clone());
+    assert_eq!(summary(&base.with_records(vec![late.clone(), early.clone()])), summary(&fold(all)));
+    // The de-duplication index stays right after an appended fact.
+    let state = fold(records.clone());
+    let probe = fact(200, "brand new", 700);
+    assert_eq!(state.duplicate_of(probe.1.as_fact().expect("fact"), ""), None);
+    let state = state.with_records(vec![probe.clone()]);
+    assert_eq!(state.duplicate_of(probe.1.as_fact().expect("fact"), ""), Some(probe.0));
+}
