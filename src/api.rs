@@ -308,6 +308,7 @@ impl Memory {
             body: canonical::normalize_body(&req.body),
         };
         problems.extend(record::validate::validate(&record));
+        problems.extend(crate::redact::check(&record));
         if problems.is_empty() {
             Ok(record)
         } else {
@@ -363,7 +364,8 @@ impl Memory {
             created_at: ctx.now,
             body: String::new(),
         };
-        let problems = record::validate::validate(&record);
+        let mut problems = record::validate::validate(&record);
+        problems.extend(crate::redact::check(&record));
         if !problems.is_empty() {
             return Err(Error::Invalid(Problems(problems)));
         }

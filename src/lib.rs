@@ -5,13 +5,17 @@
 //! - [`record`]: PURE. Record types, canonical bytes, parsing, validation, identity.
 //! - [`store`]: the only module that names gix. The memory ref, its layout, reads and CAS writes.
 //! - [`state`]: PURE. The fold from all records to current meaning.
+//! - [`redact`]: PURE. The write-time filter for secrets and injection-like text.
 //! - [`api`]: use cases (init, add, show, list, log, forget).
+//! - [`verify`]: the integrity check run in CI.
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
 pub mod error;
 pub mod record;
+pub mod redact;
 pub mod state;
 pub mod store;
+pub mod verify;
 
 pub use error::{Error, Result};

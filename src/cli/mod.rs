@@ -12,6 +12,7 @@ mod list;
 mod log;
 mod output;
 mod show;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use git_neo::api::{Memory, WriteContext};
@@ -69,6 +70,8 @@ enum Command {
     Forget(forget::Args),
     /// Add many facts from JSON Lines, validated first and written in batches.
     Import(import::Args),
+    /// Check the memory's integrity; exit 3 listing every problem.
+    Verify(verify::Args),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -76,6 +79,8 @@ pub struct Ctx {
     pub out: Out,
     dir: PathBuf,
     ref_name: Option<String>,
+    /// A non-zero exit code for a command that ran to completion but found problems (verify).
+    exit: Option<i32>,
 }
 
 impl Ctx {
@@ -157,7 +162,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         },
     };
-    let mut ctx = Ctx { out: Out::new(cli.json), dir, ref_name: cli.ref_name };
+    let mut ctx = Ctx { out: Out::new(cli.json), dir, ref_name: cli.ref_name, exit: None };
     let result = match cli.command {
         Command::Init => init::run(&mut ctx),
         Command::Add(a) => add::run(&mut ctx, a),
@@ -166,9 +171,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Log(a) => log::run(&mut ctx, a),
         Command::Forget(a) => forget::run(&mut ctx, a),
         Command::Import(a) => import::run(&mut ctx, a),
+        Command::Verify(a) => verify::run(&mut ctx, a),
     };
     match result {
-        Ok(()) => ctx.out.finish(),
+        Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),
         Err(e) => {
             ctx.out.error(&e);
             exit_code(&e)

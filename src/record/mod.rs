@@ -344,14 +344,19 @@ impl Record {
         }
     }
 
-    /// Every record id this record names (targets, dependencies, relations).
-    pub fn referenced_ids(&self) -> Vec<RecordId> {
+    /// Every record id this record names, with the field naming it.
+    pub fn references(&self) -> Vec<(&'static str, RecordId)> {
         match &self.payload {
-            Payload::Fact(f) => f.depends_on.iter().copied().chain(f.relations.iter().map(|r| r.id)).collect(),
+            Payload::Fact(f) => f
+                .depends_on
+                .iter()
+                .map(|d| ("depends_on", *d))
+                .chain(f.relations.iter().map(|r| ("relations", r.id)))
+                .collect(),
             Payload::Attempt(_) => Vec::new(),
-            Payload::Supersession(s) => std::iter::once(s.old).chain(s.new).collect(),
-            Payload::Outcome(o) => vec![o.target],
-            Payload::Retraction(r) => vec![r.target],
+            Payload::Supersession(s) => std::iter::once(("old", s.old)).chain(s.new.map(|n| ("new", n))).collect(),
+            Payload::Outcome(o) => vec![("target", o.target)],
+            Payload::Retraction(r) => vec![("target", r.target)],
         }
     }
 

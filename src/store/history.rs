@@ -166,3 +166,42 @@ impl Store {
         Ok(out)
     }
 }
+
+/// What verify needs to know about one commit.
+#[derive(Clone, Debug)]
+pub struct CommitMeta {
+    pub id: ObjectId,
+    pub parents: Vec<ObjectId>,
+    pub tree: ObjectId,
+    pub message: String,
+}
+
+impl Store {
+    /// Commits reachable from `to` but not from `from`, newest first.
+    pub fn commits_between(&self, from: Option<ObjectId>, to: ObjectId) -> Result<Vec<CommitMeta>> {
+        let walk = self.repo.rev_walk([to]).with_hidden(from).all().git(|| format!("walking history from {to}"))?;
+        let mut out = Vec::new();
+        for info in walk {
+            let info = info.git(|| "walking memory history".into())?;
+            let commit = self.repo.find_commit(info.id).git(|| format!("reading commit {}", info.id))?;
+            let decoded = commit.decode().git(|| format!("decoding commit {}", info.id))?;
+            out.push(CommitMeta {
+                id: info.id,
+                parents: decoded.parents().collect(),
+                tree: decoded.tree(),
+                message: decoded.message.to_string(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The bytes of the `FORMAT` entry at the root of `tree`, if there is one.
+    pub fn format_of_tree(&self, tree: ObjectId) -> Result<Option<Vec<u8>>> {
+        let tree = self.repo.find_tree(tree).git(|| format!("reading tree {tree}"))?;
+        match tree.find_entry("FORMAT") {
+            Some(e) if e.mode().is_blob() => Ok(Some(self.read_blob(e.oid().to_owned())?)),
+            Some(_) => Ok(Some(Vec::new())),
+            None => Ok(None),
+        }
+    }
+}

@@ -11,8 +11,8 @@ mod history;
 mod read;
 mod write;
 
-pub use history::{AddedRecord, CommitInfo, TreeChange};
-pub use read::{LoadedRecord, Snapshot, StrayEntry};
+pub use history::{AddedRecord, CommitInfo, CommitMeta, TreeChange};
+pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
 pub use write::{Identity, WriteOutcome};
 
 use crate::error::{Error, GitContext, Result};

@@ -38,7 +38,7 @@ pub struct Snapshot {
 
 /// A record file found in a tree, before its bytes are read.
 #[derive(Clone, Debug)]
-pub(crate) struct TreeEntry {
+pub struct TreeEntry {
     pub kind: Kind,
     pub path: String,
     pub name_id: Option<RecordId>,
@@ -82,7 +82,8 @@ impl Store {
         Ok(tips)
     }
 
-    pub(crate) fn entries_of_tree(&self, tree_id: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
+    /// The record entries of a memory tree, and everything in it that is not a record entry.
+    pub fn entries_of_tree(&self, tree_id: ObjectId) -> Result<(Vec<TreeEntry>, Vec<StrayEntry>)> {
         let stray = |path: String, why: &str| StrayEntry {
             path,
             problems: Problems(vec![crate::record::Problem::new("layout", why)]),
@@ -175,7 +176,7 @@ impl Store {
 
     /// Hash and parse entries in parallel. Objects that cannot be read are integrity errors;
     /// records that do not hash to their name or do not parse are reported, not fatal.
-    pub(crate) fn read_entries(&self, entries: &[TreeEntry]) -> Result<(Vec<LoadedRecord>, Vec<StrayEntry>)> {
+    pub fn read_entries(&self, entries: &[TreeEntry]) -> Result<(Vec<LoadedRecord>, Vec<StrayEntry>)> {
         let shared = self.repo.clone().into_sync();
         let results: Vec<Result<Result<LoadedRecord, StrayEntry>>> = entries
             .par_iter()

@@ -7,3 +7,4 @@ mod format;
 mod store;
 mod support;
 mod tour;
+mod verify;
