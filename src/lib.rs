@@ -8,12 +8,14 @@
 //! - [`redact`]: PURE. The write-time filter for secrets and injection-like text.
 //! - [`api`]: use cases (init, add, show, list, log, forget).
 //! - [`verify`]: the integrity check run in CI.
+//! - [`share`]: sync and propose through git remotes.
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
 pub mod error;
 pub mod record;
 pub mod redact;
+pub mod share;
 pub mod state;
 pub mod store;
 pub mod verify;

@@ -12,6 +12,7 @@ mod list;
 mod log;
 mod output;
 mod show;
+mod sync;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -72,6 +73,10 @@ enum Command {
     Import(import::Args),
     /// Check the memory's integrity; exit 3 listing every problem.
     Verify(verify::Args),
+    /// Fetch the remote's memory, merge, and push with a lease.
+    Sync(sync::SyncArgs),
+    /// Push local memory additions to a proposal branch for a pull request.
+    Propose(sync::ProposeArgs),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -172,6 +177,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Forget(a) => forget::run(&mut ctx, a),
         Command::Import(a) => import::run(&mut ctx, a),
         Command::Verify(a) => verify::run(&mut ctx, a),
+        Command::Sync(a) => sync::sync(&mut ctx, a),
+        Command::Propose(a) => sync::propose(&mut ctx, a),
     };
     match result {
         Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),

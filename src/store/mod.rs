@@ -9,10 +9,12 @@
 
 mod history;
 mod read;
+mod sync;
 mod write;
 
 pub use history::{AddedRecord, CommitInfo, CommitMeta, TreeChange};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
+pub use sync::{MergeKind, Push};
 pub use write::{Identity, WriteOutcome};
 
 use crate::error::{Error, GitContext, Result};

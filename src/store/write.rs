@@ -67,7 +67,7 @@ impl Jitter {
     }
 }
 
-fn is_lost_race(err: &gix::Error) -> bool {
+pub(crate) fn is_lost_race(err: &gix::Error) -> bool {
     use gix::refs::file::transaction::prepare::{MustNotExist, ReferenceOutOfDate};
     err.downcast_any_ref::<ReferenceOutOfDate>().is_some() || err.downcast_any_ref::<MustNotExist>().is_some()
 }
@@ -241,10 +241,13 @@ impl Store {
             .output()
             .map_err(|e| Error::GitCommand { command: args.join(" "), message: format!("could not start git: {e}") })?;
         if !out.status.success() {
-            return Err(Error::GitCommand {
-                command: args.join(" "),
-                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+            // Some commands (`push --porcelain`) report per-ref failures on stdout.
+            let message = format!(
+                "{}\n{}",
+                String::from_utf8_lossy(&out.stderr).trim(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            );
+            return Err(Error::GitCommand { command: args.join(" "), message: message.trim().to_string() });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }

@@ -6,5 +6,6 @@ mod fold;
 mod format;
 mod store;
 mod support;
+mod sync;
 mod tour;
 mod verify;

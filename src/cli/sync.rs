@@ -1,0 +1,69 @@
+//! `git neo sync` and `git neo propose`: share memory through a git remote.
+
+use super::Ctx;
+use git_neo::store::{MergeKind, Store, StoreOptions};
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct SyncArgs {
+    /// The remote (default: origin, or the only remote).
+    remote: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct ProposeArgs {
+    /// The remote (default: origin, or the only remote).
+    remote: Option<String>,
+    /// The proposal's name: the branch is neo-memory-proposals/<name>.
+    #[arg(long)]
+    name: Option<String>,
+}
+
+fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
+    let memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
+    Ok((store, wc))
+}
+
+pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
+    let (store, wc) = open(ctx)?;
+    let outcome = git_neo::share::sync(&store, args.remote.as_deref(), &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+        return Ok(());
+    }
+    let how = match outcome.merge {
+        MergeKind::UpToDate => "already had everything from",
+        MergeKind::FastForward => "fast-forwarded to",
+        MergeKind::Merged => "merged",
+    };
+    ctx.out.line(&format!(
+        "{how} {}: received {} records, sent {}{}",
+        outcome.remote,
+        outcome.received,
+        outcome.sent,
+        if outcome.pushed { "" } else { " (nothing to push)" }
+    ));
+    Ok(())
+}
+
+pub fn propose(ctx: &mut Ctx, args: ProposeArgs) -> Result<(), Error> {
+    let (store, wc) = open(ctx)?;
+    let outcome = git_neo::share::propose(&store, args.remote.as_deref(), args.name.as_deref(), &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else if outcome.pushed {
+        ctx.out.line(&format!("pushed {} new records to {} on {}", outcome.records, outcome.branch, outcome.remote));
+        ctx.out.note(&format!(
+            "open a pull request from {} into {}; CI can check it with `git neo verify --range origin/{}..origin/{}`",
+            outcome.branch,
+            store.branch().unwrap_or("neo-memory"),
+            store.branch().unwrap_or("neo-memory"),
+            outcome.branch
+        ));
+    } else {
+        ctx.out.line(&format!("nothing to propose: {} already has every local record", outcome.remote));
+    }
+    Ok(())
+}

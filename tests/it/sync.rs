@@ -1,0 +1,136 @@
+//! Sharing through a bare remote: clones converge, leases protect concurrent pushes, fresh clones
+//! see fetched memory, and proposals carry exactly the new records.
+
+use crate::support::{json, stderr, Sandbox};
+use std::path::{Path, PathBuf};
+
+fn remote_and_clones(sb: &Sandbox, n: usize) -> Vec<PathBuf> {
+    let seed = sb.repo("seed");
+    sb.git(sb.dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    sb.git(&seed, &["remote", "add", "origin", sb.path("remote.git").to_str().expect("utf-8")]);
+    sb.git(&seed, &["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    (0..n)
+        .map(|i| {
+            let name = format!("clone{i}");
+            sb.git(sb.dir.path(), &["clone", "-q", "remote.git", &name]);
+            sb.path(&name)
+        })
+        .collect()
+}
+
+fn state_of(sb: &Sandbox, repo: &Path) -> Vec<(String, String)> {
+    let list = json(&sb.neo_ok(repo, &["list", "--all", "--json"]));
+    let mut v: Vec<(String, String)> = list
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| {
+            (e["id"].as_str().unwrap_or_default().to_string(), e["status"].as_str().unwrap_or_default().to_string())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn files(sb: &Sandbox, repo: &Path) -> String {
+    sb.git(repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"])
+}
+
+fn fsck_clean(sb: &Sandbox, repo: &Path) {
+    let out = sb.git_output(repo, &["fsck", "--full", "--no-dangling"]);
+    assert!(out.status.success(), "fsck in {}: {}", repo.display(), stderr(&out));
+}
+
+#[test]
+fn three_clones_adding_in_interleaved_order_converge() {
+    let sb = Sandbox::new();
+    let clones = remote_and_clones(&sb, 3);
+    let (a, b, c) = (&clones[0], &clones[1], &clones[2]);
+    let add = |repo: &Path, s: &str| sb.neo_ok(repo, &["add", "-t", "pattern", "-s", s]);
+    add(a, "a1");
+    add(a, "a2");
+    sb.neo_ok(a, &["sync"]);
+    add(b, "b1"); // b has not seen a's memory: this sync merges two histories
+    let b_sync = json(&sb.neo_ok(b, &["sync", "--json"]));
+    assert_eq!(b_sync["merge"], "merged");
+    assert_eq!(b_sync["received"], 2);
+    assert_eq!(b_sync["sent"], 1);
+    let c1 = add(c, "c1");
+    add(a, "a3");
+    sb.neo_ok(c, &["forget", &c1[..8], "--reason", "wrong"]);
+    sb.neo_ok(a, &["sync"]);
+    sb.neo_ok(c, &["sync"]);
+
+    // Then all three add and sync at the same time: leases force retries, nothing is overwritten.
+    std::thread::scope(|scope| {
+        for (i, repo) in clones.iter().enumerate() {
+            let sb = &sb;
+            scope.spawn(move || {
+                for j in 0..4 {
+                    sb.neo_ok(repo, &["add", "-t", "decision", "-s", &format!("concurrent {i}.{j}")]);
+                    sb.neo_ok(repo, &["sync"]);
+                }
+            });
+        }
+    });
+    for repo in &clones {
+        sb.neo_ok(repo, &["sync"]);
+    }
+    for repo in &clones {
+        sb.neo_ok(repo, &["sync"]);
+    }
+    let expected_files = files(&sb, a);
+    assert_eq!(expected_files.lines().filter(|l| l.starts_with("facts/")).count(), 5 + 12);
+    let expected_state = state_of(&sb, a);
+    for repo in &clones {
+        assert_eq!(files(&sb, repo), expected_files, "{} has the same records", repo.display());
+        assert_eq!(state_of(&sb, repo), expected_state, "{} folds to the same state", repo.display());
+        assert_eq!(sb.tip(repo), sb.tip(a), "{} is at the same commit", repo.display());
+        fsck_clean(&sb, repo);
+        let v = sb.neo(repo, &["verify"]);
+        assert!(v.status.success(), "{}", crate::support::stdout(&v));
+    }
+    fsck_clean(&sb, &sb.path("remote.git"));
+    assert!(expected_state.iter().any(|(id, st)| id.starts_with(&c1[..12]) && st == "retracted"));
+}
+
+#[test]
+fn clones_that_never_ran_git_neo_see_memory_after_clone_or_fetch() {
+    let sb = Sandbox::new();
+    let clones = remote_and_clones(&sb, 2);
+    let (writer, reader) = (&clones[0], &clones[1]);
+    let id = sb.neo_ok(writer, &["add", "-t", "constraint", "-s", "Never force-push main"]);
+    sb.neo_ok(writer, &["sync"]);
+    // `reader` was cloned before the memory existed: a plain `git fetch` brings it.
+    assert!(!sb.neo_ok(reader, &["list"]).contains(&id[..12]));
+    sb.git(reader, &["fetch", "-q"]);
+    assert!(sb.neo_ok(reader, &["list"]).contains(&id[..12]));
+    // A clone made now sees it at once (the default ref is a branch, so clone fetches it).
+    sb.git(sb.dir.path(), &["clone", "-q", "remote.git", "late"]);
+    assert!(sb.neo_ok(&sb.path("late"), &["show", &id[..10]]).contains("Never force-push main"));
+}
+
+#[test]
+fn propose_pushes_exactly_the_new_records_to_a_proposal_branch() {
+    let sb = Sandbox::new();
+    let clones = remote_and_clones(&sb, 2);
+    let (a, b) = (&clones[0], &clones[1]);
+    sb.neo_ok(a, &["add", "-t", "pattern", "-s", "Shared before"]);
+    sb.neo_ok(a, &["sync"]);
+    let x = sb.neo_ok(b, &["add", "-t", "review", "-s", "Proposed one"]);
+    let y = sb.neo_ok(b, &["add", "-t", "review", "-s", "Proposed two"]);
+    let out = json(&sb.neo_ok(b, &["propose", "--name", "review-me", "--json"]));
+    assert_eq!(out["branch"], "neo-memory-proposals/review-me");
+    assert_eq!(out["records"], 2);
+    sb.git(a, &["fetch", "-q"]);
+    let changed = sb.git(a, &["diff", "--name-only", "origin/neo-memory...origin/neo-memory-proposals/review-me"]);
+    let mut expected = vec![format!("facts/{}/{x}.md", &x[..2]), format!("facts/{}/{y}.md", &y[..2])];
+    expected.sort();
+    assert_eq!(changed.lines().map(String::from).collect::<Vec<_>>(), expected);
+    let v = sb.neo(a, &["verify", "--range", "origin/neo-memory..origin/neo-memory-proposals/review-me"]);
+    assert!(v.status.success(), "{}", crate::support::stdout(&v));
+    // Nothing new: nothing to propose.
+    sb.neo_ok(b, &["sync"]);
+    let again = json(&sb.neo_ok(b, &["propose", "--json"]));
+    assert_eq!(again["pushed"], false);
+}
