@@ -9,12 +9,14 @@
 //! - [`api`]: use cases (init, add, show, list, log, forget).
 //! - [`verify`]: the integrity check run in CI.
 //! - [`share`]: sync and propose through git remotes.
+//! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
 pub mod error;
 pub mod record;
 pub mod redact;
+pub mod review;
 pub mod share;
 pub mod state;
 pub mod store;

@@ -1,24 +1,77 @@
-//! `git neo log`: the memory ref's commits, newest first, with the records each added.
+//! `git neo log [<range>]`: the memory ref's commits, newest first, with the records each added;
+//! `--markdown` renders each commit's changes semantically for a pull-request comment.
 
 use super::Ctx;
+use git_neo::store::CommitInfo;
 use git_neo::Error;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Only commits in <from>..<to> (default: the whole history of the memory ref).
+    range: Option<String>,
     /// Show at most this many commits.
     #[arg(short = 'n', long = "max-count", default_value_t = 50)]
     max_count: usize,
+    /// Render each commit's changes as markdown (facts by type, supersessions, forgets, confidence).
+    #[arg(long)]
+    markdown: bool,
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let memory = ctx.memory()?;
-    let commits = memory.log(args.max_count)?;
+    let store = memory.store();
+    let commits: Vec<CommitInfo> = match &args.range {
+        Some(range) => {
+            let (a, b) = range
+                .split_once("..")
+                .ok_or_else(|| Error::invalid("range", format!("{range:?} is not a range; use <from>..<to>")))?;
+            let from = store.resolve_commit(a)?;
+            let to = store.resolve_commit(if b.is_empty() { store.ref_name() } else { b })?;
+            let ids: Vec<_> =
+                store.commits_between(Some(from), to)?.into_iter().map(|c| c.id).take(args.max_count).collect();
+            let mut out = Vec::new();
+            for id in ids {
+                out.extend(store.history(id, 1)?);
+            }
+            out
+        }
+        None => memory.log(args.max_count)?,
+    };
+    if args.markdown {
+        let mut rendered = Vec::new();
+        for c in &commits {
+            let id = store.resolve_commit(&c.commit)?;
+            let parent = c.parents.first().map(|p| store.resolve_commit(p)).transpose()?;
+            let changes = git_neo::review::changes(store, parent, id)?;
+            rendered.push((c, changes));
+        }
+        if ctx.out.json {
+            let v: Vec<_> = rendered.iter().map(|(c, ch)| serde_json::json!({ "commit": c, "changes": ch })).collect();
+            ctx.out.json(&v);
+            return Ok(());
+        }
+        for (c, changes) in rendered {
+            let subject = c.message.lines().next().unwrap_or_default();
+            ctx.out.line(&format!(
+                "### `{}` {} ({}, {})\n",
+                &c.commit[..12],
+                git_neo::review::md(subject),
+                git_neo::review::md(&c.author),
+                c.time
+            ));
+            for l in changes.to_markdown(4).lines() {
+                ctx.out.line(l);
+            }
+            ctx.out.line("");
+        }
+        return Ok(());
+    }
     if ctx.out.json {
         ctx.out.json(&commits);
         return Ok(());
     }
     if commits.is_empty() {
-        ctx.out.note(&format!("{} has no history yet", memory.store().ref_name()));
+        ctx.out.note(&format!("{} has no history yet", store.ref_name()));
     }
     for c in commits {
         let subject = c.message.lines().next().unwrap_or_default().to_string();

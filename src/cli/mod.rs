@@ -5,6 +5,7 @@
 //! program quietly with exit 0, as ripgrep does.
 
 mod add;
+mod diff;
 mod forget;
 mod import;
 mod init;
@@ -73,6 +74,8 @@ enum Command {
     Import(import::Args),
     /// Check the memory's integrity; exit 3 listing every problem.
     Verify(verify::Args),
+    /// What changed in memory between two commits, as pull-request markdown.
+    Diff(diff::Args),
     /// Fetch the remote's memory, merge, and push with a lease.
     Sync(sync::SyncArgs),
     /// Push local memory additions to a proposal branch for a pull request.
@@ -178,6 +181,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Import(a) => import::run(&mut ctx, a),
         Command::Verify(a) => verify::run(&mut ctx, a),
         Command::Sync(a) => sync::sync(&mut ctx, a),
+        Command::Diff(a) => diff::run(&mut ctx, a),
         Command::Propose(a) => sync::propose(&mut ctx, a),
     };
     match result {

@@ -1,0 +1,34 @@
+//! `git neo diff <a> [<b>]`: what changed in memory between two commits, as pull-request markdown.
+
+use super::Ctx;
+use git_neo::store::{Store, StoreOptions};
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The older memory commit (any revision: neo-memory~3, origin/neo-memory, a commit id).
+    from: String,
+    /// The newer memory commit (default: the memory ref).
+    to: Option<String>,
+}
+
+pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
+    let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
+    let from = store.resolve_commit(&args.from)?;
+    let to_spec = args.to.clone().unwrap_or_else(|| store.ref_name().to_string());
+    let to = store.resolve_commit(&to_spec)?;
+    let changes = git_neo::review::changes(&store, Some(from), to)?;
+    if ctx.out.json {
+        ctx.out.json(&changes);
+        return Ok(());
+    }
+    ctx.out.line(&format!(
+        "## Memory changes `{}..{}`\n",
+        &changes.from.as_deref().unwrap_or("")[..12],
+        &changes.to[..12]
+    ));
+    for l in changes.to_markdown(3).lines() {
+        ctx.out.line(l);
+    }
+    Ok(())
+}

@@ -1,0 +1,334 @@
+//! Use case: memory changes as a semantic changelog (`git neo diff`, `git neo log --markdown`),
+//! rendered as markdown fit for a pull-request comment, or as data for `--json`.
+//!
+//! A change set is computed from two memory trees: the record files the newer one adds, read and
+//! grouped by what they mean (facts by type, attempts, supersessions, corrections, forgets,
+//! confidence changes). Anything that is not an addition is listed separately and flagged: git-neo
+//! never makes such changes, so a reviewer should ask why.
+
+use crate::error::Result;
+use crate::record::{Milli, Payload, Record, RecordId};
+use crate::state::{self, State};
+use crate::store::{Store, TreeChange, TreeEntry};
+use gix::ObjectId;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// A fact that was added.
+#[derive(Clone, Debug, Serialize)]
+pub struct FactAdded {
+    pub id: RecordId,
+    #[serde(rename = "type")]
+    pub fact_type: String,
+    pub subject: String,
+    pub scope: String,
+    pub confidence: Milli,
+}
+
+/// An attempt that was recorded.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttemptAdded {
+    pub id: RecordId,
+    pub task: String,
+    pub action: String,
+    pub result: String,
+}
+
+/// A record replaced by another (or, without `new`, marked outdated).
+#[derive(Clone, Debug, Serialize)]
+pub struct Superseded {
+    pub id: RecordId,
+    pub old: RecordId,
+    pub old_summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<RecordId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_summary: Option<String>,
+    pub reason: String,
+    pub method: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Milli>,
+}
+
+/// A record that was forgotten.
+#[derive(Clone, Debug, Serialize)]
+pub struct Forgotten {
+    pub id: RecordId,
+    pub target: RecordId,
+    pub target_summary: String,
+    pub reason: String,
+}
+
+/// A confidence change from an outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfidenceChange {
+    pub id: RecordId,
+    pub target: RecordId,
+    pub target_summary: String,
+    pub signal: String,
+    pub delta: Milli,
+    /// The target's confidence before and after this change set (None if it did not exist).
+    pub before: Option<Milli>,
+    pub after: Option<Milli>,
+    pub commits: Vec<String>,
+}
+
+/// Everything a range of memory history changed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Changes {
+    pub from: Option<String>,
+    pub to: String,
+    pub facts: Vec<FactAdded>,
+    pub attempts: Vec<AttemptAdded>,
+    pub superseded: Vec<Superseded>,
+    pub corrected: Vec<Superseded>,
+    pub forgotten: Vec<Forgotten>,
+    pub confidence: Vec<ConfidenceChange>,
+    /// Changes that are not additions of record files (never made by git-neo).
+    pub other_changes: Vec<TreeChange>,
+}
+
+fn state_at(store: &Store, commit: Option<ObjectId>) -> Result<State> {
+    let Some(c) = commit else { return Ok(State::default()) };
+    let snap = store.load_commits(&[c])?;
+    Ok(state::fold(snap.records.into_iter().map(|r| (r.id, r.record))))
+}
+
+fn summary(state: &State, id: &RecordId) -> String {
+    state.entries.get(id).map(|e| e.record.summary()).unwrap_or_else(|| "(not in this memory)".into())
+}
+
+/// The changes between memory commits `from` (None: the empty memory) and `to`.
+pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Changes> {
+    let old_tree = from.map(|c| store.tree_of(c)).transpose()?;
+    let new_tree = store.tree_of(to)?;
+    let mut added = Vec::new();
+    let mut other_changes = Vec::new();
+    let (entries, _) = store.entries_of_tree(new_tree)?;
+    let by_path: BTreeMap<&str, &TreeEntry> = entries.iter().map(|e| (e.path.as_str(), e)).collect();
+    for change in store.diff_trees(old_tree, Some(new_tree))? {
+        match (change.change, by_path.get(change.path.as_str())) {
+            ("added", Some(e)) => added.push((*e).clone()),
+            ("added", None) if change.path == "FORMAT" => {}
+            _ => other_changes.push(change),
+        }
+    }
+    let (records, _) = store.read_entries(&added)?;
+    let before = state_at(store, from)?;
+    let after = state_at(store, Some(to))?;
+    let mut out =
+        Changes { from: from.map(|c| c.to_string()), to: to.to_string(), other_changes, ..Changes::default() };
+    let mut sorted: Vec<(RecordId, Record)> = records.into_iter().map(|r| (r.id, r.record)).collect();
+    sorted.sort_by(|a, b| (a.1.created_at, a.0).cmp(&(b.1.created_at, b.0)));
+    for (id, r) in sorted {
+        match &r.payload {
+            Payload::Fact(f) => out.facts.push(FactAdded {
+                id,
+                fact_type: f.fact_type.to_string(),
+                subject: f.subject.clone(),
+                scope: f.scope.clone(),
+                confidence: f.confidence,
+            }),
+            Payload::Attempt(a) => out.attempts.push(AttemptAdded {
+                id,
+                task: a.task.clone(),
+                action: a.action.clone(),
+                result: a.check.result.to_string(),
+            }),
+            Payload::Supersession(s) => {
+                let item = Superseded {
+                    id,
+                    old: s.old,
+                    old_summary: summary(&after, &s.old),
+                    new: s.new,
+                    new_summary: s.new.map(|n| summary(&after, &n)),
+                    reason: s.reason.clone(),
+                    method: s.method.to_string(),
+                    score: s.score,
+                };
+                if s.new.is_some() {
+                    out.superseded.push(item);
+                } else {
+                    out.corrected.push(item);
+                }
+            }
+            Payload::Retraction(x) => out.forgotten.push(Forgotten {
+                id,
+                target: x.target,
+                target_summary: summary(&after, &x.target),
+                reason: x.reason.clone(),
+            }),
+            Payload::Outcome(o) => out.confidence.push(ConfidenceChange {
+                id,
+                target: o.target,
+                target_summary: summary(&after, &o.target),
+                signal: o.signal.clone(),
+                delta: o.delta,
+                before: before.entries.get(&o.target).map(|e| e.confidence),
+                after: after.entries.get(&o.target).map(|e| e.confidence),
+                commits: o.commits.clone(),
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Escape text for inline markdown, so subjects cannot inject links, HTML or formatting.
+pub fn md(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\`*_[]<>#|~!".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn signed(m: Milli) -> String {
+    if m.0 >= 0 {
+        format!("+{m}")
+    } else {
+        m.to_string()
+    }
+}
+
+impl Changes {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.facts.is_empty()
+            && self.attempts.is_empty()
+            && self.superseded.is_empty()
+            && self.corrected.is_empty()
+            && self.forgotten.is_empty()
+            && self.confidence.is_empty()
+            && self.other_changes.is_empty()
+    }
+
+    /// A one-line count of what changed.
+    pub fn headline(&self) -> String {
+        let mut parts = Vec::new();
+        let mut count = |n: usize, one: &str, many: &str| {
+            if n > 0 {
+                parts.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        };
+        count(self.facts.len(), "fact added", "facts added");
+        count(self.attempts.len(), "attempt", "attempts");
+        count(self.superseded.len(), "supersession", "supersessions");
+        count(self.corrected.len(), "correction", "corrections");
+        count(self.forgotten.len(), "forget", "forgets");
+        count(self.confidence.len(), "confidence change", "confidence changes");
+        count(self.other_changes.len(), "change that is not an addition", "changes that are not additions");
+        if parts.is_empty() {
+            "no changes".into()
+        } else {
+            parts.join(" · ")
+        }
+    }
+
+    /// The change set as markdown sections, headed at `level` (2 gives `##`).
+    pub fn to_markdown(&self, level: usize) -> String {
+        let h = |n: usize| "#".repeat(n);
+        let mut s = String::new();
+        let _ = writeln!(s, "**{}**\n", self.headline());
+        if !self.facts.is_empty() {
+            let _ = writeln!(s, "{} Facts added\n", h(level));
+            let mut by_type: BTreeMap<&str, Vec<&FactAdded>> = BTreeMap::new();
+            for f in &self.facts {
+                by_type.entry(f.fact_type.as_str()).or_default().push(f);
+            }
+            for (t, facts) in by_type {
+                let _ = writeln!(s, "{} {t}\n", h(level + 1));
+                for f in facts {
+                    let _ = writeln!(
+                        s,
+                        "- `{}` {} _(scope {}, confidence {})_",
+                        f.id.short(),
+                        md(&f.subject),
+                        md(&f.scope),
+                        f.confidence
+                    );
+                }
+                s.push('\n');
+            }
+        }
+        if !self.attempts.is_empty() {
+            let _ = writeln!(s, "{} Attempts recorded\n", h(level));
+            for a in &self.attempts {
+                let _ =
+                    writeln!(s, "- `{}` task {}: {} (check {})", a.id.short(), md(&a.task), md(&a.action), a.result);
+            }
+            s.push('\n');
+        }
+        if !self.superseded.is_empty() {
+            let _ = writeln!(s, "{} Superseded\n", h(level));
+            for x in &self.superseded {
+                let score = x.score.map(|v| format!(", score {v}")).unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "- `{}` {} → `{}` {}: {} _({}{score})_",
+                    x.old.short(),
+                    md(&x.old_summary),
+                    x.new.map(|n| n.short()).unwrap_or_default(),
+                    md(x.new_summary.as_deref().unwrap_or("")),
+                    md(&x.reason),
+                    x.method
+                );
+            }
+            s.push('\n');
+        }
+        if !self.corrected.is_empty() {
+            let _ = writeln!(s, "{} Marked outdated\n", h(level));
+            for x in &self.corrected {
+                let _ = writeln!(s, "- `{}` {}: {}", x.old.short(), md(&x.old_summary), md(&x.reason));
+            }
+            s.push('\n');
+        }
+        if !self.forgotten.is_empty() {
+            let _ = writeln!(s, "{} Forgotten\n", h(level));
+            for x in &self.forgotten {
+                let _ = writeln!(s, "- `{}` {}: {}", x.target.short(), md(&x.target_summary), md(&x.reason));
+            }
+            s.push('\n');
+        }
+        if !self.confidence.is_empty() {
+            let _ = writeln!(s, "{} Confidence changes\n", h(level));
+            for x in &self.confidence {
+                let range = match (x.before, x.after) {
+                    (Some(b), Some(a)) => format!(" ({b} → {a})"),
+                    (None, Some(a)) => format!(" (now {a})"),
+                    _ => String::new(),
+                };
+                let commits = if x.commits.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", from {}",
+                        x.commits.iter().map(|c| format!("`{}`", &c[..c.len().min(12)])).collect::<Vec<_>>().join(", ")
+                    )
+                };
+                let _ = writeln!(
+                    s,
+                    "- `{}` {}: {} {}{range}{commits}",
+                    x.target.short(),
+                    md(&x.target_summary),
+                    signed(x.delta),
+                    md(&x.signal)
+                );
+            }
+            s.push('\n');
+        }
+        if !self.other_changes.is_empty() {
+            let _ = writeln!(s, "{} ⚠ Changes that are not additions\n", h(level));
+            let _ = writeln!(s, "git-neo only ever adds records; run `git neo verify` on this range.\n");
+            for c in &self.other_changes {
+                let _ = writeln!(s, "- {} `{}`", c.change, c.path);
+            }
+            s.push('\n');
+        }
+        let trimmed = s.trim_end().to_string();
+        format!("{trimmed}\n")
+    }
+}
