@@ -10,7 +10,7 @@ use crate::record::{
     RecordId, Retraction, Timestamp,
 };
 use crate::state::{self, Entry, State, Status};
-use crate::store::{CommitInfo, Identity, Store, StrayEntry};
+use crate::store::{CommitInfo, Identity, Store, StrayEntry, WriteMode};
 use gix::ObjectId;
 use std::collections::HashMap;
 
@@ -41,6 +41,8 @@ pub struct Memory {
     blobs: HashMap<RecordId, ObjectId>,
     invalid: Vec<StrayEntry>,
     tips: Vec<(String, ObjectId)>,
+    /// Review-mode proposals (`refs/neo/proposed/...`), loaded when the mode or a command needs them.
+    proposals: Option<Box<Memory>>,
 }
 
 /// A request to add a fact. Strings are parsed and validated here so that every problem is
@@ -69,6 +71,8 @@ pub struct AddOutcome {
     pub id: RecordId,
     /// True when an identical valid fact already existed and its id was returned; nothing was written.
     pub deduplicated: bool,
+    /// True when the record went to the review-mode proposals ref instead of the memory ref.
+    pub proposed: bool,
     /// The new commit on the memory ref, when something was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -141,7 +145,12 @@ impl Memory {
         let snapshot = store.load()?;
         let blobs = snapshot.records.iter().map(|r| (r.id, r.blob)).collect();
         let state = state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
-        Ok(Memory { store, state, blobs, invalid: snapshot.invalid, tips: snapshot.tips })
+        let mut memory =
+            Memory { store, state, blobs, invalid: snapshot.invalid, tips: snapshot.tips, proposals: None };
+        if memory.store.write_mode() == WriteMode::Review {
+            memory.ensure_proposals()?;
+        }
+        Ok(memory)
     }
 
     /// The folded state.
@@ -325,6 +334,16 @@ impl Memory {
             return Ok(AddOutcome {
                 id: existing,
                 deduplicated: true,
+                proposed: false,
+                commit: None,
+                path: Record::path(Kind::Fact, &existing),
+            });
+        }
+        if let Some(existing) = self.proposals.as_ref().and_then(|p| p.state.duplicate_of(fact, &record.body)) {
+            return Ok(AddOutcome {
+                id: existing,
+                deduplicated: true,
+                proposed: true,
                 commit: None,
                 path: Record::path(Kind::Fact, &existing),
             });
@@ -375,6 +394,33 @@ impl Memory {
 
     /// Encode, write and fold in one record. `{id}` in `message` becomes the short id.
     fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        let review = self.store.write_mode() == WriteMode::Review;
+        let mut outcome = self.target()?.write_here(record, message, ctx)?;
+        outcome.proposed = review;
+        Ok(outcome)
+    }
+
+    /// Where writes go under the repository's `neo.mode`: here, the proposals, or nowhere.
+    fn target(&mut self) -> Result<&mut Memory> {
+        match self.store.write_mode() {
+            WriteMode::Auto => Ok(self),
+            WriteMode::Off => Err(Error::Config {
+                key: crate::store::MODE_CONFIG_KEY.into(),
+                message: "is off: this repository takes no memory writes; `git config neo.mode auto` turns them on"
+                    .into(),
+            }),
+            WriteMode::Review => Ok(self.ensure_proposals()?),
+        }
+    }
+
+    fn ensure_proposals(&mut self) -> Result<&mut Memory> {
+        if self.proposals.is_none() {
+            self.proposals = Some(Box::new(Memory::load(self.store.proposals()?)?));
+        }
+        Ok(self.proposals.as_deref_mut().expect("just loaded"))
+    }
+
+    fn write_here(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
         let (id, bytes) = record.encode();
         // The writer must never emit bytes its own reader rejects.
         if let Err(problems) = record::parse::parse(&bytes) {
@@ -392,7 +438,7 @@ impl Memory {
             self.tips.insert(0, (self.store.ref_name().to_string(), commit));
         }
         self.state = std::mem::take(&mut self.state).with_records(vec![(id, record)]);
-        Ok(AddOutcome { id, deduplicated: false, commit: outcome.commit.map(|c| c.to_string()), path })
+        Ok(AddOutcome { id, deduplicated: false, proposed: false, commit: outcome.commit.map(|c| c.to_string()), path })
     }
 
     /// Create the memory ref with only `FORMAT`, if it does not exist yet.
@@ -554,20 +600,97 @@ impl Memory {
                 ),
                 _ => format!("neo: import {} facts", chunk.len()),
             };
-            let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+            let target = self.target()?;
+            let written = target.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
             if written.commit.is_some() {
                 outcome.commits += 1;
             }
             outcome.added += written.added;
             for (_, id, bytes) in &encoded {
-                self.blobs.insert(*id, self.store.hash_blob(bytes)?);
+                let blob = target.store.hash_blob(bytes)?;
+                target.blobs.insert(*id, blob);
             }
             done += chunk.len();
             progress(done, total);
         }
         if total > 0 {
-            self.state = std::mem::take(&mut self.state).with_records(fresh);
+            let target = self.target()?;
+            target.state = std::mem::take(&mut target.state).with_records(fresh);
         }
         Ok(outcome)
+    }
+}
+
+/// What `approve` or `reject` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReviewOutcome {
+    /// The proposals approved or rejected.
+    pub ids: Vec<RecordId>,
+    /// The new commit on the memory ref (approve only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Memory {
+    /// Records waiting in the review-mode proposals ref, oldest first.
+    pub fn proposed(&mut self) -> Result<Vec<Entry>> {
+        Ok(self.ensure_proposals()?.state.iter().cloned().collect())
+    }
+
+    fn pick_proposals(&mut self, prefixes: &[String], all: bool) -> Result<Vec<RecordId>> {
+        let proposals = self.ensure_proposals()?;
+        if all {
+            return Ok(proposals.state.order.clone());
+        }
+        if prefixes.is_empty() {
+            return Err(Error::invalid(
+                "id",
+                "name the proposals to act on (ids from `git neo list --proposed`), or pass --all",
+            ));
+        }
+        prefixes.iter().map(|p| proposals.resolve("id", p)).collect()
+    }
+
+    /// Move proposals onto the memory ref (one commit), then drop them from the proposals ref.
+    pub fn approve(&mut self, prefixes: &[String], all: bool, ctx: &WriteContext) -> Result<ReviewOutcome> {
+        if self.store.write_mode() == WriteMode::Off {
+            self.target()?;
+        }
+        let ids = self.pick_proposals(prefixes, all)?;
+        if ids.is_empty() {
+            return Ok(ReviewOutcome { ids, commit: None });
+        }
+        let proposals = self.proposals.as_deref().expect("picked from loaded proposals");
+        let mut records = Vec::with_capacity(ids.len());
+        let mut encoded = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let entry = &proposals.state.entries[id];
+            let blob = proposals.blobs[id];
+            encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
+            records.push((*id, entry.record.clone()));
+        }
+        let paths: Vec<String> = encoded.iter().map(|(k, id, _)| Record::path(*k, id)).collect();
+        let message = format!("neo: approve {} proposed record{}", ids.len(), if ids.len() == 1 { "" } else { "s" });
+        let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+        for (_, id, bytes) in &encoded {
+            self.blobs.insert(*id, self.store.hash_blob(bytes)?);
+        }
+        self.state = std::mem::take(&mut self.state).with_records(records);
+        let store = self.store.proposals()?;
+        store.remove_records(&paths, &format!("neo: approved {}", ids.len()), &ctx.identity, ctx.now)?;
+        self.proposals = None;
+        Ok(ReviewOutcome { ids, commit: written.commit.map(|c| c.to_string()) })
+    }
+
+    /// Drop proposals without moving them to the memory ref.
+    pub fn reject(&mut self, prefixes: &[String], ctx: &WriteContext) -> Result<ReviewOutcome> {
+        let ids = self.pick_proposals(prefixes, false)?;
+        let proposals = self.proposals.as_deref().expect("picked from loaded proposals");
+        let paths: Vec<String> =
+            ids.iter().map(|id| Record::path(proposals.state.entries[id].record.kind, id)).collect();
+        let store = self.store.proposals()?;
+        store.remove_records(&paths, &format!("neo: reject {}", ids.len()), &ctx.identity, ctx.now)?;
+        self.proposals = None;
+        Ok(ReviewOutcome { ids, commit: None })
     }
 }

@@ -120,7 +120,7 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
     let mut out =
         Changes { from: from.map(|c| c.to_string()), to: to.to_string(), other_changes, ..Changes::default() };
     let mut sorted: Vec<(RecordId, Record)> = records.into_iter().map(|r| (r.id, r.record)).collect();
-    sorted.sort_by(|a, b| (a.1.created_at, a.0).cmp(&(b.1.created_at, b.0)));
+    sorted.sort_by_key(|a| (a.1.created_at, a.0));
     for (id, r) in sorted {
         match &r.payload {
             Payload::Fact(f) => out.facts.push(FactAdded {

@@ -93,7 +93,13 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     } else {
         ctx.out.line(&outcome.id.to_hex());
         if outcome.deduplicated {
-            ctx.out.note(&format!("already stored as {}: nothing written", outcome.id.short()));
+            let where_ = if outcome.proposed { " (a pending proposal)" } else { "" };
+            ctx.out.note(&format!("already stored as {}{where_}: nothing written", outcome.id.short()));
+        } else if outcome.proposed {
+            ctx.out.note(&format!(
+                "proposed (neo.mode is review): `git neo approve {}` moves it to the memory",
+                outcome.id.short()
+            ));
         } else {
             ctx.out.note(&format!("added {} to {}", outcome.path, memory.store().ref_name()));
         }

@@ -22,13 +22,22 @@ pub struct Args {
     /// Include forgotten, superseded and outdated records.
     #[arg(long)]
     all: bool,
+    /// List pending review-mode proposals instead of the memory.
+    #[arg(long)]
+    proposed: bool,
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let memory = ctx.memory()?;
+    let mut memory = ctx.memory()?;
     let filter =
         ListFilter { kind: args.kind, fact_type: args.fact_type, scope: args.scope, tag: args.tag, all: args.all };
-    let entries = memory.list(&filter)?;
+    let proposed;
+    let entries = if args.proposed {
+        proposed = memory.proposed()?;
+        proposed.iter().collect()
+    } else {
+        memory.list(&filter)?
+    };
     if ctx.out.json {
         ctx.out.json(&entries);
         return Ok(());

@@ -12,6 +12,7 @@ mod init;
 mod list;
 mod log;
 mod output;
+mod review;
 mod show;
 mod sync;
 mod verify;
@@ -80,6 +81,10 @@ enum Command {
     Sync(sync::SyncArgs),
     /// Push local memory additions to a proposal branch for a pull request.
     Propose(sync::ProposeArgs),
+    /// Move review-mode proposals onto the memory ref.
+    Approve(review::ApproveArgs),
+    /// Drop review-mode proposals.
+    Reject(review::RejectArgs),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -183,6 +188,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Sync(a) => sync::sync(&mut ctx, a),
         Command::Diff(a) => diff::run(&mut ctx, a),
         Command::Propose(a) => sync::propose(&mut ctx, a),
+        Command::Approve(a) => review::approve(&mut ctx, a),
+        Command::Reject(a) => review::reject(&mut ctx, a),
     };
     match result {
         Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),

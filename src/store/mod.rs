@@ -30,6 +30,21 @@ pub const REF_CONFIG_KEY: &str = "neo.ref";
 /// The git config key for how long a writer waits for the ref lock, in milliseconds.
 pub const LOCK_TIMEOUT_CONFIG_KEY: &str = "neo.lockTimeout";
 
+/// The git config key choosing how writes are handled: `auto`, `review` or `off`.
+pub const MODE_CONFIG_KEY: &str = "neo.mode";
+
+/// How this repository takes memory writes (`git config neo.mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// Writes go straight to the memory ref (the default).
+    Auto,
+    /// Writes go to a local proposals ref; `git neo approve` moves them to the memory ref.
+    Review,
+    /// Writes are refused.
+    Off,
+}
+
 /// The content of the `FORMAT` entry.
 pub fn format_entry() -> String {
     format!("{}\n", crate::record::FORMAT_VERSION)
@@ -50,6 +65,7 @@ pub struct Store {
     repo: gix::Repository,
     ref_name: gix::refs::FullName,
     lock_timeout: Duration,
+    mode: WriteMode,
 }
 
 impl Store {
@@ -85,7 +101,36 @@ impl Store {
             },
         };
 
-        Ok(Store { repo, ref_name, lock_timeout })
+        let mode = match config.string(MODE_CONFIG_KEY).map(|v| v.to_string().trim().to_ascii_lowercase()) {
+            None => WriteMode::Auto,
+            Some(v) if v == "auto" => WriteMode::Auto,
+            Some(v) if v == "review" => WriteMode::Review,
+            Some(v) if v == "off" => WriteMode::Off,
+            Some(v) => {
+                return Err(Error::Config {
+                    key: MODE_CONFIG_KEY.into(),
+                    message: format!("{v:?} is not a mode; use auto, review or off"),
+                })
+            }
+        };
+        Ok(Store { repo, ref_name, lock_timeout, mode })
+    }
+
+    /// How this repository takes writes (`neo.mode`).
+    pub fn write_mode(&self) -> WriteMode {
+        self.mode
+    }
+
+    /// The local ref holding review-mode proposals for this memory ref:
+    /// `refs/neo/proposed/<name>` for `refs/<...>/<name>`.
+    pub fn proposals(&self) -> Result<Store> {
+        let name = self.ref_name().rsplit('/').next().unwrap_or("neo-memory");
+        Ok(Store {
+            repo: self.repo.clone(),
+            ref_name: parse_ref_name(&format!("refs/neo/proposed/{name}"))?,
+            lock_timeout: self.lock_timeout,
+            mode: WriteMode::Auto,
+        })
     }
 
     /// The full name of the memory ref.

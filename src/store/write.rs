@@ -41,7 +41,7 @@ impl Identity {
 pub struct WriteOutcome {
     /// The new commit on the ref, or `None` when every record was already there (nothing written).
     pub commit: Option<ObjectId>,
-    /// How many of the records were new on the ref.
+    /// How many entries the write changed: records new on the ref (or, for removals, removed).
     pub added: usize,
     /// How many compare-and-swap attempts it took.
     pub attempts: u32,
@@ -86,13 +86,59 @@ impl Store {
         now: Timestamp,
         create_empty: bool,
     ) -> Result<WriteOutcome> {
-        let repo = &self.repo;
-        let ref_name = self.ref_name().to_string();
         let mut blobs = Vec::with_capacity(records.len());
         for (kind, id, bytes) in records {
-            let blob = repo.write_blob(bytes).git(|| format!("writing the blob of record {}", id.short()))?.detach();
+            let blob =
+                self.repo.write_blob(bytes).git(|| format!("writing the blob of record {}", id.short()))?.detach();
             blobs.push((Record::path(*kind, id), blob));
         }
+        self.update_tree(message, who, now, create_empty, &mut |tree, editor| {
+            let mut added = 0;
+            for (path, blob) in &blobs {
+                if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
+                    editor
+                        .upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob)
+                        .git(|| format!("adding {path}"))?;
+                    added += 1;
+                }
+            }
+            Ok(added)
+        })
+    }
+
+    /// Remove record files from the ref in one commit. Only staging refs (review-mode proposals)
+    /// use this: the memory ref itself is append-only.
+    pub fn remove_records(
+        &self,
+        paths: &[String],
+        message: &str,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<WriteOutcome> {
+        self.update_tree(message, who, now, false, &mut |tree, editor| {
+            let mut removed = 0;
+            for path in paths {
+                if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_some() {
+                    editor.remove(path.as_str()).git(|| format!("removing {path}"))?;
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+    }
+
+    /// The compare-and-swap loop every write goes through: read the tip, apply `edit` to its tree
+    /// (it returns how many entries it changed; zero means nothing to write), commit, move the ref.
+    fn update_tree(
+        &self,
+        message: &str,
+        who: &Identity,
+        now: Timestamp,
+        create_empty: bool,
+        edit: &mut dyn FnMut(&gix::Tree<'_>, &mut gix::object::tree::Editor<'_>) -> Result<usize>,
+    ) -> Result<WriteOutcome> {
+        let repo = &self.repo;
+        let ref_name = self.ref_name().to_string();
         let format_blob = repo.write_blob(super::format_entry()).git(|| "writing the FORMAT blob".into())?.detach();
         let signature = who.signature(now);
         let mut time_buf = Default::default();
@@ -123,15 +169,7 @@ impl Store {
             };
             let tree = repo.find_tree(base_tree).git(|| format!("reading memory tree {base_tree}"))?;
             let mut editor = tree.edit().git(|| "starting a tree edit".into())?;
-            let mut added = 0;
-            for (path, blob) in &blobs {
-                if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
-                    editor
-                        .upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob)
-                        .git(|| format!("adding {path}"))?;
-                    added += 1;
-                }
-            }
+            let added = edit(&tree, &mut editor)?;
             let needs_format = tree.find_entry("FORMAT").is_none();
             if needs_format {
                 editor

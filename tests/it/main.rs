@@ -4,6 +4,7 @@ mod cli;
 mod concurrency;
 mod fold;
 mod format;
+mod modes;
 mod review;
 mod store;
 mod support;

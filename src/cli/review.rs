@@ -1,0 +1,52 @@
+//! `git neo approve` and `git neo reject`: act on review-mode proposals (`git config neo.mode review`).
+
+use super::Ctx;
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// Ids (or unique prefixes) of proposals, as `git neo list --proposed` shows them.
+    ids: Vec<String>,
+    /// Approve every pending proposal.
+    #[arg(long, conflicts_with = "ids")]
+    all: bool,
+}
+
+#[derive(clap::Args)]
+pub struct RejectArgs {
+    /// Ids (or unique prefixes) of proposals to drop.
+    #[arg(required = true)]
+    ids: Vec<String>,
+}
+
+pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<(), Error> {
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let outcome = memory.approve(&args.ids, args.all, &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else if outcome.ids.is_empty() {
+        ctx.out.line("no proposals are pending");
+    } else {
+        for id in &outcome.ids {
+            ctx.out.line(&id.to_hex());
+        }
+        ctx.out.note(&format!("approved {} proposals onto {}", outcome.ids.len(), memory.store().ref_name()));
+    }
+    Ok(())
+}
+
+pub fn reject(ctx: &mut Ctx, args: RejectArgs) -> Result<(), Error> {
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let outcome = memory.reject(&args.ids, &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else {
+        for id in &outcome.ids {
+            ctx.out.line(&id.to_hex());
+        }
+        ctx.out.note(&format!("rejected {} proposals", outcome.ids.len()));
+    }
+    Ok(())
+}
