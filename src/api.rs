@@ -694,3 +694,46 @@ impl Memory {
         Ok(ReviewOutcome { ids, commit: None })
     }
 }
+
+/// What `purge` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PurgeOutcome {
+    pub id: RecordId,
+    pub path: String,
+    pub commit: Option<String>,
+}
+
+impl Memory {
+    /// Remove one record file from the memory ref's current tree, in a commit carrying a
+    /// `Neo-Purge: <id>` trailer (the one removal `verify --range` accepts). For leaked secrets:
+    /// history still holds the file until it is rewritten (docs/security.md).
+    pub fn purge(&mut self, prefix: &str, reason: &str, ctx: &WriteContext) -> Result<PurgeOutcome> {
+        if self.store.write_mode() == WriteMode::Off {
+            self.target()?;
+        }
+        let id = self.resolve("id", prefix)?;
+        let mut problems = Vec::new();
+        record::validate::check_line(
+            &mut problems,
+            "reason",
+            reason.trim(),
+            record::validate::MAX_LINE_CHARS,
+            "why the record is purged",
+        );
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let entry = self.state.entries.remove(&id).expect("resolved ids are in the state");
+        let path = Record::path(entry.record.kind, &id);
+        let message = format!(
+            "neo: purge {} {}\n\nReason: {}\nNeo-Purge: {}\n",
+            entry.record.kind,
+            id.short(),
+            reason.trim().replace('\n', " "),
+            id.to_hex()
+        );
+        let written = self.store.remove_records(std::slice::from_ref(&path), &message, &ctx.identity, ctx.now)?;
+        self.state = state::fold(std::mem::take(&mut self.state.entries).into_values().map(|e| (e.id, e.record)));
+        Ok(PurgeOutcome { id, path, commit: written.commit.map(|c| c.to_string()) })
+    }
+}

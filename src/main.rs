@@ -6,11 +6,8 @@
 mod cli;
 
 fn main() {
-    // On SIGINT/SIGTERM, delete the lock and temporary files gix holds before terminating, so an
-    // interrupted write never leaves a stale `neo-memory.lock` behind (SIGKILL still can: see
-    // docs/ARCHITECTURE.md).
-    gix::tempfile::signal::setup(
-        gix::tempfile::signal::handler::Mode::DeleteTempfilesOnTerminationAndRestoreDefaultBehaviour,
-    );
+    // SIGINT/SIGTERM remove our temporary and lock files before terminating, and wait for a ref
+    // update in progress to finish first (see cli/signals.rs).
+    cli::signals::install();
     std::process::exit(cli::run(std::env::args_os()));
 }

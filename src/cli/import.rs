@@ -79,6 +79,11 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let outcome = memory.import(&requests, args.batch_size, &wc, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
+        // A signal that arrived during the last commit stops the import here, between commits.
+        if let Some(code) = super::signals::pending() {
+            bar.finish_and_clear();
+            std::process::exit(code);
+        }
     })?;
     bar.finish_and_clear();
     if ctx.out.json {

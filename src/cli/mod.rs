@@ -12,8 +12,10 @@ mod init;
 mod list;
 mod log;
 mod output;
+mod purge;
 mod review;
 mod show;
+pub mod signals;
 mod sync;
 mod verify;
 
@@ -85,6 +87,8 @@ enum Command {
     Approve(review::ApproveArgs),
     /// Drop review-mode proposals.
     Reject(review::RejectArgs),
+    /// Remove one record file from the current memory (leaked secrets; see docs/security.md).
+    Purge(purge::Args),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -190,7 +194,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Propose(a) => sync::propose(&mut ctx, a),
         Command::Approve(a) => review::approve(&mut ctx, a),
         Command::Reject(a) => review::reject(&mut ctx, a),
+        Command::Purge(a) => purge::run(&mut ctx, a),
     };
+    if let Some(code) = signals::pending() {
+        return code;
+    }
     match result {
         Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),
         Err(e) => {

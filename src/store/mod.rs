@@ -15,7 +15,7 @@ mod write;
 pub use history::{AddedRecord, CommitInfo, CommitMeta, TreeChange};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
 pub use sync::{MergeKind, Push};
-pub use write::{Identity, WriteOutcome};
+pub use write::{ref_updates_in_flight, Identity, WriteOutcome};
 
 use crate::error::{Error, GitContext, Result};
 use std::path::Path;

@@ -209,13 +209,11 @@ impl Store {
             deref: false,
         };
         let wait = gix::lock::acquire::Fail::AfterDurationWithBackoff(self.lock_timeout);
-        match self
-            .repo
-            .refs
-            .transaction()
-            .prepare([edit], wait, wait)
-            .and_then(|t| t.commit(Some(sig.to_ref(&mut buf))))
-        {
+        let in_flight = super::write::InFlight::start();
+        let result =
+            self.repo.refs.transaction().prepare([edit], wait, wait).and_then(|t| t.commit(Some(sig.to_ref(&mut buf))));
+        drop(in_flight);
+        match result {
             Ok(_) => Ok(true),
             Err(e) if super::write::is_lost_race(&e) => Ok(false),
             Err(e) if e.is_retryable() => Err(Error::Locked {

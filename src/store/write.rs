@@ -12,6 +12,7 @@ use crate::record::{Kind, Record, RecordId, Timestamp};
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
 use gix::ObjectId;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Who writes: used for commit author, committer and the reflog entry.
@@ -45,6 +46,34 @@ pub struct WriteOutcome {
     pub added: usize,
     /// How many compare-and-swap attempts it took.
     pub attempts: u32,
+}
+
+/// How many ref updates (lock held, not yet committed) are in progress in this process.
+///
+/// A process that is asked to stop (SIGINT, SIGTERM) should wait while this is non-zero: dying
+/// between taking the ref lock and committing is the one way to leave a stale lock behind. The
+/// binary's signal handler reads it; the library itself never deals with signals.
+static REF_UPDATES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// The number of ref updates in progress (see [`REF_UPDATES_IN_FLIGHT`]).
+pub fn ref_updates_in_flight() -> usize {
+    REF_UPDATES_IN_FLIGHT.load(Ordering::SeqCst)
+}
+
+/// Marks a ref update in progress for as long as it lives.
+pub(crate) struct InFlight;
+
+impl InFlight {
+    pub(crate) fn start() -> InFlight {
+        REF_UPDATES_IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        REF_UPDATES_IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Total time spent re-applying after lost races before giving up with [`Error::Contention`].
@@ -206,6 +235,7 @@ impl Store {
                 name: self.ref_name.clone(),
                 deref: false,
             };
+            let in_flight = InFlight::start();
             let result = repo
                 .refs
                 .transaction()
@@ -215,6 +245,7 @@ impl Store {
                     gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1)),
                 )
                 .and_then(|t| t.commit(Some(sig_ref)));
+            drop(in_flight);
             match result {
                 Ok(_) => {
                     self.maintain_after_write();

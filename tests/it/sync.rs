@@ -129,6 +129,34 @@ fn propose_pushes_exactly_the_new_records_to_a_proposal_branch() {
     assert_eq!(changed.lines().map(String::from).collect::<Vec<_>>(), expected);
     let v = sb.neo(a, &["verify", "--range", "origin/neo-memory..origin/neo-memory-proposals/review-me"]);
     assert!(v.status.success(), "{}", crate::support::stdout(&v));
+    // The example CI workflow's commands run as written against this proposal.
+    let workflow = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/neo-memory-pr.yml"))
+        .expect("workflow");
+    let commands: Vec<String> = workflow
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("run: "))
+        .filter(|c| c.starts_with("git neo"))
+        .map(|c| {
+            c.replace("${{ github.base_ref }}", "neo-memory")
+                .replace("${{ github.head_ref }}", "neo-memory-proposals/review-me")
+        })
+        .collect();
+    assert_eq!(commands.len(), 2, "{workflow}");
+    let summary = sb.path("summary.md");
+    let bin_dir = std::path::Path::new(crate::support::BIN).parent().expect("bin dir");
+    for c in &commands {
+        let mut cmd = std::process::Command::new("bash");
+        crate::support::hermetic(&mut cmd, sb.dir.path())
+            .current_dir(a)
+            .env("PATH", format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()))
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .args(["-euo", "pipefail", "-c", c]);
+        let out = cmd.output().expect("bash");
+        assert!(out.status.success(), "{c}: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+    }
+    let md = std::fs::read_to_string(&summary).expect("summary written");
+    assert!(md.contains("Proposed one") && md.contains("2 facts added"), "{md}");
+
     // Nothing new: nothing to propose.
     sb.neo_ok(b, &["sync"]);
     let again = json(&sb.neo_ok(b, &["propose", "--json"]));

@@ -268,3 +268,23 @@ fn the_write_filter_refuses_secrets_and_injection_and_writes_nothing() {
     );
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+#[test]
+fn purge_removes_a_record_with_a_trailer_that_verify_accepts() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let keep = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Keep this"]);
+    let gone = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Mentions a customer by name"]);
+    let before = sb.tip(&repo).expect("tip");
+    sb.neo_ok(&repo, &["purge", &gone[..8], "--reason", "personal data"]);
+    let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"]);
+    assert!(files.contains(&keep) && !files.contains(&gone), "{files}");
+    assert!(sb
+        .git(&repo, &["log", "-1", "--format=%B", "refs/heads/neo-memory"])
+        .contains(&format!("Neo-Purge: {gone}")));
+    let (code, _, report) = verify(&sb, &repo, &["--range", &format!("{before}..")]);
+    assert_eq!(code, 0, "{}", messages(&report));
+    assert!(report["notes"][0].as_str().is_some_and(|n| n.contains("purges")));
+    let missing = sb.neo(&repo, &["show", &gone[..8]]);
+    assert_eq!(missing.status.code(), Some(1));
+}
