@@ -737,3 +737,57 @@ impl Memory {
         Ok(PurgeOutcome { id, path, commit: written.commit.map(|c| c.to_string()) })
     }
 }
+
+impl Memory {
+    /// Where the derived caches live: `<common git dir>/neo/index`, shared by linked worktrees.
+    pub fn index_dir(&self) -> std::path::PathBuf {
+        self.store.common_dir().join("neo").join("index")
+    }
+
+    /// The tips this memory was read from, as commit ids (what the caches are stamped with).
+    pub fn tip_ids(&self) -> Vec<String> {
+        self.tips.iter().map(|(_, c)| c.to_string()).collect()
+    }
+
+    /// Open (catch up, or rebuild) the recall indexes for this memory.
+    pub fn open_indexes(
+        &self,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
+        Ok(crate::index::Indexes::open(&self.index_dir(), &self.state, &self.tip_ids(), embedder, progress)?)
+    }
+
+    /// Delete the caches and build them again.
+    pub fn reindex(
+        &self,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
+        let dir = self.index_dir();
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| Error::Io { context: format!("removing {}", dir.display()), source: e })?;
+        }
+        self.open_indexes(embedder, progress)
+    }
+
+    /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.
+    pub fn recall(
+        &self,
+        indexes: &crate::index::Indexes,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        req: &crate::recall::Request,
+    ) -> Result<crate::recall::Recall> {
+        let lexical = indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
+        let (vector, semantic) = match (embedder, &indexes.vectors) {
+            (Some(e), Some(_)) => {
+                let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
+                let q = q.into_iter().next().unwrap_or_default();
+                (indexes.search_vectors(&q, crate::recall::CANDIDATES)?, true)
+            }
+            _ => (Vec::new(), false),
+        };
+        Ok(crate::recall::recall(&self.state, req, &lexical, &vector, semantic))
+    }
+}

@@ -60,6 +60,10 @@ pub enum Error {
     #[error("git {command}: {message}")]
     GitCommand { command: String, message: String },
 
+    /// A derived cache (index) could not be built or read, or the embedding model failed.
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+
     /// A filesystem operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -93,7 +97,7 @@ impl Error {
             | Error::Config { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
             Error::Locked { .. } | Error::Contention { .. } => Category::Conflict,
-            Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } => Category::Environment,
+            Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } | Error::Index(_) => Category::Environment,
         }
     }
 

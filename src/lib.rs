@@ -10,10 +10,16 @@
 //! - [`verify`]: the integrity check run in CI.
 //! - [`share`]: sync and propose through git remotes.
 //! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
+//! - [`embed`]: embedders (fastembed + ONNX Runtime, and a deterministic one for tests).
+//! - [`index`]: derived caches: lexical (tantivy) and vector (usearch) indexes, stamped and rebuildable.
+//! - [`recall`]: fusion, ranking, layers and budget; markdown rendering.
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
+pub mod embed;
 pub mod error;
+pub mod index;
+pub mod recall;
 pub mod record;
 pub mod redact;
 pub mod review;

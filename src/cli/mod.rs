@@ -13,6 +13,7 @@ mod list;
 mod log;
 mod output;
 mod purge;
+mod recall;
 mod review;
 mod show;
 pub mod signals;
@@ -89,6 +90,13 @@ enum Command {
     Reject(review::RejectArgs),
     /// Remove one record file from the current memory (leaked secrets; see docs/security.md).
     Purge(purge::Args),
+    /// What memory knows about a task: constraints, relevant facts, attempts, what changed.
+    Recall(recall::RecallArgs),
+    /// Rebuild the recall indexes from the records.
+    Reindex,
+    /// The embedding model for semantic recall.
+    #[command(subcommand)]
+    Model(recall::ModelCommand),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -195,6 +203,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Approve(a) => review::approve(&mut ctx, a),
         Command::Reject(a) => review::reject(&mut ctx, a),
         Command::Purge(a) => purge::run(&mut ctx, a),
+        Command::Recall(a) => recall::recall(&mut ctx, a),
+        Command::Reindex => recall::reindex(&mut ctx),
+        Command::Model(c) => recall::model(&mut ctx, c),
     };
     if let Some(code) = signals::pending() {
         return code;

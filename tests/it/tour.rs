@@ -35,5 +35,6 @@ fn the_readme_tour_runs_as_written() {
     assert!(stdout.contains("[retracted]"), "{stdout}");
     assert!(stdout.contains("neo: add constraint"), "{stdout}");
     assert!(stdout.contains("records, ok"), "verify passes: {stdout}");
+    assert!(stdout.contains("# Memory for: add a refund endpoint to payments"), "recall answers: {stdout}");
     assert!(stdout.contains("### Forgotten"), "diff renders the forget: {stdout}");
 }

@@ -1,0 +1,171 @@
+//! `git neo recall`, `git neo reindex` and `git neo model status`: semantic memory from the CLI.
+
+use super::Ctx;
+use git_neo::embed::{EmbedError, Embedder, FastEmbedder, HashEmbedder, ModelPaths};
+use git_neo::index::Refresh;
+use git_neo::record::FactType;
+use git_neo::Error;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct RecallArgs {
+    /// What the task is about.
+    query: String,
+    /// Relevant facts to show at most.
+    #[arg(short, long, default_value_t = 10)]
+    k: usize,
+    /// Token budget for the whole answer.
+    #[arg(long, default_value_t = git_neo::recall::DEFAULT_BUDGET)]
+    budget: usize,
+    /// Only facts of this type (repeatable).
+    #[arg(long = "type", short = 't')]
+    types: Vec<String>,
+    /// Only this scope.
+    #[arg(long)]
+    scope: Option<String>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum ModelCommand {
+    /// Say whether the embedding model and ONNX Runtime are installed, and where.
+    Status,
+}
+
+/// The cache root: `GIT_NEO_CACHE_DIR`, else `$XDG_CACHE_HOME/git-neo`, else `~/.cache/git-neo`.
+pub fn cache_root() -> PathBuf {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("GIT_NEO_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("git-neo")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("git-neo")))
+        .unwrap_or_else(|| PathBuf::from(".git-neo-cache"))
+}
+
+/// The embedder to use: the installed model; `GIT_NEO_EMBEDDER=hash` selects the deterministic
+/// test embedder, `GIT_NEO_EMBEDDER=none` lexical only. Without a model, says once how to get one.
+pub fn embedder(ctx: &Ctx) -> Option<Box<dyn Embedder>> {
+    match std::env::var("GIT_NEO_EMBEDDER").ok().as_deref() {
+        Some("hash") => return Some(Box::new(HashEmbedder::new(384))),
+        Some("none") => return None,
+        _ => {}
+    }
+    match FastEmbedder::load(&ModelPaths::in_cache(&cache_root())) {
+        Ok(e) => Some(Box::new(e)),
+        Err(EmbedError::NotInstalled { .. }) => {
+            ctx.out
+                .note("note: semantic recall is off (no embedding model); run scripts/install-model.sh to enable it");
+            None
+        }
+        Err(e) => {
+            ctx.out.warn(&format!("{e}; falling back to lexical recall"));
+            None
+        }
+    }
+}
+
+/// Lend the boxed embedder for one call (shortening its trait-object lifetime to the borrow's).
+fn reborrow(e: &mut Option<Box<dyn Embedder>>) -> Option<&mut dyn Embedder> {
+    e.as_mut().map(|b| &mut **b as &mut dyn Embedder)
+}
+
+fn report(ctx: &Ctx, refresh: &Refresh) {
+    match refresh {
+        Refresh::UpToDate | Refresh::CaughtUp { .. } => {}
+        Refresh::Rebuilt { reason, records, embedded } => {
+            ctx.out.note(&format!("rebuilt the recall index ({reason}): {records} records, {embedded} embedded"))
+        }
+    }
+}
+
+pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
+    let memory = ctx.memory()?;
+    let wc_now = ctx.write_context(&memory).map(|w| w.now).unwrap_or(git_neo::record::Timestamp(0));
+    let mut types = Vec::new();
+    for t in &args.types {
+        types.push(FactType::from_word(t.trim()).ok_or_else(|| {
+            Error::invalid("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected()))
+        })?);
+    }
+    let mut embedder = embedder(ctx);
+    let bar = ctx.out.progress(0, "embedding");
+    let (indexes, refresh) = memory.open_indexes(reborrow(&mut embedder), &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    report(ctx, &refresh);
+    let req = git_neo::recall::Request {
+        query: args.query,
+        k: args.k,
+        budget: args.budget,
+        types,
+        scope: args.scope,
+        now: wc_now,
+    };
+    let result = memory.recall(&indexes, reborrow(&mut embedder), &req)?;
+    if ctx.out.json {
+        ctx.out.json(&result);
+    } else {
+        for l in git_neo::recall::render::markdown(&result).lines() {
+            ctx.out.line(l);
+        }
+    }
+    Ok(())
+}
+
+pub fn reindex(ctx: &mut Ctx) -> Result<(), Error> {
+    let memory = ctx.memory()?;
+    let mut embedder = embedder(ctx);
+    let bar = ctx.out.progress(0, "embedding");
+    let (indexes, refresh) = memory.reindex(reborrow(&mut embedder), &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    if ctx.out.json {
+        ctx.out.json(&serde_json::json!({ "refresh": refresh, "stamp": indexes.stamp }));
+    } else {
+        let vectors = indexes.stamp.model.clone().unwrap_or_else(|| "none (lexical only)".into());
+        ctx.out.line(&format!("indexed {} records; vectors: {vectors}", indexes.stamp.records));
+    }
+    Ok(())
+}
+
+pub fn model(ctx: &mut Ctx, cmd: ModelCommand) -> Result<(), Error> {
+    match cmd {
+        ModelCommand::Status => {
+            let paths = ModelPaths::in_cache(&cache_root());
+            let missing = paths.missing();
+            let loaded = if missing.is_empty() { Some(FastEmbedder::load(&paths).map(|_| ())) } else { None };
+            let status = match &loaded {
+                None => "not installed".to_string(),
+                Some(Ok(())) => "installed and loads".to_string(),
+                Some(Err(e)) => format!("installed but does not load: {e}"),
+            };
+            if ctx.out.json {
+                ctx.out.json(&serde_json::json!({
+                    "status": status,
+                    "model_dir": paths.model_dir,
+                    "runtime": paths.runtime,
+                    "missing": missing,
+                    "model": git_neo::embed::MODEL_ID,
+                    "dim": git_neo::embed::MODEL_DIM,
+                }));
+            } else {
+                ctx.out.line(&format!(
+                    "model {} ({} dimensions): {status}",
+                    git_neo::embed::MODEL_ID,
+                    git_neo::embed::MODEL_DIM
+                ));
+                ctx.out.line(&format!("  model files: {}", paths.model_dir.display()));
+                ctx.out.line(&format!("  ONNX Runtime: {}", paths.runtime.display()));
+                for m in &missing {
+                    ctx.out.line(&format!("  missing: {m}"));
+                }
+                if !missing.is_empty() {
+                    ctx.out.line("  install with: scripts/install-model.sh (lexical recall works without it)");
+                }
+            }
+            Ok(())
+        }
+    }
+}

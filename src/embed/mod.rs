@@ -1,0 +1,85 @@
+//! Embeddings: the [`Embedder`] trait, the real backend (fastembed with ONNX Runtime loaded at run
+//! time, all-MiniLM-L6-v2 int8, mean pooling), and a deterministic embedder for unit tests.
+//!
+//! Nothing here downloads anything: the model and runtime are installed by
+//! `scripts/install-model.sh` into a cache directory the caller names ([`ModelPaths`]). A missing
+//! or broken runtime is an [`EmbedError`], never a panic.
+
+mod fast;
+mod hash;
+
+pub use fast::FastEmbedder;
+pub use hash::HashEmbedder;
+
+use std::path::{Path, PathBuf};
+
+/// Errors from loading or running an embedding model.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// Model or runtime files are not installed.
+    #[error("the embedding model is not installed (missing: {}); run scripts/install-model.sh to enable semantic recall", missing.join(", "))]
+    NotInstalled { missing: Vec<String> },
+    /// ONNX Runtime could not be loaded from the given library.
+    #[error("cannot load ONNX Runtime from {path}: {message}")]
+    Runtime { path: String, message: String },
+    /// The model could not be loaded or run.
+    #[error("embedding model: {0}")]
+    Model(String),
+}
+
+/// Turns texts into unit-length vectors.
+pub trait Embedder: Send {
+    /// A stable id of the model (part of every cache stamp: a different model means a rebuild).
+    fn model_id(&self) -> &str;
+    /// The vectors' dimension.
+    fn dim(&self) -> usize;
+    /// Embed `texts`, one L2-normalised vector each, in order.
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// The files of the pinned model and runtime inside a cache directory.
+#[derive(Clone, Debug)]
+pub struct ModelPaths {
+    pub model_dir: PathBuf,
+    pub runtime: PathBuf,
+}
+
+/// The model id stamped into caches.
+pub const MODEL_ID: &str = "all-minilm-l6-v2-int8@1";
+/// The model's dimension.
+pub const MODEL_DIM: usize = 384;
+/// The model files `scripts/install-model.sh` installs.
+pub const MODEL_FILES: [&str; 5] =
+    ["model.onnx", "tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json"];
+
+impl ModelPaths {
+    /// Where `scripts/install-model.sh` puts the files under `cache_root` (`~/.cache/git-neo`).
+    pub fn in_cache(cache_root: &Path) -> ModelPaths {
+        ModelPaths {
+            model_dir: cache_root.join("models").join("all-minilm-l6-v2-int8"),
+            runtime: cache_root.join("onnxruntime").join("libonnxruntime.so.1.24.4"),
+        }
+    }
+
+    /// The files that are missing, as paths.
+    pub fn missing(&self) -> Vec<String> {
+        let mut out: Vec<String> = MODEL_FILES
+            .iter()
+            .map(|f| self.model_dir.join(f))
+            .filter(|p| !p.is_file())
+            .map(|p| p.display().to_string())
+            .collect();
+        if !self.runtime.is_file() {
+            out.push(self.runtime.display().to_string());
+        }
+        out
+    }
+}
+
+/// L2-normalise in place (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}

@@ -1,0 +1,75 @@
+//! The lexical index: tantivy with BM25, one document per fact or attempt.
+
+use std::path::Path;
+use tantivy::collector::TopDocs;
+use tantivy::query::QueryParser;
+use tantivy::schema::{Field, Schema, Value, INDEXED, STORED, TEXT};
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument};
+
+/// A tantivy index of record texts keyed by ordinal.
+pub struct Lexical {
+    index: Index,
+    reader: IndexReader,
+    key: Field,
+    text: Field,
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut b = Schema::builder();
+    let key = b.add_u64_field("key", INDEXED | STORED);
+    let text = b.add_text_field("text", TEXT);
+    (b.build(), key, text)
+}
+
+impl Lexical {
+    pub fn create(dir: &Path) -> tantivy::Result<Lexical> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, key, text) = schema();
+        let index = Index::create_in_dir(dir, schema)?;
+        Self::with(index, key, text)
+    }
+
+    pub fn open(dir: &Path) -> tantivy::Result<Lexical> {
+        let index = Index::open_in_dir(dir)?;
+        let (expected, key, text) = schema();
+        if index.schema() != expected {
+            return Err(tantivy::TantivyError::SchemaError("the schema changed".into()));
+        }
+        Self::with(index, key, text)
+    }
+
+    fn with(index: Index, key: Field, text: Field) -> tantivy::Result<Lexical> {
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(Lexical { index, reader, key, text })
+    }
+
+    /// Add documents with keys `first_key`, `first_key + 1`, … and commit.
+    pub fn add(&mut self, first_key: u64, docs: &[(crate::record::RecordId, String)]) -> tantivy::Result<()> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        let mut writer: tantivy::IndexWriter = self.index.writer_with_num_threads(1, 32_000_000)?;
+        for (i, (_, text)) in docs.iter().enumerate() {
+            writer.add_document(doc!(self.key => first_key + i as u64, self.text => text.as_str()))?;
+        }
+        writer.commit()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// BM25 search; the query is parsed leniently, so any text is a valid query.
+    pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<(u64, f32)>> {
+        let parser = QueryParser::for_index(&self.index, vec![self.text]);
+        let (q, _errors) = parser.parse_query_lenient(query);
+        let searcher = self.reader.searcher();
+        let top = searcher.search(&q, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let d: TantivyDocument = searcher.doc(addr)?;
+            if let Some(k) = d.get_first(self.key).and_then(|v| v.as_u64()) {
+                out.push((k, score));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,291 @@
+//! Derived caches under the repository's common git dir (`.git/neo/index/`, shared by linked
+//! worktrees): a lexical index (tantivy, BM25) and a vector index (usearch, cosine, f16), both
+//! rebuildable from the records at any time and never the truth.
+//!
+//! Every cache carries a stamp: cache format, the memory tips it reflects, the embedding model id
+//! and dimension. On open, a cache whose stamp matches is used as is; one whose tips moved catches
+//! up by indexing exactly the records it lacks (the folded state says which: reading the records is
+//! already done for the fold, so comparing id sets is cheaper than a second tree walk); one with
+//! another format or model, an unreadable file, or a record it holds that is no longer on the ref
+//! (a purge) is rebuilt, and the caller is told why. Deleting `.git/neo/` is always safe.
+
+mod lexical;
+mod vectors;
+
+pub use lexical::Lexical;
+pub use vectors::Vectors;
+
+use crate::embed::{EmbedError, Embedder};
+use crate::record::{Payload, Record, RecordId};
+use crate::state::State;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever the on-disk layout of the caches changes.
+pub const CACHE_FORMAT: u32 = 1;
+
+/// Errors from the caches. Most are handled by rebuilding; these are what is left.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index cache {path}: {message}")]
+    Cache { path: String, message: String },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// What a cache reflects.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    pub format: u32,
+    /// The memory tips (commit ids, sorted) whose records are indexed.
+    pub tips: Vec<String>,
+    /// Records indexed.
+    pub records: usize,
+    /// The embedding model of the vector index, if there is one.
+    pub model: Option<String>,
+    pub dim: usize,
+}
+
+/// What opening the caches did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub enum Refresh {
+    UpToDate,
+    CaughtUp { added: usize, embedded: usize },
+    Rebuilt { reason: String, records: usize, embedded: usize },
+}
+
+/// The text of a record that both indexes see.
+pub fn index_text(record: &Record) -> Option<String> {
+    match &record.payload {
+        Payload::Fact(f) => {
+            Some(format!("{}\n{}\n{} {} {}", f.subject, record.body, f.fact_type, f.scope, f.tags.join(" ")))
+        }
+        Payload::Attempt(a) => Some(format!(
+            "{}\n{}\n{}\n{}\n{}",
+            a.task,
+            a.action,
+            a.observation,
+            a.inference.as_deref().unwrap_or(""),
+            record.body
+        )),
+        _ => None,
+    }
+}
+
+/// The open caches.
+pub struct Indexes {
+    dir: PathBuf,
+    pub stamp: Stamp,
+    /// Record ids in insertion order; a record's position is its key in both indexes.
+    ids: Vec<RecordId>,
+    pub lexical: Lexical,
+    pub vectors: Option<Vectors>,
+}
+
+fn cache_err(path: &Path, message: impl std::fmt::Display) -> IndexError {
+    IndexError::Cache { path: path.display().to_string(), message: message.to_string() }
+}
+
+impl Indexes {
+    /// Open the caches in `dir` for the memory `state` at `tips`, catching up or rebuilding as
+    /// needed. With an `embedder`, vectors are kept too (and embedded for records that lack them,
+    /// such as after the model was installed). `progress(done, total)` reports embedding work.
+    pub fn open(
+        dir: &Path,
+        state: &State,
+        tips: &[String],
+        mut embedder: Option<&mut dyn Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(Indexes, Refresh), IndexError> {
+        let mut tips = tips.to_vec();
+        tips.sort();
+        let want_model = embedder.as_ref().map(|e| (e.model_id().to_string(), e.dim()));
+        let reason = match Self::try_open(dir, want_model.as_ref()) {
+            Ok(mut idx) => {
+                if idx.stamp.tips == tips
+                    && idx.stamp.records == idx.ids.len()
+                    && (want_model.is_none() || idx.stamp.model.is_some())
+                {
+                    return Ok((idx, Refresh::UpToDate));
+                }
+                match idx.catch_up(state, &tips, embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder), progress) {
+                    Ok(Some(r)) => return Ok((idx, r)),
+                    Ok(None) => "a record it holds is no longer on the ref".to_string(),
+                    Err(IndexError::Embed(e)) => return Err(IndexError::Embed(e)),
+                    Err(e) => format!("catching up failed ({e})"),
+                }
+            }
+            Err(reason) => reason,
+        };
+        Self::rebuild(dir, state, &tips, embedder, progress, reason)
+    }
+
+    fn stamp_path(dir: &Path) -> PathBuf {
+        dir.join("stamp.json")
+    }
+
+    fn try_open(dir: &Path, want_model: Option<&(String, usize)>) -> Result<Indexes, String> {
+        let stamp_bytes = std::fs::read(Self::stamp_path(dir)).map_err(|_| "no cache yet".to_string())?;
+        let stamp: Stamp =
+            serde_json::from_slice(&stamp_bytes).map_err(|e| format!("the stamp is unreadable ({e})"))?;
+        if stamp.format != CACHE_FORMAT {
+            return Err(format!("cache format {} is not {CACHE_FORMAT}", stamp.format));
+        }
+        let have_model = stamp.model.clone().map(|m| (m, stamp.dim));
+        if let (Some(want), Some(have)) = (want_model, &have_model) {
+            if want != have {
+                return Err(format!("the vectors were made by {} and the model is now {}", have.0, want.0));
+            }
+        }
+        let ids = read_ids(&dir.join("ids")).map_err(|e| format!("the id list is unreadable ({e})"))?;
+        let lexical =
+            Lexical::open(&dir.join("lexical")).map_err(|e| format!("the lexical index is unreadable ({e})"))?;
+        let vectors = match (want_model, &have_model) {
+            (Some((_, dim)), Some(_)) => Some(
+                Vectors::open(&dir.join("vectors.usearch"), *dim)
+                    .map_err(|e| format!("the vector index is unreadable ({e})"))?,
+            ),
+            (Some((_, dim)), None) => {
+                Some(Vectors::new(*dim).map_err(|e| format!("cannot create a vector index ({e})"))?)
+            }
+            _ => None,
+        };
+        Ok(Indexes { dir: dir.to_path_buf(), stamp, ids, lexical, vectors })
+    }
+
+    /// Index what is missing. `Ok(None)` means the cache holds something the state does not
+    /// (a purged record): the caller rebuilds.
+    fn catch_up(
+        &mut self,
+        state: &State,
+        tips: &[String],
+        embedder: Option<&mut dyn Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Option<Refresh>, IndexError> {
+        let held: HashSet<RecordId> = self.ids.iter().copied().collect();
+        if held.iter().any(|id| !state.entries.contains_key(id)) {
+            return Ok(None);
+        }
+        let missing: Vec<(RecordId, String)> = state
+            .iter()
+            .filter(|e| !held.contains(&e.id))
+            .filter_map(|e| index_text(&e.record).map(|t| (e.id, t)))
+            .collect();
+        let first_key = self.ids.len() as u64;
+        self.lexical.add(first_key, &missing).map_err(|e| cache_err(&self.dir, e))?;
+        self.ids.extend(missing.iter().map(|(id, _)| *id));
+        // Vectors: everything indexed but not yet embedded (new records, or all of them when the
+        // model appeared after the cache was built).
+        let mut embedded = 0;
+        if let (Some(vectors), Some(embedder)) = (self.vectors.as_mut(), embedder) {
+            let texts: Vec<(u64, String)> = self
+                .ids
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| !vectors.contains(*k as u64))
+                .filter_map(|(k, id)| state.entries.get(id).and_then(|e| index_text(&e.record)).map(|t| (k as u64, t)))
+                .collect();
+            embedded = vectors.add_texts(&texts, embedder, progress).map_err(|e| match e {
+                vectors::VectorError::Embed(e) => IndexError::Embed(e),
+                other => cache_err(&self.dir, other),
+            })?;
+            self.stamp.model = Some(embedder.model_id().to_string());
+            self.stamp.dim = embedder.dim();
+        }
+        self.stamp.tips = tips.to_vec();
+        self.stamp.records = self.ids.len();
+        self.save()?;
+        Ok(Some(Refresh::CaughtUp { added: missing.len(), embedded }))
+    }
+
+    fn rebuild(
+        dir: &Path,
+        state: &State,
+        tips: &[String],
+        embedder: Option<&mut dyn Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+        reason: String,
+    ) -> Result<(Indexes, Refresh), IndexError> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| cache_err(dir, format!("cannot remove the old cache: {e}")))?;
+        }
+        std::fs::create_dir_all(dir).map_err(|e| cache_err(dir, e))?;
+        let lexical = Lexical::create(&dir.join("lexical")).map_err(|e| cache_err(dir, e))?;
+        let vectors = match &embedder {
+            Some(e) => Some(Vectors::new(e.dim()).map_err(|e| cache_err(dir, e))?),
+            None => None,
+        };
+        let mut idx = Indexes {
+            dir: dir.to_path_buf(),
+            stamp: Stamp { format: CACHE_FORMAT, tips: Vec::new(), records: 0, model: None, dim: 0 },
+            ids: Vec::new(),
+            lexical,
+            vectors,
+        };
+        let refresh = idx.catch_up(state, tips, embedder, progress)?;
+        let (records, embedded) = match refresh {
+            Some(Refresh::CaughtUp { added, embedded }) => (added, embedded),
+            _ => (idx.ids.len(), 0),
+        };
+        Ok((idx, Refresh::Rebuilt { reason, records, embedded }))
+    }
+
+    fn save(&mut self) -> Result<(), IndexError> {
+        write_ids(&self.dir.join("ids"), &self.ids).map_err(|e| cache_err(&self.dir, e))?;
+        if let Some(v) = &self.vectors {
+            v.save(&self.dir.join("vectors.usearch")).map_err(|e| cache_err(&self.dir, e))?;
+        }
+        let json = serde_json::to_vec_pretty(&self.stamp).map_err(|e| cache_err(&self.dir, e))?;
+        // The stamp is written last and atomically: a crash before it leaves the old stamp,
+        // which no longer matches the files, so the next open rebuilds.
+        let tmp = self.dir.join("stamp.json.tmp");
+        std::fs::write(&tmp, json).map_err(|e| cache_err(&self.dir, e))?;
+        std::fs::rename(&tmp, Self::stamp_path(&self.dir)).map_err(|e| cache_err(&self.dir, e))?;
+        Ok(())
+    }
+
+    /// The record id stored under `key`.
+    pub fn id_of(&self, key: u64) -> Option<RecordId> {
+        self.ids.get(key as usize).copied()
+    }
+
+    /// Lexical candidates: (record id, BM25 score), best first.
+    pub fn search_lexical(&self, query: &str, limit: usize) -> Result<Vec<(RecordId, f32)>, IndexError> {
+        let hits = self.lexical.search(query, limit).map_err(|e| cache_err(&self.dir, e))?;
+        Ok(hits.into_iter().filter_map(|(k, s)| self.id_of(k).map(|id| (id, s))).collect())
+    }
+
+    /// Vector candidates: (record id, cosine similarity), best first; empty without vectors.
+    pub fn search_vectors(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32)>, IndexError> {
+        let Some(v) = &self.vectors else { return Ok(Vec::new()) };
+        let hits = v.search(query, limit).map_err(|e| cache_err(&self.dir, e))?;
+        Ok(hits.into_iter().filter_map(|(k, s)| self.id_of(k).map(|id| (id, s))).collect())
+    }
+}
+
+fn read_ids(path: &Path) -> std::io::Result<Vec<RecordId>> {
+    let bytes = std::fs::read(path)?;
+    if bytes.len() % 32 != 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "truncated"));
+    }
+    Ok(bytes
+        .chunks(32)
+        .map(|c| {
+            let mut a = [0u8; 32];
+            a.copy_from_slice(c);
+            RecordId(a)
+        })
+        .collect())
+}
+
+fn write_ids(path: &Path, ids: &[RecordId]) -> std::io::Result<()> {
+    let mut bytes = Vec::with_capacity(ids.len() * 32);
+    for id in ids {
+        bytes.extend_from_slice(&id.0);
+    }
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(tmp, path)
+}

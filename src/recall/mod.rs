@@ -1,0 +1,318 @@
+//! Recall: candidates from both indexes, fused, ranked, sorted into layers, cut to a token budget.
+//!
+//! Ranking (documented in docs/recall.md):
+//! - Candidates: the top [`CANDIDATES`] of the lexical index (BM25) and of the vector index.
+//! - Fusion: reciprocal-rank fusion, `rrf = Σ 1 / (60 + rank)` over the lists a record appears in.
+//! - Score: `rrf / (2/61)` (so 1.0 is first in both lists) `× (0.5 + confidence)
+//!   × (1 + 0.1 × min(log2(1 + successes), 3)) + 0.02 × exp(-age_days / 180)`.
+//! - Layers: constraints (every valid constraint, the matching ones first, at most 2/3 of the
+//!   budget), relevant facts, attempts (best match per task), invalidated facts that match (with
+//!   what replaced them and why), known unknowns.
+//! - Budget: tokens are estimated as characters / 4; items that do not fit are counted and the
+//!   output says how many were cut.
+
+pub mod render;
+
+use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
+use crate::state::{Entry, State, Status};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// Candidates taken from each index.
+pub const CANDIDATES: usize = 50;
+/// The RRF constant.
+pub const RRF_K: f64 = 60.0;
+/// Default token budget.
+pub const DEFAULT_BUDGET: usize = 12_000;
+
+/// What to recall.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub query: String,
+    /// Relevant facts to show at most.
+    pub k: usize,
+    pub budget: usize,
+    /// Only these fact types (empty: all).
+    pub types: Vec<FactType>,
+    pub scope: Option<String>,
+    pub now: Timestamp,
+}
+
+/// One recalled record.
+#[derive(Clone, Debug, Serialize)]
+pub struct Item {
+    pub id: RecordId,
+    pub kind: Kind,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub fact_type: Option<FactType>,
+    pub subject: String,
+    pub body: String,
+    pub scope: String,
+    pub status: Status,
+    pub confidence: f64,
+    pub successes: u32,
+    pub score: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lexical_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vector_rank: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
+    /// For invalidated facts: what replaced them (ids and subjects) and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced_by: Vec<Replacement>,
+    /// For attempts: the task and its check result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<String>,
+}
+
+/// What replaced an invalidated fact.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replacement {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<RecordId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    pub reason: String,
+}
+
+/// How familiar the query is to the memory: a cue for how much reasoning effort to spend.
+#[derive(Clone, Debug, Serialize)]
+pub struct Familiarity {
+    /// `high`, `medium`, `low` or `none`.
+    pub level: &'static str,
+    /// Cosine similarity of the best vector match (absent without a model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_similarity: Option<f32>,
+    /// Current confidence of the best match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_confidence: Option<f64>,
+}
+
+/// The layered answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Recall {
+    pub query: String,
+    /// Whether vector search took part (false: lexical only).
+    pub semantic: bool,
+    pub constraints: Vec<Item>,
+    pub facts: Vec<Item>,
+    pub attempts: Vec<Item>,
+    pub invalidated: Vec<Item>,
+    pub known_unknowns: Vec<Item>,
+    pub familiarity: Familiarity,
+    pub budget: usize,
+    pub tokens: usize,
+    /// Items left out to stay within the budget (0 when nothing was cut).
+    pub cut: usize,
+}
+
+/// Per candidate: lexical rank, vector rank, cosine similarity.
+type Ranks = HashMap<RecordId, (Option<usize>, Option<usize>, Option<f32>)>;
+
+fn rrf(rank: Option<usize>) -> f64 {
+    rank.map(|r| 1.0 / (RRF_K + r as f64 + 1.0)).unwrap_or(0.0)
+}
+
+/// The ranking score (see the module docs).
+pub fn score(
+    lexical_rank: Option<usize>,
+    vector_rank: Option<usize>,
+    confidence: f64,
+    successes: u32,
+    age_days: f64,
+) -> f64 {
+    let fused = (rrf(lexical_rank) + rrf(vector_rank)) / (2.0 / (RRF_K + 1.0));
+    let success = 1.0 + 0.1 * (f64::from(successes) + 1.0).log2().min(3.0);
+    fused * (0.5 + confidence) * success + 0.02 * (-age_days.max(0.0) / 180.0).exp()
+}
+
+fn item(
+    e: &Entry,
+    state: &State,
+    lexical_rank: Option<usize>,
+    vector_rank: Option<usize>,
+    similarity: Option<f32>,
+    now: Timestamp,
+) -> Item {
+    let (fact_type, subject, scope, task, check) = match &e.record.payload {
+        Payload::Fact(f) => (Some(f.fact_type), f.subject.clone(), f.scope.clone(), None, None),
+        Payload::Attempt(a) => {
+            (None, a.action.clone(), a.scope.clone(), Some(a.task.clone()), Some(a.check.result.to_string()))
+        }
+        _ => (None, e.record.summary(), String::new(), None, None),
+    };
+    let age_days = (now.0 - e.record.created_at.0) as f64 / 86_400.0;
+    let confidence = if e.record.kind == Kind::Fact { e.confidence.as_f64() } else { 0.5 };
+    let replaced_by =
+        if matches!(e.status, Status::Superseded | Status::Outdated) { replacements(e, state) } else { Vec::new() };
+    Item {
+        id: e.id,
+        kind: e.record.kind,
+        fact_type,
+        subject,
+        body: e.record.body.trim_end().to_string(),
+        scope,
+        status: e.status,
+        confidence,
+        successes: e.successes,
+        score: score(lexical_rank, vector_rank, confidence, e.successes, age_days),
+        lexical_rank,
+        vector_rank,
+        similarity,
+        replaced_by,
+        task,
+        check,
+    }
+}
+
+/// The supersession records naming `e` as old, as replacements.
+fn replacements(e: &Entry, state: &State) -> Vec<Replacement> {
+    state
+        .iter()
+        .filter(|s| s.status == Status::Valid)
+        .filter_map(|s| match &s.record.payload {
+            Payload::Supersession(sup) if sup.old == e.id => Some(Replacement {
+                id: sup.new,
+                subject: sup.new.and_then(|n| state.entries.get(&n)).map(|n| n.record.summary()),
+                reason: sup.reason.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Estimated tokens of an item as rendered.
+fn tokens(i: &Item) -> usize {
+    (i.subject.len() + i.body.len() + 60 + i.replaced_by.iter().map(|r| r.reason.len() + 40).sum::<usize>()) / 4
+}
+
+/// Rank `state`'s records for `req` from the two candidate lists (record id, raw score), best
+/// first; `vector` is empty when no model is available.
+pub fn recall(
+    state: &State,
+    req: &Request,
+    lexical: &[(RecordId, f32)],
+    vector: &[(RecordId, f32)],
+    semantic: bool,
+) -> Recall {
+    let mut ranks: Ranks = HashMap::new();
+    for (r, (id, _)) in lexical.iter().enumerate() {
+        ranks.entry(*id).or_default().0 = Some(r);
+    }
+    for (r, (id, sim)) in vector.iter().enumerate() {
+        let e = ranks.entry(*id).or_default();
+        e.1 = Some(r);
+        e.2 = Some(*sim);
+    }
+    let type_ok = |e: &Entry| match e.record.as_fact() {
+        Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
+        None => req.types.is_empty(),
+    };
+    let scope_ok = |e: &Entry| {
+        req.scope.as_deref().is_none_or(|s| match &e.record.payload {
+            Payload::Fact(f) => f.scope == s,
+            Payload::Attempt(a) => a.scope == s,
+            _ => false,
+        })
+    };
+    let mut matched: Vec<Item> = ranks
+        .iter()
+        .filter_map(|(id, (l, v, sim))| state.entries.get(id).map(|e| (e, *l, *v, *sim)))
+        .filter(|(e, ..)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted)
+        .map(|(e, l, v, sim)| item(e, state, l, v, sim, req.now))
+        .collect();
+    matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+
+    // Constraints always apply: every valid one, the matching ones first.
+    let mut constraints: Vec<Item> = state
+        .iter()
+        .filter(|e| {
+            e.status == Status::Valid
+                && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
+                && scope_ok(e)
+        })
+        .map(|e| {
+            let (l, v, sim) = ranks.get(&e.id).copied().unwrap_or_default();
+            item(e, state, l, v, sim, req.now)
+        })
+        .collect();
+    constraints.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+
+    let mut facts = Vec::new();
+    let mut known_unknowns = Vec::new();
+    let mut invalidated = Vec::new();
+    let mut best_attempt: BTreeMap<String, Item> = BTreeMap::new();
+    for it in matched {
+        match (it.kind, it.status, it.fact_type) {
+            (Kind::Fact, Status::Valid, Some(FactType::Constraint)) => {}
+            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
+            (Kind::Fact, Status::Valid, _) => facts.push(it),
+            (Kind::Fact, Status::Superseded | Status::Outdated, _) => invalidated.push(it),
+            (Kind::Attempt, _, _) => {
+                let task = it.task.clone().unwrap_or_default();
+                if best_attempt.get(&task).is_none_or(|b| b.score < it.score) {
+                    best_attempt.insert(task, it);
+                }
+            }
+            _ => {}
+        }
+    }
+    facts.truncate(req.k);
+    let mut attempts: Vec<Item> = best_attempt.into_values().collect();
+    attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
+
+    let best = facts.first().or(constraints.iter().find(|c| c.lexical_rank.is_some() || c.vector_rank.is_some()));
+    let best_similarity = vector.first().map(|(_, s)| *s);
+    let familiarity = match (best, best_similarity) {
+        (None, _) => Familiarity { level: "none", best_similarity, best_confidence: None },
+        (Some(b), sim) => {
+            let s = sim.unwrap_or(if b.lexical_rank == Some(0) { 0.6 } else { 0.4 });
+            let level = if s >= 0.75 && b.confidence >= 0.6 {
+                "high"
+            } else if s >= 0.5 {
+                "medium"
+            } else {
+                "low"
+            };
+            Familiarity { level, best_similarity: sim, best_confidence: Some(b.confidence) }
+        }
+    };
+
+    // Budget: constraints get at most 2/3, then facts, attempts, invalidated, known unknowns.
+    let mut used = 0;
+    let mut cut = 0;
+    let take = |items: Vec<Item>, limit: usize, used: &mut usize, cut: &mut usize| -> Vec<Item> {
+        let mut kept = Vec::new();
+        for i in items {
+            let t = tokens(&i);
+            if *used + t <= limit {
+                *used += t;
+                kept.push(i);
+            } else {
+                *cut += 1;
+            }
+        }
+        kept
+    };
+    let constraints = take(constraints, req.budget * 2 / 3, &mut used, &mut cut);
+    let facts = take(facts, req.budget, &mut used, &mut cut);
+    let attempts = take(attempts, req.budget, &mut used, &mut cut);
+    let invalidated = take(invalidated, req.budget, &mut used, &mut cut);
+    let known_unknowns = take(known_unknowns, req.budget, &mut used, &mut cut);
+    Recall {
+        query: req.query.clone(),
+        semantic,
+        constraints,
+        facts,
+        attempts,
+        invalidated,
+        known_unknowns,
+        familiarity,
+        budget: req.budget,
+        tokens: used,
+        cut,
+    }
+}

@@ -1,0 +1,106 @@
+//! Recall as markdown: what an agent reads at the start of a task.
+
+use super::{Item, Recall};
+use crate::review::md;
+use std::fmt::Write;
+
+fn line(s: &mut String, i: &Item, with_body: bool) {
+    let _ = write!(s, "- **{}** `{}`", md(&i.subject), i.id.short());
+    if i.kind == crate::record::Kind::Fact {
+        let _ = write!(s, " (confidence {:.2}", i.confidence);
+        if i.successes > 0 {
+            let _ = write!(s, ", {} successes", i.successes);
+        }
+        s.push(')');
+    }
+    s.push('\n');
+    if with_body && !i.body.is_empty() {
+        for l in i.body.lines().take(12) {
+            let _ = writeln!(s, "  {l}");
+        }
+    }
+}
+
+/// The recall as markdown.
+pub fn markdown(r: &Recall) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Memory for: {}\n", md(&r.query));
+    if !r.semantic {
+        let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
+    }
+    if !r.constraints.is_empty() {
+        let _ = writeln!(s, "## Constraints (always apply)\n");
+        for i in &r.constraints {
+            line(&mut s, i, true);
+        }
+        s.push('\n');
+    }
+    if !r.facts.is_empty() {
+        let _ = writeln!(s, "## Relevant facts\n");
+        for i in &r.facts {
+            let t = i.fact_type.map(|t| t.to_string()).unwrap_or_default();
+            let _ = write!(s, "- _{t}_ ");
+            let mut one = String::new();
+            line(&mut one, i, true);
+            s.push_str(one.trim_start_matches("- "));
+        }
+        s.push('\n');
+    }
+    if !r.attempts.is_empty() {
+        let _ = writeln!(s, "## Earlier attempts (best match per task)\n");
+        for i in &r.attempts {
+            let _ = writeln!(
+                s,
+                "- task {}: {} `{}` (check {})",
+                md(i.task.as_deref().unwrap_or("")),
+                md(&i.subject),
+                i.id.short(),
+                i.check.as_deref().unwrap_or("unverified")
+            );
+        }
+        s.push('\n');
+    }
+    if !r.invalidated.is_empty() {
+        let _ = writeln!(s, "## No longer true\n");
+        for i in &r.invalidated {
+            let _ = write!(s, "- ~~{}~~ `{}`", md(&i.subject), i.id.short());
+            for rep in &i.replaced_by {
+                match (&rep.subject, rep.id) {
+                    (Some(sub), Some(id)) => {
+                        let _ = write!(s, " → **{}** `{}`: {}", md(sub), id.short(), md(&rep.reason));
+                    }
+                    _ => {
+                        let _ = write!(s, " (outdated: {})", md(&rep.reason));
+                    }
+                }
+            }
+            s.push('\n');
+        }
+        s.push('\n');
+    }
+    if !r.known_unknowns.is_empty() {
+        let _ = writeln!(s, "## Known unknowns\n");
+        for i in &r.known_unknowns {
+            line(&mut s, i, true);
+        }
+        s.push('\n');
+    }
+    if r.constraints.is_empty()
+        && r.facts.is_empty()
+        && r.attempts.is_empty()
+        && r.invalidated.is_empty()
+        && r.known_unknowns.is_empty()
+    {
+        let _ = writeln!(s, "_Nothing in memory matches._\n");
+    }
+    if r.cut > 0 {
+        let _ = writeln!(
+            s,
+            "_Cut to the {}-token budget: {} more item(s) not shown; raise --budget to see them._",
+            r.budget, r.cut
+        );
+    }
+    let _ = write!(s, "_Familiarity: {}_", r.familiarity.level);
+    s.push('\n');
+    s
+}

@@ -1,0 +1,214 @@
+//! Recall end to end: layers, budget, caches that catch up and rebuild, lexical without a model,
+//! the deterministic embedder for the vector path, and the real model.
+
+use crate::support::{json, stderr, Sandbox};
+use std::path::Path;
+use std::process::Output;
+
+fn recall(sb: &Sandbox, repo: &Path, embedder: &str, args: &[&str]) -> Output {
+    let mut cmd = sb.neo_cmd(repo);
+    cmd.env("GIT_NEO_EMBEDDER", embedder).arg("recall").args(args);
+    cmd.output().expect("run recall")
+}
+
+fn seed(sb: &Sandbox, repo: &Path) -> Vec<String> {
+    let add = |args: &[&str]| sb.neo_ok(repo, args);
+    vec![
+        add(&[
+            "add",
+            "-t",
+            "constraint",
+            "-s",
+            "Never call the payments API from tests",
+            "-b",
+            "Use FakePayments from tests/support; the sandbox bills real cards.",
+        ]),
+        add(&[
+            "add",
+            "-t",
+            "architecture",
+            "-s",
+            "Payments go through the ledger service",
+            "-b",
+            "The ledger owns idempotency keys.",
+        ]),
+        add(&[
+            "add",
+            "-t",
+            "pattern",
+            "-s",
+            "Cache invalidation uses versioned keys",
+            "-b",
+            "Bump the version suffix instead of deleting keys.",
+        ]),
+        add(&["add", "-t", "known-unknown", "-s", "Why the payments webhook retries twice", "-b", "Nobody knows yet."]),
+        add(&["add", "-t", "decision", "-s", "Deploy with Fly.io", "--scope", "ops"]),
+    ]
+}
+
+#[test]
+fn lexical_recall_works_without_a_model_and_layers_the_answer() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let ids = seed(&sb, &repo);
+    let out = recall(&sb, &repo, "none", &["payments ledger", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(r["semantic"], false);
+    assert_eq!(r["constraints"][0]["id"], ids[0], "constraints always come first");
+    assert_eq!(r["facts"][0]["id"], ids[1], "the best lexical match leads the facts");
+    assert_eq!(r["known_unknowns"][0]["id"], ids[3]);
+    assert!(
+        r["facts"].as_array().expect("facts").iter().all(|f| f["id"] != ids[0]),
+        "constraints are not repeated as facts"
+    );
+    let md = recall(&sb, &repo, "none", &["payments ledger"]);
+    let text = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        text.contains("## Constraints (always apply)")
+            && text.contains("## Relevant facts")
+            && text.contains("## Known unknowns"),
+        "{text}"
+    );
+    assert!(text.contains("Lexical recall only"), "{text}");
+    // --type and --scope filter.
+    let ops =
+        json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["deploy", "--scope", "ops", "--json"]).stdout));
+    assert_eq!(ops["facts"][0]["id"], ids[4]);
+    let only =
+        json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["payments", "-t", "pattern", "--json"]).stdout));
+    assert!(only["facts"].as_array().expect("facts").iter().all(|f| f["type"] == "pattern"));
+}
+
+#[test]
+fn caches_catch_up_rebuild_on_damage_and_embed_when_a_model_appears() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    seed(&sb, &repo);
+    let first = recall(&sb, &repo, "none", &["cache"]);
+    assert!(stderr(&first).contains("rebuilt the recall index (no cache yet)"), "{}", stderr(&first));
+    let second = recall(&sb, &repo, "none", &["cache"]);
+    assert!(!stderr(&second).contains("rebuilt"), "an up-to-date cache is reused: {}", stderr(&second));
+
+    // A new record (even one written by another process) is caught up, not rebuilt.
+    let new = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Shard the cache by tenant"]);
+    let third = recall(&sb, &repo, "none", &["tenant", "--json"]);
+    assert!(!stderr(&third).contains("rebuilt"), "{}", stderr(&third));
+    assert_eq!(json(&String::from_utf8_lossy(&third.stdout))["facts"][0]["id"], new);
+
+    // A damaged stamp is rebuilt and said so; deleting the cache is always safe.
+    let stamp = repo.join(".git/neo/index/stamp.json");
+    std::fs::write(&stamp, "{not json").expect("damage the stamp");
+    let damaged = recall(&sb, &repo, "none", &["tenant"]);
+    assert!(damaged.status.success());
+    assert!(stderr(&damaged).contains("rebuilt the recall index (the stamp is unreadable"), "{}", stderr(&damaged));
+    std::fs::remove_dir_all(repo.join(".git/neo")).expect("delete the caches");
+    assert!(recall(&sb, &repo, "none", &["tenant"]).status.success());
+
+    // The model appears later: the next recall embeds what is missing, without a rebuild.
+    let with_model = recall(&sb, &repo, "hash", &["tenant shard", "--json"]);
+    assert!(!stderr(&with_model).contains("rebuilt"), "{}", stderr(&with_model));
+    let r = json(&String::from_utf8_lossy(&with_model.stdout));
+    assert_eq!(r["semantic"], true);
+    assert_eq!(r["facts"][0]["id"], new);
+    assert!(r["facts"][0]["vector_rank"].is_number(), "{r}");
+    let stamp: serde_json::Value = serde_json::from_slice(&std::fs::read(&stamp).expect("stamp")).expect("json");
+    assert_eq!(stamp["model"], "hash-384@1");
+    assert_eq!(stamp["records"], 6);
+
+    // A purged record is no longer on the ref: the cache must not serve it, so it is rebuilt.
+    sb.neo_ok(&repo, &["purge", &new[..8], "--reason", "test"]);
+    let after = recall(&sb, &repo, "hash", &["tenant shard", "--json"]);
+    assert!(
+        stderr(&after).contains("rebuilt the recall index (a record it holds is no longer on the ref)"),
+        "{}",
+        stderr(&after)
+    );
+    let r = json(&String::from_utf8_lossy(&after.stdout));
+    assert!(r["facts"].as_array().expect("facts").iter().all(|f| f["id"] != new));
+}
+
+#[test]
+fn the_budget_cuts_and_says_so_and_invalidated_facts_show_their_replacement() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    for i in 0..12 {
+        sb.neo_ok(
+            &repo,
+            &[
+                "add",
+                "-t",
+                "constraint",
+                "-s",
+                &format!("Constraint number {i} about migrations"),
+                "-b",
+                &"Keep migrations reversible. ".repeat(20),
+            ],
+        );
+    }
+    let r = json(&String::from_utf8_lossy(
+        &recall(&sb, &repo, "none", &["migrations", "--budget", "600", "--json"]).stdout,
+    ));
+    assert!(r["cut"].as_u64().is_some_and(|c| c > 0), "{r}");
+    assert!(r["tokens"].as_u64().is_some_and(|t| t <= 600));
+    let text =
+        String::from_utf8_lossy(&recall(&sb, &repo, "none", &["migrations", "--budget", "600"]).stdout).to_string();
+    assert!(text.contains("Cut to the 600-token budget"), "{text}");
+
+    // A superseded fact shows in its own layer with what replaced it and why.
+    let old = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Deploy target is Heroku"]);
+    let new = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Deploy target is Fly.io", "-b", "Heroku is gone."]);
+    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
+    let rec = git_neo::record::Record {
+        kind: git_neo::record::Kind::Supersession,
+        payload: git_neo::record::Payload::Supersession(git_neo::record::Supersession {
+            old: git_neo::record::RecordId::from_hex(&old).expect("id"),
+            new: git_neo::record::RecordId::from_hex(&new),
+            reason: "moved to Fly.io in March".into(),
+            method: git_neo::record::SupersessionMethod::Key,
+            score: None,
+        }),
+        author: "Ada Tester <ada@example.com>".into(),
+        created_at: git_neo::record::Timestamp(1_772_400_000),
+        body: String::new(),
+    };
+    let (id, bytes) = rec.encode();
+    let who = git_neo::store::Identity { name: "Ada Tester".into(), email: "ada@example.com".into() };
+    store.write_records(&[(rec.kind, id, bytes)], "neo: supersede", &who, rec.created_at, false).expect("write");
+    let r = json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["deploy target heroku", "--json"]).stdout));
+    assert_eq!(r["invalidated"][0]["id"], old, "{r}");
+    assert_eq!(r["invalidated"][0]["replaced_by"][0]["reason"], "moved to Fly.io in March");
+    assert_eq!(r["facts"][0]["id"], new);
+    let md = String::from_utf8_lossy(&recall(&sb, &repo, "none", &["deploy target heroku"]).stdout).to_string();
+    assert!(
+        md.contains("## No longer true")
+            && md.contains("~~Deploy target is Heroku~~")
+            && md.contains("moved to Fly.io in March"),
+        "{md}"
+    );
+}
+
+/// The real model end to end: needs scripts/install-model.sh (which .ci/run runs).
+#[test]
+fn the_real_model_finds_a_paraphrase_that_shares_no_words() {
+    let root = std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/git-neo")))
+        .expect("HOME is set");
+    let missing = git_neo::embed::ModelPaths::in_cache(&root).missing();
+    assert!(missing.is_empty(), "the embedding model is not installed ({missing:?}): run scripts/install-model.sh");
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let target = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Automobiles are parked in the garage overnight"]);
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Invoices are emailed to customers monthly"]);
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "The build uses a pinned Rust toolchain"]);
+    let mut cmd = sb.neo_cmd(&repo);
+    cmd.env("GIT_NEO_CACHE_DIR", &root).args(["recall", "where do cars stay at night", "--json"]);
+    let out = cmd.output().expect("run recall");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(r["semantic"], true, "{}", stderr(&out));
+    assert_eq!(r["facts"][0]["id"], target, "{r}");
+    assert!(r["facts"][0]["lexical_rank"].is_null(), "no word in common: found by meaning alone");
+    assert!(r["familiarity"]["best_similarity"].as_f64().is_some_and(|s| s > 0.4), "{r}");
+}
