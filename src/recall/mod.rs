@@ -2,9 +2,9 @@
 //!
 //! Ranking (documented in docs/recall.md):
 //! - Candidates: the top [`CANDIDATES`] of the lexical index (BM25) and of the vector index.
-//! - Fusion: reciprocal-rank fusion, `rrf = Σ 1 / (60 + rank)` over the lists a record appears in.
-//! - Score: `rrf / (2/61)` (so 1.0 is first in both lists) `× (0.5 + confidence)
-//!   × (1 + 0.1 × min(log2(1 + successes), 3)) + 0.02 × exp(-age_days / 180)`.
+//! - Relevance: with vectors `0.9 × cosine + 0.1 × bm25 / best bm25`, lexical only `bm25 / best bm25`.
+//! - Score: `relevance × (0.5 + confidence) × (1 + 0.1 × min(log2(1 + successes), 3))
+//!   + 0.02 × exp(-age_days / 180)`.
 //! - Layers: constraints (every valid constraint, the matching ones first, at most 2/3 of the
 //!   budget), relevant facts, attempts (best match per task), invalidated facts that match (with
 //!   what replaced them and why), known unknowns.
@@ -20,8 +20,6 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Candidates taken from each index.
 pub const CANDIDATES: usize = 50;
-/// The RRF constant.
-pub const RRF_K: f64 = 60.0;
 /// Default token budget.
 pub const DEFAULT_BUDGET: usize = 12_000;
 
@@ -109,34 +107,65 @@ pub struct Recall {
     pub cut: usize,
 }
 
-/// Per candidate: lexical rank, vector rank, cosine similarity.
-type Ranks = HashMap<RecordId, (Option<usize>, Option<usize>, Option<f32>)>;
-
-fn rrf(rank: Option<usize>) -> f64 {
-    rank.map(|r| 1.0 / (RRF_K + r as f64 + 1.0)).unwrap_or(0.0)
-}
-
-/// The ranking score (see the module docs).
-pub fn score(
-    lexical_rank: Option<usize>,
-    vector_rank: Option<usize>,
-    confidence: f64,
-    successes: u32,
-    age_days: f64,
-) -> f64 {
-    let fused = (rrf(lexical_rank) + rrf(vector_rank)) / (2.0 / (RRF_K + 1.0));
-    let success = 1.0 + 0.1 * (f64::from(successes) + 1.0).log2().min(3.0);
-    fused * (0.5 + confidence) * success + 0.02 * (-age_days.max(0.0) / 180.0).exp()
-}
-
-fn item(
-    e: &Entry,
-    state: &State,
-    lexical_rank: Option<usize>,
-    vector_rank: Option<usize>,
+/// Per candidate: lexical rank, vector rank, cosine similarity, BM25 score.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rank {
+    lexical: Option<usize>,
+    vector: Option<usize>,
     similarity: Option<f32>,
-    now: Timestamp,
-) -> Item {
+    bm25: Option<f32>,
+}
+
+type Ranks = HashMap<RecordId, Rank>;
+
+fn ranks_of(lexical: &[(RecordId, f32)], vector: &[(RecordId, f32)]) -> Ranks {
+    let mut ranks: Ranks = HashMap::new();
+    for (r, (id, s)) in lexical.iter().enumerate() {
+        let e = ranks.entry(*id).or_default();
+        e.lexical = Some(r);
+        e.bm25 = Some(*s);
+    }
+    for (r, (id, sim)) in vector.iter().enumerate() {
+        let e = ranks.entry(*id).or_default();
+        e.vector = Some(r);
+        e.similarity = Some(*sim);
+    }
+    ranks
+}
+
+/// Weight of the lexical match in hybrid relevance (the vector similarity has `1 - LEXICAL_WEIGHT`).
+pub const LEXICAL_WEIGHT: f64 = 0.1;
+
+/// How well a record matches the query, 0.0 to 1.0: with vectors, `0.9 × cosine + 0.1 × bm25 /
+/// best bm25`; lexical only, `bm25 / best bm25`. (Equal-weight reciprocal-rank fusion was
+/// measured first and lost to vector search alone on the recall fixture, as did a 0.3 lexical
+/// weight: weak lexical matches on common words dilute it. See docs/recall.md.)
+pub fn relevance(lexical: Option<f32>, best_lexical: f32, similarity: Option<f32>, semantic: bool) -> f64 {
+    let lex = match lexical {
+        Some(s) if best_lexical > 0.0 => f64::from(s / best_lexical),
+        _ => 0.0,
+    };
+    if semantic {
+        let w = lexical_weight();
+        (1.0 - w) * f64::from(similarity.unwrap_or(0.0).max(0.0)) + w * lex
+    } else {
+        lex
+    }
+}
+
+fn lexical_weight() -> f64 {
+    LEXICAL_WEIGHT
+}
+
+/// The ranking score (see the module docs): relevance weighted by confidence and successes, plus a
+/// small recency term that only breaks near-ties.
+pub fn score(relevance: f64, confidence: f64, successes: u32, age_days: f64) -> f64 {
+    let success = 1.0 + 0.1 * (f64::from(successes) + 1.0).log2().min(3.0);
+    relevance * (0.5 + confidence) * success + 0.02 * (-age_days.max(0.0) / 180.0).exp()
+}
+
+fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool, now: Timestamp) -> Item {
+    let Rank { lexical: lexical_rank, vector: vector_rank, similarity, bm25 } = rank;
     let (fact_type, subject, scope, task, check) = match &e.record.payload {
         Payload::Fact(f) => (Some(f.fact_type), f.subject.clone(), f.scope.clone(), None, None),
         Payload::Attempt(a) => {
@@ -158,7 +187,7 @@ fn item(
         status: e.status,
         confidence,
         successes: e.successes,
-        score: score(lexical_rank, vector_rank, confidence, e.successes, age_days),
+        score: score(relevance(bm25, best_lexical, similarity, semantic), confidence, e.successes, age_days),
         lexical_rank,
         vector_rank,
         similarity,
@@ -198,15 +227,8 @@ pub fn recall(
     vector: &[(RecordId, f32)],
     semantic: bool,
 ) -> Recall {
-    let mut ranks: Ranks = HashMap::new();
-    for (r, (id, _)) in lexical.iter().enumerate() {
-        ranks.entry(*id).or_default().0 = Some(r);
-    }
-    for (r, (id, sim)) in vector.iter().enumerate() {
-        let e = ranks.entry(*id).or_default();
-        e.1 = Some(r);
-        e.2 = Some(*sim);
-    }
+    let ranks = ranks_of(lexical, vector);
+    let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
     let type_ok = |e: &Entry| match e.record.as_fact() {
         Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
         None => req.types.is_empty(),
@@ -220,9 +242,9 @@ pub fn recall(
     };
     let mut matched: Vec<Item> = ranks
         .iter()
-        .filter_map(|(id, (l, v, sim))| state.entries.get(id).map(|e| (e, *l, *v, *sim)))
-        .filter(|(e, ..)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted)
-        .map(|(e, l, v, sim)| item(e, state, l, v, sim, req.now))
+        .filter_map(|(id, rank)| state.entries.get(id).map(|e| (e, *rank)))
+        .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted)
+        .map(|(e, rank)| item(e, state, rank, best_lexical, semantic, req.now))
         .collect();
     matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 
@@ -234,10 +256,7 @@ pub fn recall(
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
                 && scope_ok(e)
         })
-        .map(|e| {
-            let (l, v, sim) = ranks.get(&e.id).copied().unwrap_or_default();
-            item(e, state, l, v, sim, req.now)
-        })
+        .map(|e| item(e, state, ranks.get(&e.id).copied().unwrap_or_default(), best_lexical, semantic, req.now))
         .collect();
     constraints.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 
@@ -315,4 +334,56 @@ pub fn recall(
         tokens: used,
         cut,
     }
+}
+
+/// Which candidate lists a flat ranking uses (for measuring retrieval quality).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Lexical,
+    Vector,
+    Hybrid,
+}
+
+/// All candidates ranked by score alone (no layers, no budget): what quality metrics measure.
+pub fn rank_flat(
+    state: &State,
+    lexical: &[(RecordId, f32)],
+    vector: &[(RecordId, f32)],
+    mode: Mode,
+    now: Timestamp,
+) -> Vec<RecordId> {
+    let lexical = if mode == Mode::Vector { &[][..] } else { lexical };
+    let vector = if mode == Mode::Lexical { &[][..] } else { vector };
+    let ranks = ranks_of(lexical, vector);
+    let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
+    let semantic = mode != Mode::Lexical;
+    let mut scored: Vec<(f64, RecordId)> = ranks
+        .iter()
+        .filter_map(|(id, r)| {
+            let e = state.entries.get(id)?;
+            let age = (now.0 - e.record.created_at.0) as f64 / 86_400.0;
+            Some((
+                score(relevance(r.bm25, best_lexical, r.similarity, semantic), e.confidence.as_f64(), e.successes, age),
+                *id,
+            ))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().map(|(_, id)| id).collect()
+}
+
+/// recall@k and mean reciprocal rank of `ranked` lists against `expected` ids (one list per query).
+pub fn metrics(ranked: &[Vec<RecordId>], expected: &[Vec<RecordId>], k: usize) -> (f64, f64) {
+    let n = ranked.len().max(1) as f64;
+    let mut hits = 0.0;
+    let mut rr = 0.0;
+    for (r, want) in ranked.iter().zip(expected) {
+        if r.iter().take(k).any(|id| want.contains(id)) {
+            hits += 1.0;
+        }
+        if let Some(pos) = r.iter().position(|id| want.contains(id)) {
+            rr += 1.0 / (pos as f64 + 1.0);
+        }
+    }
+    (hits / n, rr / n)
 }

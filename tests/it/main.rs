@@ -5,6 +5,7 @@ mod concurrency;
 mod fold;
 mod format;
 mod modes;
+mod quality;
 mod recall;
 mod review;
 mod store;
