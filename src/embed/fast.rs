@@ -49,6 +49,13 @@ impl FastEmbedder {
     }
 }
 
+impl FastEmbedder {
+    /// The underlying fastembed model, for measuring git-neo's overhead against it.
+    pub fn raw(&mut self) -> &mut fastembed::TextEmbedding {
+        &mut self.model
+    }
+}
+
 impl Embedder for FastEmbedder {
     fn model_id(&self) -> &str {
         MODEL_ID

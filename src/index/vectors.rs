@@ -105,6 +105,15 @@ impl Vectors {
         std::fs::rename(&tmp, path).map_err(us)
     }
 
+    /// Exact (brute-force) search, for measuring the approximate index's recall.
+    pub fn exact_search(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, VectorError> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        let m = self.index.exact_search(query, limit.max(1)).map_err(us)?;
+        Ok(m.keys.into_iter().zip(m.distances).map(|(k, d)| (k, 1.0 - d)).collect())
+    }
+
     /// (key, cosine similarity), best first.
     pub fn search(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, VectorError> {
         if self.is_empty() {

@@ -1,0 +1,180 @@
+//! Recall benchmarks, printed as a table (`cargo bench --bench recall`; `-- --quick` for 1k only).
+//!
+//! Needs the real model (scripts/install-model.sh). Per memory size: full rebuild (embedding
+//! included), in-process recall p50 (query embedding excluded, measured apart), whole-process
+//! `git neo recall` p50, incremental catch-up after one new record, and the vector index's
+//! recall@10 against exact search. Once: embedding throughput through git-neo against raw
+//! fastembed in the same run.
+
+use git_neo::api::Memory;
+use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
+use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
+use git_neo::recall::Request;
+use git_neo::store::{Identity, Store, StoreOptions};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const W: &[&str] = &[
+    "cache", "retry", "schema", "deploy", "token", "index", "parser", "queue", "lock", "migration", "payments", "auth",
+    "ledger", "refund", "webhook", "tenant", "shard", "replica", "backup", "metrics", "alert", "quota", "session", "export",
+];
+
+fn fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
+    let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
+    let r = Record {
+        kind: Kind::Fact,
+        payload: Payload::Fact(Fact {
+            fact_type: FactType::ALL[i % FactType::ALL.len()],
+            subject: format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97),
+            scope: format!("src/{}", w(3)),
+            tags: vec![],
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(700),
+            valid_from: None,
+            valid_to: None,
+            depends_on: vec![],
+            relations: vec![],
+            anchors: vec![],
+        }),
+        author: "Bench <bench@example.com>".into(),
+        created_at: Timestamp(1_770_000_000 + i as i64),
+        body: format!("When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n", w(4), w(5), w(6)),
+    };
+    let (id, bytes) = r.encode();
+    (Kind::Fact, id, bytes)
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git").current_dir(dir).args(args).env("GIT_CONFIG_NOSYSTEM", "1").output().expect("git").status.success();
+    assert!(ok, "git {args:?}");
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
+
+fn cache_root() -> std::path::PathBuf {
+    std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let paths = ModelPaths::in_cache(&cache_root());
+    let mut embedder = FastEmbedder::load(&paths).expect("the model is installed (scripts/install-model.sh)");
+    let who = Identity { name: "Bench".into(), email: "bench@example.com".into() };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let queries: Vec<String> = [
+        "how do retries behave under load", "tenant sharding and quotas", "webhook refunds", "what blocks the ledger",
+        "session export limits", "alerting on replica lag", "schema migration locks", "token cache expiry",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+
+    // Embedding throughput: git-neo's embedder against raw fastembed on the same texts.
+    let texts: Vec<String> = (0..512).map(|i| format!("The {} {} must not block the {} ({i})", W[i % 24], W[(i / 3) % 24], W[(i / 7) % 24])).collect();
+    let (mut ours, mut raw) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let t = Instant::now();
+        embedder.embed(&texts).expect("embed");
+        ours.push(t.elapsed());
+        let t = Instant::now();
+        embedder.raw().embed(&texts, Some(64)).expect("raw embed");
+        raw.push(t.elapsed());
+    }
+    let (o, r) = (median(ours), median(raw));
+    println!("| measurement | value | notes |\n|---|---|---|");
+    println!(
+        "| embedding throughput, git-neo vs raw fastembed | {:.0} vs {:.0} texts/s | overhead {:+.1}% (p50 of 3 x 512 texts) |",
+        512.0 / o.as_secs_f64(),
+        512.0 / r.as_secs_f64(),
+        (o.as_secs_f64() / r.as_secs_f64() - 1.0) * 100.0
+    );
+
+    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000, 100_000] };
+    for &n in sizes {
+        let repo = tmp.path().join(format!("r{n}"));
+        std::fs::create_dir_all(&repo).expect("mkdir");
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["config", "user.name", "Bench"]);
+        git(&repo, &["config", "user.email", "bench@example.com"]);
+        let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+        for start in (0..n).step_by(10_000) {
+            let batch: Vec<_> = (start..(start + 10_000).min(n)).map(fact).collect();
+            store.write_records(&batch, "neo: import", &who, Timestamp(1_770_000_000), false).expect("write");
+        }
+        git(&repo, &["repack", "-adq"]);
+        git(&repo, &["prune-packed"]);
+        let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+
+        let t = Instant::now();
+        let (indexes, _) = memory.reindex(Some(&mut embedder), &mut |_, _| {}).expect("rebuild");
+        let rebuild = t.elapsed();
+
+        // In-process recall with the query embedded beforehand.
+        let mut lat = Vec::new();
+        for _ in 0..5 {
+            for q in &queries {
+                let v = embedder.embed(std::slice::from_ref(q)).expect("embed").remove(0);
+                let t = Instant::now();
+                let lex = indexes.search_lexical(q, 50).expect("lexical");
+                let vec = indexes.search_vectors(&v, 50).expect("vector");
+                let req = Request { query: q.clone(), k: 10, budget: 12_000, types: vec![], scope: None, now: Timestamp(1_780_000_000) };
+                let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
+                lat.push(t.elapsed());
+                assert!(!out.facts.is_empty());
+            }
+        }
+        let inproc = median(lat);
+
+        // Vector recall@10 against exact search.
+        let vectors = indexes.vectors.as_ref().expect("vectors");
+        let mut overlap = 0usize;
+        for q in &queries {
+            let v = embedder.embed(std::slice::from_ref(q)).expect("embed").remove(0);
+            let approx: Vec<u64> = vectors.search(&v, 10).expect("search").into_iter().map(|(k, _)| k).collect();
+            let exact: Vec<u64> = vectors.exact_search(&v, 10).expect("exact").into_iter().map(|(k, _)| k).collect();
+            overlap += approx.iter().filter(|k| exact.contains(k)).count();
+        }
+        let recall10 = overlap as f64 / (10 * queries.len()) as f64;
+        drop(indexes);
+
+        // Whole-process `git neo recall`.
+        let mut whole = Vec::new();
+        for q in queries.iter().take(5) {
+            let t = Instant::now();
+            let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+                .current_dir(&repo)
+                .args(["recall", q, "--json"])
+                .env("GIT_NEO_CACHE_DIR", cache_root())
+                .output()
+                .expect("run");
+            whole.push(t.elapsed());
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+
+        // Incremental catch-up after one new record (must not rebuild).
+        store.write_records(&[fact(n + 1)], "neo: add", &who, Timestamp(1_780_000_000), false).expect("write");
+        let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+        let t = Instant::now();
+        let (_, refresh) = memory.open_indexes(Some(&mut embedder), &mut |_, _| {}).expect("catch up");
+        let catch_up = t.elapsed();
+        assert!(matches!(refresh, git_neo::index::Refresh::CaughtUp { added: 1, .. }), "{refresh:?}");
+
+        let k = n / 1000;
+        println!("| {k}k: full rebuild (embedding included) | {:.1} s | {:.0} records/s |", rebuild.as_secs_f64(), n as f64 / rebuild.as_secs_f64());
+        println!("| {k}k: in-process recall p50 | {} | query embedding excluded; 40 queries |", ms(inproc));
+        println!("| {k}k: whole-process `git neo recall` p50 | {} | 5 runs, query embedding and model load included |", ms(median(whole)));
+        println!("| {k}k: catch-up after one new record | {} | no rebuild; one embedding included |", ms(catch_up));
+        println!("| {k}k: vector recall@10 vs exact search | {recall10:.3} | usearch HNSW, cos, f16 |");
+    }
+}
