@@ -8,16 +8,38 @@
 
 use git_neo::api::Memory;
 use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
-use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
 use git_neo::recall::Request;
+use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
 use git_neo::store::{Identity, Store, StoreOptions};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const W: &[&str] = &[
-    "cache", "retry", "schema", "deploy", "token", "index", "parser", "queue", "lock", "migration", "payments", "auth",
-    "ledger", "refund", "webhook", "tenant", "shard", "replica", "backup", "metrics", "alert", "quota", "session", "export",
+    "cache",
+    "retry",
+    "schema",
+    "deploy",
+    "token",
+    "index",
+    "parser",
+    "queue",
+    "lock",
+    "migration",
+    "payments",
+    "auth",
+    "ledger",
+    "refund",
+    "webhook",
+    "tenant",
+    "shard",
+    "replica",
+    "backup",
+    "metrics",
+    "alert",
+    "quota",
+    "session",
+    "export",
 ];
 
 fn fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
@@ -40,14 +62,26 @@ fn fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
         }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),
-        body: format!("When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n", w(4), w(5), w(6)),
+        body: format!(
+            "When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n",
+            w(4),
+            w(5),
+            w(6)
+        ),
     };
     let (id, bytes) = r.encode();
     (Kind::Fact, id, bytes)
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git").current_dir(dir).args(args).env("GIT_CONFIG_NOSYSTEM", "1").output().expect("git").status.success();
+    let ok = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git")
+        .status
+        .success();
     assert!(ok, "git {args:?}");
 }
 
@@ -73,15 +107,23 @@ fn main() {
     let who = Identity { name: "Bench".into(), email: "bench@example.com".into() };
     let tmp = tempfile::tempdir().expect("tempdir");
     let queries: Vec<String> = [
-        "how do retries behave under load", "tenant sharding and quotas", "webhook refunds", "what blocks the ledger",
-        "session export limits", "alerting on replica lag", "schema migration locks", "token cache expiry",
+        "how do retries behave under load",
+        "tenant sharding and quotas",
+        "webhook refunds",
+        "what blocks the ledger",
+        "session export limits",
+        "alerting on replica lag",
+        "schema migration locks",
+        "token cache expiry",
     ]
     .iter()
     .map(|s| s.to_string())
     .collect();
 
     // Embedding throughput: git-neo's embedder against raw fastembed on the same texts.
-    let texts: Vec<String> = (0..512).map(|i| format!("The {} {} must not block the {} ({i})", W[i % 24], W[(i / 3) % 24], W[(i / 7) % 24])).collect();
+    let texts: Vec<String> = (0..512)
+        .map(|i| format!("The {} {} must not block the {} ({i})", W[i % 24], W[(i / 3) % 24], W[(i / 7) % 24]))
+        .collect();
     let (mut ours, mut raw) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let t = Instant::now();
@@ -128,7 +170,14 @@ fn main() {
                 let t = Instant::now();
                 let lex = indexes.search_lexical(q, 50).expect("lexical");
                 let vec = indexes.search_vectors(&v, 50).expect("vector");
-                let req = Request { query: q.clone(), k: 10, budget: 12_000, types: vec![], scope: None, now: Timestamp(1_780_000_000) };
+                let req = Request {
+                    query: q.clone(),
+                    k: 10,
+                    budget: 12_000,
+                    types: vec![],
+                    scope: None,
+                    now: Timestamp(1_780_000_000),
+                };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
                 lat.push(t.elapsed());
                 assert!(!out.facts.is_empty());
@@ -171,9 +220,16 @@ fn main() {
         assert!(matches!(refresh, git_neo::index::Refresh::CaughtUp { added: 1, .. }), "{refresh:?}");
 
         let k = n / 1000;
-        println!("| {k}k: full rebuild (embedding included) | {:.1} s | {:.0} records/s |", rebuild.as_secs_f64(), n as f64 / rebuild.as_secs_f64());
+        println!(
+            "| {k}k: full rebuild (embedding included) | {:.1} s | {:.0} records/s |",
+            rebuild.as_secs_f64(),
+            n as f64 / rebuild.as_secs_f64()
+        );
         println!("| {k}k: in-process recall p50 | {} | query embedding excluded; 40 queries |", ms(inproc));
-        println!("| {k}k: whole-process `git neo recall` p50 | {} | 5 runs, query embedding and model load included |", ms(median(whole)));
+        println!(
+            "| {k}k: whole-process `git neo recall` p50 | {} | 5 runs, query embedding and model load included |",
+            ms(median(whole))
+        );
         println!("| {k}k: catch-up after one new record | {} | no rebuild; one embedding included |", ms(catch_up));
         println!("| {k}k: vector recall@10 vs exact search | {recall10:.3} | usearch HNSW, cos, f16 |");
     }

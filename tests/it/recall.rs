@@ -212,3 +212,35 @@ fn the_real_model_finds_a_paraphrase_that_shares_no_words() {
     assert!(r["facts"][0]["lexical_rank"].is_null(), "no word in common: found by meaning alone");
     assert!(r["familiarity"]["best_similarity"].as_f64().is_some_and(|s| s > 0.4), "{r}");
 }
+
+/// The shape of `recall --json` documented in docs/json-output.md: top-level fields, item fields
+/// and which records land in which layer, on a fixed memory with the deterministic embedder.
+#[test]
+fn recall_json_shape_is_pinned() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    seed(&sb, &repo);
+    let out = recall(&sb, &repo, "hash", &["payments ledger webhook", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&String::from_utf8_lossy(&out.stdout));
+    let mut shape = String::new();
+    let keys = |v: &serde_json::Value| {
+        v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")).unwrap_or_default()
+    };
+    shape.push_str(&format!("top: {}\n", keys(&r)));
+    shape.push_str(&format!("familiarity: {}\n", keys(&r["familiarity"])));
+    for layer in ["constraints", "facts", "attempts", "invalidated", "known_unknowns"] {
+        for item in r[layer].as_array().expect("layer") {
+            shape.push_str(&format!("{layer}: {} | {}\n", item["subject"].as_str().unwrap_or(""), keys(item)));
+        }
+    }
+    let expected = "top: attempts,budget,constraints,cut,facts,familiarity,invalidated,known_unknowns,query,semantic,tokens
+familiarity: best_confidence,best_similarity,level
+constraints: Never call the payments API from tests | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+facts: Payments go through the ledger service | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+facts: Deploy with Fly.io | body,confidence,id,kind,scope,score,similarity,status,subject,successes,type,vector_rank
+facts: Cache invalidation uses versioned keys | body,confidence,id,kind,scope,score,similarity,status,subject,successes,type,vector_rank
+known_unknowns: Why the payments webhook retries twice | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+";
+    assert_eq!(shape, expected);
+}
