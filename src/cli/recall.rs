@@ -87,10 +87,19 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
     }
     let mut embedder = embedder(ctx);
     let bar = ctx.out.progress(0, "embedding");
-    let (indexes, refresh) = memory.open_indexes(reborrow(&mut embedder), &mut |done, total| {
+    let mut progress = |done: usize, total: usize| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
-    })?;
+    };
+    let (indexes, refresh) = match memory.open_indexes(reborrow(&mut embedder), &mut progress) {
+        // A model that fails while embedding must not take recall down: fall back to lexical.
+        Err(Error::Index(git_neo::index::IndexError::Embed(e))) => {
+            ctx.out.warn(&format!("{e}; falling back to lexical recall"));
+            embedder = None;
+            memory.open_indexes(None, &mut progress)?
+        }
+        other => other?,
+    };
     bar.finish_and_clear();
     report(ctx, &refresh);
     let req = git_neo::recall::Request {

@@ -143,12 +143,11 @@ impl Indexes {
         let lexical =
             Lexical::open(&dir.join("lexical")).map_err(|e| format!("the lexical index is unreadable ({e})"))?;
         let vectors = match (want_model, &have_model) {
-            (Some((_, dim)), Some(_)) => Some(
-                Vectors::open(&dir.join("vectors.usearch"), *dim)
-                    .map_err(|e| format!("the vector index is unreadable ({e})"))?,
-            ),
+            (Some((_, dim)), Some(_)) => {
+                Some(Vectors::open(dir, *dim).map_err(|e| format!("the vector index is unreadable ({e})"))?)
+            }
             (Some((_, dim)), None) => {
-                Some(Vectors::new(*dim).map_err(|e| format!("cannot create a vector index ({e})"))?)
+                Some(Vectors::create(dir, *dim).map_err(|e| format!("cannot create a vector index ({e})"))?)
             }
             _ => None,
         };
@@ -214,7 +213,7 @@ impl Indexes {
         std::fs::create_dir_all(dir).map_err(|e| cache_err(dir, e))?;
         let lexical = Lexical::create(&dir.join("lexical")).map_err(|e| cache_err(dir, e))?;
         let vectors = match &embedder {
-            Some(e) => Some(Vectors::new(e.dim()).map_err(|e| cache_err(dir, e))?),
+            Some(e) => Some(Vectors::create(dir, e.dim()).map_err(|e| cache_err(dir, e))?),
             None => None,
         };
         let mut idx = Indexes {
@@ -234,8 +233,8 @@ impl Indexes {
 
     fn save(&mut self) -> Result<(), IndexError> {
         write_ids(&self.dir.join("ids"), &self.ids).map_err(|e| cache_err(&self.dir, e))?;
-        if let Some(v) = &self.vectors {
-            v.save(&self.dir.join("vectors.usearch")).map_err(|e| cache_err(&self.dir, e))?;
+        if let Some(v) = &mut self.vectors {
+            v.save().map_err(|e| cache_err(&self.dir, e))?;
         }
         let json = serde_json::to_vec_pretty(&self.stamp).map_err(|e| cache_err(&self.dir, e))?;
         // The stamp is written last and atomically: a crash before it leaves the old stamp,

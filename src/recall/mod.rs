@@ -248,17 +248,29 @@ pub fn recall(
         .collect();
     matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 
-    // Constraints always apply: every valid one, the matching ones first.
-    let mut constraints: Vec<Item> = state
+    // Constraints always apply: every valid one, the matching ones first. Scores are computed on
+    // the entries and items are built only for those that fit the budget (a memory can hold
+    // thousands of constraints).
+    let mut constraint_entries: Vec<(f64, &Entry, Rank)> = state
         .iter()
         .filter(|e| {
             e.status == Status::Valid
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
                 && scope_ok(e)
         })
-        .map(|e| item(e, state, ranks.get(&e.id).copied().unwrap_or_default(), best_lexical, semantic, req.now))
+        .map(|e| {
+            let rank = ranks.get(&e.id).copied().unwrap_or_default();
+            let age = (req.now.0 - e.record.created_at.0) as f64 / 86_400.0;
+            let s = score(
+                relevance(rank.bm25, best_lexical, rank.similarity, semantic),
+                e.confidence.as_f64(),
+                e.successes,
+                age,
+            );
+            (s, e, rank)
+        })
         .collect();
-    constraints.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+    constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
 
     let mut facts = Vec::new();
     let mut known_unknowns = Vec::new();
@@ -283,7 +295,11 @@ pub fn recall(
     let mut attempts: Vec<Item> = best_attempt.into_values().collect();
     attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
 
-    let best = facts.first().or(constraints.iter().find(|c| c.lexical_rank.is_some() || c.vector_rank.is_some()));
+    let best_constraint = constraint_entries
+        .iter()
+        .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
+        .map(|(_, e, r)| item(e, state, *r, best_lexical, semantic, req.now));
+    let best = facts.first().or(best_constraint.as_ref());
     let best_similarity = vector.first().map(|(_, s)| *s);
     let familiarity = match (best, best_similarity) {
         (None, _) => Familiarity { level: "none", best_similarity, best_confidence: None },
@@ -316,7 +332,16 @@ pub fn recall(
         }
         kept
     };
-    let constraints = take(constraints, req.budget * 2 / 3, &mut used, &mut cut);
+    let mut constraints = Vec::new();
+    for (_, e, rank) in constraint_entries {
+        let t = (e.record.summary().len() + e.record.body.trim_end().len() + 60) / 4;
+        if used + t <= req.budget * 2 / 3 {
+            used += t;
+            constraints.push(item(e, state, rank, best_lexical, semantic, req.now));
+        } else {
+            cut += 1;
+        }
+    }
     let facts = take(facts, req.budget, &mut used, &mut cut);
     let attempts = take(attempts, req.budget, &mut used, &mut cut);
     let invalidated = take(invalidated, req.budget, &mut used, &mut cut);
