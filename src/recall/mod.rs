@@ -200,7 +200,8 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
 /// The supersession records naming `e` as old, as replacements.
 fn replacements(e: &Entry, state: &State) -> Vec<Replacement> {
     state
-        .iter()
+        .entries
+        .values()
         .filter(|s| s.status == Status::Valid)
         .filter_map(|s| match &s.record.payload {
             Payload::Supersession(sup) if sup.old == e.id => Some(Replacement {
@@ -251,8 +252,10 @@ pub fn recall(
     // Constraints always apply: every valid one, the matching ones first. Scores are computed on
     // the entries and items are built only for those that fit the budget (a memory can hold
     // thousands of constraints).
+    // (A linear scan of the entries; their order does not matter here, scores and ids decide.)
     let mut constraint_entries: Vec<(f64, &Entry, Rank)> = state
-        .iter()
+        .entries
+        .values()
         .filter(|e| {
             e.status == Status::Valid
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
