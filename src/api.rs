@@ -392,8 +392,9 @@ impl Memory {
         self.write(record, message, ctx)
     }
 
-    /// Encode, write and fold in one record. `{id}` in `message` becomes the short id.
-    fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+    /// Write one prepared record through the write mode (auto, review, off). `{id}` in `message`
+    /// becomes the short id.
+    pub(crate) fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
         let review = self.store.write_mode() == WriteMode::Review;
         let mut outcome = self.target()?.write_here(record, message, ctx)?;
         outcome.proposed = review;
@@ -788,6 +789,22 @@ impl Memory {
             }
             _ => (Vec::new(), false),
         };
-        Ok(crate::recall::recall(&self.state, req, &lexical, &vector, semantic))
+        let mut out = crate::recall::recall(&self.state, req, &lexical, &vector, semantic);
+        // Attempts say whether their check still applies, and where their task stands now.
+        for item in &mut out.attempts {
+            if let Some(Payload::Attempt(a)) = self.state.entries.get(&item.id).map(|e| &e.record.payload) {
+                item.freshness =
+                    Some(crate::attempts::freshness(&self.store, a.check.commit.as_deref(), &a.files)?.to_string());
+                item.task_status = self
+                    .state
+                    .iter()
+                    .filter_map(|e| match &e.record.payload {
+                        Payload::Attempt(x) if x.task == a.task => Some(x.check.result.to_string()),
+                        _ => None,
+                    })
+                    .last();
+            }
+        }
+        Ok(out)
     }
 }

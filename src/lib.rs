@@ -7,6 +7,7 @@
 //! - [`state`]: PURE. The fold from all records to current meaning.
 //! - [`redact`]: PURE. The write-time filter for secrets and injection-like text.
 //! - [`api`]: use cases (init, add, show, list, log, forget).
+//! - [`attempts`]: attempts with observed or reported checks, task history, freshness, recheck.
 //! - [`verify`]: the integrity check run in CI.
 //! - [`share`]: sync and propose through git remotes.
 //! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
@@ -16,6 +17,7 @@
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
+pub mod attempts;
 pub mod embed;
 pub mod error;
 pub mod index;

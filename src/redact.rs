@@ -234,6 +234,27 @@ pub fn scan(text: &str) -> Vec<Finding> {
     out
 }
 
+/// `text` with every span a rule fires on replaced by `[redacted: <rule>]`: for command output,
+/// which is recorded as evidence rather than refused.
+pub fn mask_all(text: &str) -> String {
+    let mut out = text.to_string();
+    for (i, re) in compiled() {
+        if RULES[*i].class == Class::Secret {
+            out = re.replace_all(&out, format!("[redacted: {}]", RULES[*i].name).as_str()).into_owned();
+        }
+    }
+    let masked = assignment().replace_all(&out, |caps: &regex::Captures<'_>| {
+        let v = caps.get(2).map(|m| m.as_str()).unwrap_or("");
+        let whole = caps.get(0).map(|m| m.as_str()).unwrap_or("");
+        if is_placeholder(v) || entropy(v) < MIN_ENTROPY_BITS || !v.chars().any(|c| c.is_ascii_digit()) {
+            whole.to_string()
+        } else {
+            whole.replace(v, &format!("[redacted: {ASSIGNMENT_RULE}]"))
+        }
+    });
+    masked.into_owned()
+}
+
 /// The text fields of a record, named as in front matter.
 pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
     let mut f: Vec<(&'static str, &str)> = vec![("body", record.body.as_str())];
@@ -257,6 +278,9 @@ pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
             }
             if let Some(c) = &a.check.command {
                 f.push(("check.command", c));
+            }
+            if let Some(o) = &a.check.output {
+                f.push(("check.output", o));
             }
         }
         Payload::Supersession(s) => f.push(("reason", &s.reason)),
@@ -388,6 +412,21 @@ mod tests {
         for text in clean {
             assert!(scan(text).is_empty(), "false positive on {text:?}: {:?}", scan(text));
         }
+    }
+
+    #[test]
+    fn mask_all_removes_every_secret_and_keeps_the_rest() {
+        let text = format!(
+            "ok line\ntoken {}{}\nAPI_KEY={}{}\nexit 0",
+            "ghp_", "abcdefghijklmnopqrstuvwxyz0123456789AB", "q8Zr3vN1", "xKp2LwT9"
+        );
+        let masked = mask_all(&text);
+        assert!(scan(&masked).iter().all(|f| f.class != Class::Secret), "{masked}");
+        assert!(
+            masked.contains("[redacted: github-token]") && masked.contains("[redacted: secret-assignment]"),
+            "{masked}"
+        );
+        assert!(masked.starts_with("ok line\n") && masked.ends_with("exit 0"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! program quietly with exit 0, as ripgrep does.
 
 mod add;
+mod attempt;
 mod diff;
 mod forget;
 mod import;
@@ -66,6 +67,12 @@ enum Command {
     Init,
     /// Add a typed fact; prints its id.
     Add(add::Args),
+    /// Record an attempt at a task, with a check you report or git-neo runs.
+    Attempt(attempt::AttemptArgs),
+    /// Every attempt of a task, with whether its check still applies.
+    Task(attempt::TaskArgs),
+    /// Re-run an attempt's check at HEAD and record what happened.
+    Recheck(attempt::RecheckArgs),
     /// Show a record's file and its derived state.
     Show(show::Args),
     /// List records (valid facts and attempts by default).
@@ -191,6 +198,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let result = match cli.command {
         Command::Init => init::run(&mut ctx),
         Command::Add(a) => add::run(&mut ctx, a),
+        Command::Attempt(a) => attempt::attempt(&mut ctx, a),
+        Command::Task(a) => attempt::task(&mut ctx, a),
+        Command::Recheck(a) => attempt::recheck(&mut ctx, a),
         Command::Show(a) => show::run(&mut ctx, a),
         Command::List(a) => list::run(&mut ctx, a),
         Command::Log(a) => log::run(&mut ctx, a),

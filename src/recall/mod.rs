@@ -64,6 +64,12 @@ pub struct Item {
     pub task: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<String>,
+    /// For attempts: whether the check still applies at HEAD (`fresh`, `stale: …`, `unknown: …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freshness: Option<String>,
+    /// For attempts: the check result of the task's latest attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_status: Option<String>,
 }
 
 /// What replaced an invalidated fact.
@@ -194,6 +200,8 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         replaced_by,
         task,
         check,
+        freshness: None,
+        task_status: None,
     }
 }
 

@@ -51,11 +51,13 @@ pub fn markdown(r: &Recall) -> String {
         for i in &r.attempts {
             let _ = writeln!(
                 s,
-                "- task {}: {} `{}` (check {})",
+                "- task {}: {} `{}` (check {}; {}; task's latest: {})",
                 md(i.task.as_deref().unwrap_or("")),
                 md(&i.subject),
                 i.id.short(),
-                i.check.as_deref().unwrap_or("unverified")
+                i.check.as_deref().unwrap_or("unverified"),
+                md(i.freshness.as_deref().unwrap_or("freshness unknown")),
+                i.task_status.as_deref().unwrap_or("unknown")
             );
         }
         s.push('\n');

@@ -129,12 +129,35 @@ fn attempt(w: &mut Writer, a: &Attempt) {
         w.str("command", cmd);
     }
     let _ = writeln!(w.out, "  result: {}", a.check.result);
+    let _ = writeln!(w.out, "  source: {}", a.check.source);
+    if let Some(code) = a.check.exit_code {
+        let _ = writeln!(w.out, "  exit_code: {code}");
+    }
+    if let Some(ms) = a.check.duration_ms {
+        let _ = writeln!(w.out, "  duration_ms: {ms}");
+    }
+    if let Some(output) = &a.check.output {
+        w.out.push_str("  ");
+        w.str("output", output);
+    }
     if let Some(commit) = &a.check.commit {
         w.out.push_str("  ");
         w.str("commit", commit);
     }
     let _ = writeln!(w.out, "  dirty: {}", a.check.dirty);
-    w.list("files", &a.files);
+    if !a.files.is_empty() {
+        w.out.push_str("files:\n");
+        for f in &a.files {
+            w.out.push_str("  - ");
+            w.str("path", &f.path);
+            if let Some(blob) = &f.blob {
+                w.out.push_str("    ");
+                w.str("blob", blob);
+            }
+            let _ = writeln!(w.out, "    dirty: {}", f.dirty);
+        }
+    }
+    w.opt_str("retry_of", a.retry_of.map(|r| r.to_hex()).as_deref());
     w.str("scope", &a.scope);
     w.list("tags", &a.tags);
 }

@@ -125,6 +125,15 @@ word_enum!(
 );
 
 word_enum!(
+    /// How an attempt's check result is known.
+    CheckSource {
+        Reported => "reported",
+        Observed => "observed",
+        None => "none",
+    }
+);
+
+word_enum!(
     /// How a supersession was decided.
     SupersessionMethod {
         Key => "key",
@@ -245,10 +254,30 @@ pub struct Check {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     pub result: CheckResult,
-    /// The commit HEAD pointed at when the check ran.
+    /// How the result is known: git-neo ran the command (`observed`) or the caller said so.
+    pub source: CheckSource,
+    /// Exit code, duration and a bounded, secret-filtered tail of the output (observed checks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The commit HEAD pointed at when the attempt was recorded (read by git-neo).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
-    /// Whether the work tree had uncommitted changes when the check ran.
+    /// Whether the work tree had uncommitted changes then (read by git-neo).
+    pub dirty: bool,
+}
+
+/// A file an attempt touched, as git-neo saw it when the attempt was recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AffectedFile {
+    pub path: String,
+    /// The blob id of the file's content (work tree if it differs from HEAD).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// Whether the work-tree file differed from HEAD.
     pub dirty: bool,
 }
 
@@ -261,7 +290,10 @@ pub struct Attempt {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inference: Option<String>,
     pub check: Check,
-    pub files: Vec<String>,
+    pub files: Vec<AffectedFile>,
+    /// The attempt this one re-checks (`git neo recheck`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<RecordId>,
     pub scope: String,
     pub tags: Vec<String>,
 }
@@ -353,7 +385,7 @@ impl Record {
                 .map(|d| ("depends_on", *d))
                 .chain(f.relations.iter().map(|r| ("relations", r.id)))
                 .collect(),
-            Payload::Attempt(_) => Vec::new(),
+            Payload::Attempt(a) => a.retry_of.map(|r| ("retry_of", r)).into_iter().collect(),
             Payload::Supersession(s) => std::iter::once(("old", s.old)).chain(s.new.map(|n| ("new", n))).collect(),
             Payload::Outcome(o) => vec![("target", o.target)],
             Payload::Retraction(r) => vec![("target", r.target)],

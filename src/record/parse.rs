@@ -7,8 +7,9 @@
 
 use super::validate::{validate, Problem, Problems};
 use super::{
-    Anchor, Attempt, Check, CheckResult, Fact, FactType, Kind, LineRange, Milli, Outcome, Payload, Provenance, Record,
-    RecordId, Relation, RelationType, Retraction, Supersession, SupersessionMethod, Timestamp, FORMAT_VERSION,
+    AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Fact, FactType, Kind, LineRange, Milli, Outcome,
+    Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Supersession, SupersessionMethod,
+    Timestamp, FORMAT_VERSION,
 };
 use serde_yaml::{Mapping, Value};
 
@@ -131,6 +132,18 @@ impl Fields {
             None => {
                 let t = type_name(&v);
                 self.bad(key, format!("must be a number such as 0.7, found {t}"));
+                None
+            }
+        }
+    }
+
+    fn integer(&mut self, key: &str) -> Option<i64> {
+        let v = self.take(key)?;
+        match v.as_i64() {
+            Some(i) => Some(i),
+            None => {
+                let t = type_name(&v);
+                self.bad(key, format!("must be a whole number, found {t}"));
                 None
             }
         }
@@ -301,14 +314,46 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
         Some(mut c) => {
             let command = c.opt_str("command");
             let result = c.word("result", true, CheckResult::from_word, CheckResult::expected());
+            let source = c.word("source", true, CheckSource::from_word, CheckSource::expected());
+            let exit_code = c.integer("exit_code");
+            let duration_ms = c.integer("duration_ms").and_then(|d| u64::try_from(d).ok());
+            let output = c.opt_str("output");
             let commit = c.opt_str("commit");
             let dirty = c.boolean("dirty");
             f.absorb(c);
-            Check { command, result: result.unwrap_or(CheckResult::Unverified), commit, dirty: dirty.unwrap_or(false) }
+            Check {
+                command,
+                result: result.unwrap_or(CheckResult::Unverified),
+                source: source.unwrap_or(CheckSource::None),
+                exit_code,
+                duration_ms,
+                output,
+                commit,
+                dirty: dirty.unwrap_or(false),
+            }
         }
-        None => Check { command: None, result: CheckResult::Unverified, commit: None, dirty: false },
+        None => Check {
+            command: None,
+            result: CheckResult::Unverified,
+            source: CheckSource::None,
+            exit_code: None,
+            duration_ms: None,
+            output: None,
+            commit: None,
+            dirty: false,
+        },
     };
-    let files = f.str_list("files");
+    let mut files = Vec::new();
+    for mut m in f.mapping_list("files") {
+        let path = m.req_str("path");
+        let blob = m.opt_str("blob");
+        let dirty = m.boolean("dirty");
+        if let Some(path) = path {
+            files.push(AffectedFile { path, blob, dirty: dirty.unwrap_or(false) });
+        }
+        f.absorb(m);
+    }
+    let retry_of = f.opt_id("retry_of");
     let scope = f.req_str("scope");
     let tags = f.str_list("tags");
     Attempt {
@@ -318,6 +363,7 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
         inference,
         check,
         files,
+        retry_of,
         scope: scope.unwrap_or_default(),
         tags,
     }

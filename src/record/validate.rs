@@ -247,8 +247,27 @@ pub fn validate(record: &Record) -> Vec<Problem> {
             if a.files.len() > MAX_ANCHORS {
                 p.push(Problem::new("files", format!("has {} files; the limit is {MAX_ANCHORS}", a.files.len())));
             }
+            if let Some(out) = &a.check.output {
+                if out.len() > MAX_TEXT_BYTES {
+                    p.push(Problem::new(
+                        "check.output",
+                        format!("is {} bytes; the limit is {MAX_TEXT_BYTES}", out.len()),
+                    ));
+                }
+                if let Some(c) = out.chars().find(|&c| forbidden_char(c, true)) {
+                    p.push(Problem::new(
+                        "check.output",
+                        format!("contains {}, which records do not store", describe(c)),
+                    ));
+                }
+            }
             for (i, f) in a.files.iter().enumerate() {
-                check_repo_path(&mut p, &format!("files[{i}]"), f);
+                check_repo_path(&mut p, &format!("files[{i}].path"), &f.path);
+                if let Some(b) = &f.blob {
+                    if !(b.len() == 40 || b.len() == 64) || !super::id::is_lower_hex(b) {
+                        p.push(Problem::new(format!("files[{i}].blob"), "must be a full lowercase hex git object id"));
+                    }
+                }
             }
             check_line(
                 &mut p,

@@ -205,3 +205,88 @@ impl Store {
         }
     }
 }
+
+impl Store {
+    /// Whether the commit `id` is in this repository's object database.
+    pub fn has_commit(&self, id: ObjectId) -> Result<bool> {
+        Ok(self.repo.find_commit(id).is_ok())
+    }
+
+    fn blob_in(&self, commit: ObjectId, path: &str) -> Result<Option<ObjectId>> {
+        let tree = self
+            .repo
+            .find_commit(commit)
+            .git(|| format!("reading commit {commit}"))?
+            .tree()
+            .git(|| format!("reading the tree of {commit}"))?;
+        Ok(tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.map(|e| e.object_id()))
+    }
+
+    /// For each of `paths` whose content differs between commits `from` and `to`: how many commits
+    /// in `from..to` changed it (walking at most `limit` commits, first parents).
+    pub fn paths_changed_between(
+        &self,
+        from: ObjectId,
+        to: ObjectId,
+        paths: &[&str],
+        limit: usize,
+    ) -> Result<Vec<(String, usize)>> {
+        let mut changed: Vec<(String, usize)> = Vec::new();
+        for p in paths {
+            if self.blob_in(from, p)? != self.blob_in(to, p)? {
+                changed.push((p.to_string(), 0));
+            }
+        }
+        if changed.is_empty() {
+            return Ok(changed);
+        }
+        let walk = self
+            .repo
+            .rev_walk([to])
+            .with_hidden([from])
+            .first_parent_only()
+            .all()
+            .git(|| format!("walking {from}..{to}"))?;
+        for info in walk.take(limit) {
+            let info = info.git(|| "walking history".into())?;
+            let commit = self.repo.find_commit(info.id).git(|| format!("reading commit {}", info.id))?;
+            let parent = commit.parent_ids().next().map(|p| p.detach());
+            for (path, count) in changed.iter_mut() {
+                let now = self.blob_in(info.id, path)?;
+                let before = match parent {
+                    Some(p) => self.blob_in(p, path)?,
+                    None => None,
+                };
+                if now != before {
+                    *count += 1;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Whether the work tree has uncommitted changes (`git status --porcelain`, untracked files
+    /// included). A bare repository is never dirty.
+    pub fn work_tree_dirty(&self) -> Result<bool> {
+        let Some(work) = self.work_dir() else { return Ok(false) };
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repo.git_dir())
+            .arg("--work-tree")
+            .arg(work)
+            .args(["status", "--porcelain", "--untracked-files=normal"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| crate::error::Error::GitCommand {
+                command: "status".into(),
+                message: format!("could not start git: {e}"),
+            })?;
+        if !out.status.success() {
+            return Err(crate::error::Error::GitCommand {
+                command: "status".into(),
+                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(!out.stdout.is_empty())
+    }
+}

@@ -1,8 +1,9 @@
 //! The record format: canonical bytes pinned by snapshots, identity, and the parser's problem lists.
 
 use git_neo::record::{
-    parse::parse, Anchor, Attempt, Check, CheckResult, Fact, FactType, Kind, LineRange, Milli, Outcome, Payload,
-    Provenance, Record, RecordId, Relation, RelationType, Retraction, Supersession, SupersessionMethod, Timestamp,
+    parse::parse, AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Fact, FactType, Kind, LineRange,
+    Milli, Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Supersession,
+    SupersessionMethod, Timestamp,
 };
 
 fn id(c: char) -> RecordId {
@@ -87,10 +88,15 @@ fn snapshots() -> Vec<(Record, &'static str)> {
                     check: Check {
                         command: Some("cargo test -p net".into()),
                         result: CheckResult::Passed,
+                        source: CheckSource::Observed,
+                        exit_code: Some(0),
+                        duration_ms: Some(5120),
+                        output: Some("test result: ok. 50 passed".into()),
                         commit: Some("e".repeat(40)),
                         dirty: false,
                     },
-                    files: vec!["src/net.rs".into()],
+                    files: vec![AffectedFile { path: "src/net.rs".into(), blob: Some("f".repeat(40)), dirty: false }],
+                    retry_of: None,
                     scope: "project".into(),
                     tags: vec![],
                 }),
@@ -106,9 +112,16 @@ inference: "the race was in the retry timing"
 check:
   command: "cargo test -p net"
   result: passed
+  source: observed
+  exit_code: 0
+  duration_ms: 5120
+  output: "test result: ok. 50 passed"
   commit: "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
   dirty: false
-files: ["src/net.rs"]
+files:
+  - path: "src/net.rs"
+    blob: "ffffffffffffffffffffffffffffffffffffffff"
+    dirty: false
 scope: "project"
 author: "Ada Tester <ada@example.com>"
 created_at: "2026-03-01T12:00:00Z"

@@ -1,5 +1,6 @@
 //! The one integration test binary: a module per area, all on real temporary git repositories.
 
+mod attempts;
 mod cli;
 mod concurrency;
 mod fold;

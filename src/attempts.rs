@@ -1,0 +1,405 @@
+//! Use cases for attempts: record one (with a check that is reported, or run and observed),
+//! a task's history, whether a check still applies at HEAD (freshness), and re-checking.
+//!
+//! The git facts of an attempt (HEAD commit, dirty work tree, which affected files were dirty,
+//! their blob ids) are read here from the repository, never taken from the caller. A command given
+//! with `--run` is executed only as given, through the caller-named shell, in the repository root,
+//! with a timeout; its output tail passes the secret filter (secrets are masked) before it is stored.
+
+use crate::api::{AddOutcome, Memory, WriteContext};
+use crate::error::{Error, Result};
+use crate::record::{
+    self, AffectedFile, Attempt, Check, CheckResult, CheckSource, Kind, Milli, Outcome, Payload, Problem, Problems,
+    Record, RecordId,
+};
+use crate::state::Entry;
+use crate::store::Store;
+use serde::Serialize;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Bytes of command output kept (the tail).
+pub const OUTPUT_TAIL_BYTES: usize = 4000;
+/// Default timeout for `--run`.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How an attempt's check is given.
+#[derive(Clone, Debug)]
+pub enum CheckSpec {
+    None,
+    Reported { command: String, result: String },
+    Run { command: String, shell: PathBuf, timeout: Duration },
+}
+
+/// A request to record an attempt.
+#[derive(Clone, Debug)]
+pub struct AttemptRequest {
+    pub task: String,
+    pub action: String,
+    pub observation: String,
+    pub inference: Option<String>,
+    pub files: Vec<String>,
+    pub check: CheckSpec,
+    pub scope: Option<String>,
+    pub tags: Vec<String>,
+    pub retry_of: Option<RecordId>,
+}
+
+/// What running a command gave.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub exit_code: Option<i64>,
+    pub duration: Duration,
+    pub output: String,
+    pub timed_out: bool,
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.replace('\r', "");
+    let cleaned: String = text.chars().filter(|c| *c == '\n' || *c == '\t' || !c.is_control()).collect();
+    if cleaned.len() <= OUTPUT_TAIL_BYTES {
+        return cleaned;
+    }
+    let mut start = cleaned.len() - OUTPUT_TAIL_BYTES;
+    while !cleaned.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &cleaned[start..])
+}
+
+/// Run `command` through `shell -c` in `dir`, with a timeout. Output is stdout then stderr.
+pub fn run_command(command: &str, shell: &Path, dir: &Path, timeout: Duration) -> Result<RunOutcome> {
+    let started = Instant::now();
+    let mut child = Command::new(shell)
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Io { context: format!("starting {} -c {command:?}", shell.display()), source: e })?;
+    let mut out = child.stdout.take().ok_or_else(|| Error::invalid("run", "no stdout pipe"))?;
+    let mut err = child.stderr.take().ok_or_else(|| Error::invalid("run", "no stderr pipe"))?;
+    let out_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.read_to_end(&mut buf);
+        buf
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err.read_to_end(&mut buf);
+        buf
+    });
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait().map_err(|e| Error::Io { context: "waiting for the check".into(), source: e })? {
+            Some(status) => break Some(status),
+            None if started.elapsed() >= timeout => {
+                timed_out = true;
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    };
+    let mut bytes = out_thread.join().unwrap_or_default();
+    let errs = err_thread.join().unwrap_or_default();
+    if !errs.is_empty() {
+        bytes.extend_from_slice(b"\n");
+        bytes.extend_from_slice(&errs);
+    }
+    let mut output = tail(&bytes).trim().to_string();
+    if timed_out {
+        output.push_str(&format!("\n[git-neo: killed after the {} s timeout]", timeout.as_secs()));
+    }
+    Ok(RunOutcome {
+        exit_code: status.and_then(|s| s.code()).map(i64::from),
+        duration: started.elapsed(),
+        output: crate::redact::mask_all(&output),
+        timed_out,
+    })
+}
+
+/// Whether an attempt's check still applies at HEAD.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum Freshness {
+    /// No affected file changed between the attempt's commit and HEAD.
+    Fresh,
+    /// Some affected files changed: each with the number of commits that changed it.
+    Stale { since: String, changed: Vec<(String, usize)> },
+    /// The commit is not in this clone (shallow or foreign history), or there is no HEAD.
+    Unknown { reason: String },
+}
+
+impl std::fmt::Display for Freshness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Freshness::Fresh => f.write_str("fresh"),
+            Freshness::Stale { since, changed } => {
+                let parts: Vec<String> = changed
+                    .iter()
+                    .map(|(p, n)| format!("{p} changed in {n} commit{}", if *n == 1 { "" } else { "s" }))
+                    .collect();
+                write!(f, "stale: {} since {}", parts.join(", "), &since[..since.len().min(12)])
+            }
+            Freshness::Unknown { reason } => write!(f, "unknown: {reason}"),
+        }
+    }
+}
+
+/// How many commits back freshness looks when counting changes.
+const FRESHNESS_WALK_LIMIT: usize = 2000;
+
+/// Freshness of a check recorded at `commit` over `files`.
+pub fn freshness(store: &Store, commit: Option<&str>, files: &[AffectedFile]) -> Result<Freshness> {
+    let Some(commit) = commit else {
+        return Ok(Freshness::Unknown { reason: "the attempt was recorded before the first commit".into() });
+    };
+    let Some(head) = store.head_commit()? else {
+        return Ok(Freshness::Unknown { reason: "HEAD has no commits".into() });
+    };
+    let Ok(id) = gix::ObjectId::from_hex(commit.as_bytes()) else {
+        return Ok(Freshness::Unknown { reason: format!("{commit} is not a commit id") });
+    };
+    if !store.has_commit(id)? {
+        return Ok(Freshness::Unknown {
+            reason: format!("the commit {} is not in this clone", &commit[..commit.len().min(12)]),
+        });
+    }
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let changed = store.paths_changed_between(id, head, &paths, FRESHNESS_WALK_LIMIT)?;
+    if changed.is_empty() {
+        Ok(Freshness::Fresh)
+    } else {
+        Ok(Freshness::Stale { since: commit.to_string(), changed })
+    }
+}
+
+/// An attempt as shown in a task's history.
+#[derive(Clone, Debug, Serialize)]
+pub struct AttemptView {
+    #[serde(flatten)]
+    pub entry: Entry,
+    pub freshness: Freshness,
+}
+
+impl Memory {
+    /// Record an attempt. Validates everything (every problem at once) before running a check or
+    /// writing anything.
+    pub fn attempt(&mut self, req: &AttemptRequest, ctx: &WriteContext) -> Result<AddOutcome> {
+        Ok(self.attempt_inner(req, ctx)?.0)
+    }
+
+    fn attempt_inner(&mut self, req: &AttemptRequest, ctx: &WriteContext) -> Result<(AddOutcome, Attempt)> {
+        let mut problems = Vec::new();
+        let store = self.store();
+        let work = store.work_dir().map(Path::to_path_buf);
+        let head = store.head_commit()?;
+        let mut files = Vec::new();
+        for (i, path) in req.files.iter().enumerate() {
+            let field = format!("files[{i}]");
+            let before = problems.len();
+            record::validate::check_repo_path(&mut problems, &field, path);
+            if problems.len() > before {
+                continue;
+            }
+            let at_head = store.blob_at_head(path)?;
+            let on_disk = match &work {
+                Some(w) => std::fs::read(w.join(path)).ok().map(|b| store.hash_blob(&b)).transpose()?,
+                None => None,
+            };
+            match (at_head, on_disk) {
+                (None, None) => {
+                    problems.push(Problem::new(&field, format!("{path} does not exist at HEAD or in the work tree")))
+                }
+                (h, d) => files.push(AffectedFile {
+                    path: path.clone(),
+                    blob: d.or(h).map(|b| b.to_string()),
+                    dirty: d.is_some() && d != h,
+                }),
+            }
+        }
+        let reported = match &req.check {
+            CheckSpec::Reported { command, result } => match record::CheckResult::from_word(result.trim()) {
+                Some(r) if r != CheckResult::Unverified => Some((command.clone(), r)),
+                _ => {
+                    problems.push(Problem::new(
+                        "result",
+                        format!("{result:?} is not a check result; use passed or failed"),
+                    ));
+                    None
+                }
+            },
+            _ => None,
+        };
+        if let CheckSpec::Run { command, .. } | CheckSpec::Reported { command, .. } = &req.check {
+            if command.trim().is_empty() {
+                problems.push(Problem::new("check.command", "is empty; give the command that checks the attempt"));
+            }
+        }
+        // Validate the record as it would be written (with a placeholder check) before running anything.
+        let mut record = Record {
+            kind: Kind::Attempt,
+            payload: Payload::Attempt(Attempt {
+                task: req.task.trim().to_string(),
+                action: req.action.trim().to_string(),
+                observation: req.observation.trim().to_string(),
+                inference: req.inference.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
+                check: Check {
+                    command: None,
+                    result: CheckResult::Unverified,
+                    source: CheckSource::None,
+                    exit_code: None,
+                    duration_ms: None,
+                    output: None,
+                    commit: head.map(|h| h.to_string()),
+                    dirty: store.work_tree_dirty()?,
+                },
+                files,
+                retry_of: req.retry_of,
+                scope: req.scope.as_deref().map(str::trim).unwrap_or(crate::api::DEFAULT_SCOPE).to_string(),
+                tags: {
+                    let mut t: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
+                    t.sort();
+                    t.dedup();
+                    t
+                },
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        problems.extend(record::validate::validate(&record));
+        problems.extend(crate::redact::check(&record));
+        if let CheckSpec::Run { command, .. } | CheckSpec::Reported { command, .. } = &req.check {
+            for p in crate::redact::scan(command) {
+                problems.push(Problem::new(
+                    "check.command",
+                    format!("looks like {} (rule {}); do not put secrets in commands", p.what, p.rule),
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let Payload::Attempt(a) = &mut record.payload else { unreachable!("built as an attempt above") };
+        match &req.check {
+            CheckSpec::None => {}
+            CheckSpec::Reported { .. } => {
+                let (command, result) = reported.expect("validated above");
+                a.check.command = Some(command.trim().to_string());
+                a.check.result = result;
+                a.check.source = CheckSource::Reported;
+            }
+            CheckSpec::Run { command, shell, timeout } => {
+                let dir = work.clone().unwrap_or_else(|| store.common_dir().to_path_buf());
+                let run = run_command(command, shell, &dir, *timeout)?;
+                a.check.command = Some(command.trim().to_string());
+                a.check.result =
+                    if run.exit_code == Some(0) && !run.timed_out { CheckResult::Passed } else { CheckResult::Failed };
+                a.check.source = CheckSource::Observed;
+                a.check.exit_code = run.exit_code;
+                a.check.duration_ms = Some(run.duration.as_millis() as u64);
+                a.check.output = Some(run.output).filter(|o| !o.is_empty());
+            }
+        }
+        let message = format!("neo: attempt {} on task {} ({})", "{id}", a.task, a.check.result);
+        let written = a.clone();
+        Ok((self.write(record, message, ctx)?, written))
+    }
+
+    /// Every attempt of `task`, oldest first, with freshness.
+    pub fn task_history(&self, task: &str) -> Result<Vec<AttemptView>> {
+        let mut out = Vec::new();
+        for e in self.state().iter() {
+            if let Payload::Attempt(a) = &e.record.payload {
+                if a.task == task.trim() {
+                    let freshness = freshness(self.store(), a.check.commit.as_deref(), &a.files)?;
+                    out.push(AttemptView { entry: e.clone(), freshness });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Re-run the check of an attempt (or of a task's latest attempt with a command) at HEAD:
+    /// records a new attempt linked to it, and an outcome for the original.
+    pub fn recheck(
+        &mut self,
+        prefix: &str,
+        shell: &Path,
+        timeout: Duration,
+        ctx: &WriteContext,
+    ) -> Result<(AddOutcome, AddOutcome)> {
+        let original = match self.resolve("id", prefix) {
+            Ok(id) if matches!(self.state().entries[&id].record.payload, Payload::Attempt(_)) => id,
+            Ok(id) => return Err(Error::invalid("id", format!("{} is not an attempt", id.short()))),
+            Err(e) => {
+                // Not an id: a task id, whose latest attempt with a command is re-checked.
+                let latest = self
+                    .state()
+                    .iter()
+                    .filter(|e| matches!(&e.record.payload, Payload::Attempt(a) if a.task == prefix.trim() && a.check.command.is_some()))
+                    .last()
+                    .map(|e| e.id);
+                latest.ok_or(e)?
+            }
+        };
+        let Payload::Attempt(old) = self.state().entries[&original].record.payload.clone() else {
+            unreachable!("checked above")
+        };
+        let Some(command) = old.check.command.clone() else {
+            return Err(Error::invalid(
+                "id",
+                format!("attempt {} recorded no check command to re-run", original.short()),
+            ));
+        };
+        let req = AttemptRequest {
+            task: old.task.clone(),
+            action: format!("re-check of {}", original.short()),
+            observation: "re-ran the recorded check at HEAD".into(),
+            inference: None,
+            files: old
+                .files
+                .iter()
+                .map(|f| f.path.clone())
+                .filter(|p| self.store().work_dir().is_none_or(|w| w.join(p).exists()))
+                .collect(),
+            check: CheckSpec::Run { command, shell: shell.to_path_buf(), timeout },
+            scope: Some(old.scope.clone()),
+            tags: old.tags.clone(),
+            retry_of: Some(original),
+        };
+        let (new, now) = self.attempt_inner(&req, ctx)?;
+        let (signal, delta) = match (old.check.result, now.check.result) {
+            (CheckResult::Passed, CheckResult::Passed) => ("recheck-passed", Milli(50)),
+            (CheckResult::Passed, _) => ("regression", Milli(-200)),
+            (_, CheckResult::Passed) => ("recheck-passed", Milli(0)),
+            _ => ("recheck-failed", Milli(-50)),
+        };
+        let head = now.check.commit.clone().unwrap_or_default();
+        let outcome = Record {
+            kind: Kind::Outcome,
+            payload: Payload::Outcome(Outcome {
+                target: original,
+                signal: signal.into(),
+                delta,
+                commits: now.check.commit.iter().cloned().collect(),
+                paths: Vec::new(),
+                key: format!("{}:{}:{signal}", original.to_hex(), head),
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        let message = format!("neo: outcome {signal} for attempt {} ({{id}})", original.short());
+        let scored = self.write(outcome, message, ctx)?;
+        Ok((new, scored))
+    }
+}
