@@ -142,8 +142,16 @@ fn main() {
         (o.as_secs_f64() / r.as_secs_f64() - 1.0) * 100.0
     );
 
-    let sizes: &[usize] = if quick { &[1_000] } else { &[1_000, 10_000, 100_000] };
-    for &n in sizes {
+    // `--size N` measures one memory size only.
+    let args: Vec<String> = std::env::args().collect();
+    let one: Option<usize> =
+        args.iter().position(|a| a == "--size").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
+    let sizes: Vec<usize> = match one {
+        Some(n) => vec![n],
+        None if quick => vec![1_000],
+        None => vec![1_000, 10_000, 100_000],
+    };
+    for &n in &sizes {
         let repo = tmp.path().join(format!("r{n}"));
         std::fs::create_dir_all(&repo).expect("mkdir");
         git(&repo, &["init", "-q"]);

@@ -756,7 +756,40 @@ impl Memory {
         embedder: Option<&mut dyn crate::embed::Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
-        Ok(crate::index::Indexes::open(&self.index_dir(), &self.state, &self.tip_ids(), embedder, progress)?)
+        let added_since = |old: &[String]| self.records_added_since(old);
+        Ok(crate::index::Indexes::open(
+            &self.index_dir(),
+            &self.state,
+            &self.tip_ids(),
+            &added_since,
+            embedder,
+            progress,
+        )?)
+    }
+
+    /// The records added between the single old tip `old` and the single current tip, from a tree
+    /// diff; `None` when that cannot be told that way (several tips, unrelated history, or a change
+    /// that is not an addition).
+    fn records_added_since(&self, old: &[String]) -> Option<Vec<RecordId>> {
+        let ([old], [(_, new)]) = (old, self.tips.as_slice()) else { return None };
+        let old = ObjectId::from_hex(old.as_bytes()).ok()?;
+        if !self.store.is_ancestor(old, *new).ok()? {
+            return None;
+        }
+        let changes =
+            self.store.diff_trees(Some(self.store.tree_of(old).ok()?), Some(self.store.tree_of(*new).ok()?)).ok()?;
+        let mut added = Vec::new();
+        for c in changes {
+            if c.change != "added" {
+                return None;
+            }
+            if let Some(id) = c.path.rsplit('/').next().and_then(|f| f.strip_suffix(".md")).and_then(RecordId::from_hex)
+            {
+                added.push(id);
+            }
+        }
+        added.sort_by_key(|id| self.state.entries.get(id).map(|e| (e.record.created_at, *id)));
+        Some(added)
     }
 
     /// Delete the caches and build them again.

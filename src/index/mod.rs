@@ -96,6 +96,7 @@ impl Indexes {
         dir: &Path,
         state: &State,
         tips: &[String],
+        added_since: &dyn Fn(&[String]) -> Option<Vec<RecordId>>,
         mut embedder: Option<&mut dyn Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Indexes, Refresh), IndexError> {
@@ -110,7 +111,16 @@ impl Indexes {
                 {
                     return Ok((idx, Refresh::UpToDate));
                 }
-                match idx.catch_up(state, &tips, embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder), progress) {
+                // The records added since the stamped tips, from a tree diff when the caller can
+                // tell (O(changes)); otherwise compare id sets (O(records)).
+                let added = added_since(&idx.stamp.tips);
+                match idx.catch_up(
+                    state,
+                    &tips,
+                    added,
+                    embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder),
+                    progress,
+                ) {
                     Ok(Some(r)) => return Ok((idx, r)),
                     Ok(None) => "a record it holds is no longer on the ref".to_string(),
                     Err(IndexError::Embed(e)) => return Err(IndexError::Embed(e)),
@@ -160,29 +170,39 @@ impl Indexes {
         &mut self,
         state: &State,
         tips: &[String],
+        added: Option<Vec<RecordId>>,
         embedder: Option<&mut dyn Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<Refresh>, IndexError> {
-        let held: HashSet<RecordId> = self.ids.iter().copied().collect();
-        if held.iter().any(|id| !state.entries.contains_key(id)) {
-            return Ok(None);
-        }
-        let missing: Vec<(RecordId, String)> = state
-            .iter()
-            .filter(|e| !held.contains(&e.id))
-            .filter_map(|e| index_text(&e.record).map(|t| (e.id, t)))
-            .collect();
+        let missing_ids: Vec<RecordId> = match added {
+            Some(added) => added.into_iter().filter(|id| state.entries.contains_key(id)).collect(),
+            None => {
+                let held: HashSet<RecordId> = self.ids.iter().copied().collect();
+                if held.iter().any(|id| !state.entries.contains_key(id)) {
+                    return Ok(None);
+                }
+                let mut m: Vec<RecordId> = state.entries.keys().filter(|id| !held.contains(id)).copied().collect();
+                m.sort_by_key(|id| (state.entries[id].record.created_at, *id));
+                m
+            }
+        };
+        let missing: Vec<(RecordId, String)> =
+            missing_ids.into_iter().filter_map(|id| index_text(&state.entries[&id].record).map(|t| (id, t))).collect();
         let first_key = self.ids.len() as u64;
+        let vectors_complete = self.vectors.as_ref().is_some_and(|v| v.len() == self.ids.len());
         self.lexical.add(first_key, &missing).map_err(|e| cache_err(&self.dir, e))?;
         self.ids.extend(missing.iter().map(|(id, _)| *id));
         // Vectors: everything indexed but not yet embedded (new records, or all of them when the
         // model appeared after the cache was built).
         let mut embedded = 0;
         if let (Some(vectors), Some(embedder)) = (self.vectors.as_mut(), embedder) {
+            // When every earlier record has its vector, only the new keys need one.
+            let from = if vectors_complete { first_key as usize } else { 0 };
             let texts: Vec<(u64, String)> = self
                 .ids
                 .iter()
                 .enumerate()
+                .skip(from)
                 .filter(|(k, _)| !vectors.contains(*k as u64))
                 .filter_map(|(k, id)| state.entries.get(id).and_then(|e| index_text(&e.record)).map(|t| (k as u64, t)))
                 .collect();
@@ -223,7 +243,7 @@ impl Indexes {
             lexical,
             vectors,
         };
-        let refresh = idx.catch_up(state, tips, embedder, progress)?;
+        let refresh = idx.catch_up(state, tips, None, embedder, progress)?;
         let (records, embedded) = match refresh {
             Some(Refresh::CaughtUp { added, embedded }) => (added, embedded),
             _ => (idx.ids.len(), 0),
@@ -280,6 +300,19 @@ fn read_ids(path: &Path) -> std::io::Result<Vec<RecordId>> {
 }
 
 fn write_ids(path: &Path, ids: &[RecordId]) -> std::io::Result<()> {
+    // Ids are only ever appended: write just the new ones when the file holds a prefix.
+    if let Ok(meta) = std::fs::metadata(path) {
+        let held = meta.len() as usize / 32;
+        if meta.len() % 32 == 0 && held <= ids.len() && held > 0 {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+            let mut bytes = Vec::with_capacity((ids.len() - held) * 32);
+            for id in &ids[held..] {
+                bytes.extend_from_slice(&id.0);
+            }
+            return f.write_all(&bytes);
+        }
+    }
     let mut bytes = Vec::with_capacity(ids.len() * 32);
     for id in ids {
         bytes.extend_from_slice(&id.0);

@@ -27,9 +27,15 @@ fn options(dim: usize) -> usearch::IndexOptions {
         dimensions: dim,
         metric: usearch::MetricKind::Cos,
         quantization: usearch::ScalarKind::F16,
+        // Wider than the default at query time: measured recall@10 against exact search at 100k
+        // records was 0.875 with the default.
+        expansion_search: EXPANSION_SEARCH,
         ..Default::default()
     }
 }
+
+/// Candidate list size during search.
+const EXPANSION_SEARCH: usize = 256;
 
 /// Records embedded per model call.
 const BATCH: usize = 64;
@@ -72,6 +78,8 @@ impl Vectors {
                 } else {
                     index.load(&p).map_err(us)?;
                 }
+                // A loaded or viewed index takes its settings from the file: set the search width again.
+                index.change_expansion_search(EXPANSION_SEARCH);
                 if index.dimensions() != dim {
                     return Err(VectorError::Usearch(format!(
                         "{} has {} dimensions, expected {dim}",
