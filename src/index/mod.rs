@@ -4,10 +4,13 @@
 //!
 //! Every cache carries a stamp: cache format, the memory tips it reflects, the embedding model id
 //! and dimension. On open, a cache whose stamp matches is used as is; one whose tips moved catches
-//! up by indexing exactly the records it lacks (the folded state says which: reading the records is
-//! already done for the fold, so comparing id sets is cheaper than a second tree walk); one with
+//! up by indexing exactly the records it lacks; one with
 //! another format or model, an unreadable file, or a record it holds that is no longer on the ref
 //! (a purge) is rebuilt, and the caller is told why. Deleting `.git/neo/` is always safe.
+//!
+//! Which records a cache lacks comes from the caller's tree diff of the stamped tip and the new one
+//! when that is possible (one tip each, the new descending from the old, additions only), and from
+//! comparing id sets otherwise.
 
 mod lexical;
 mod vectors;
