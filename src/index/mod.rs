@@ -103,6 +103,18 @@ impl Indexes {
         mut embedder: Option<&mut dyn Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Indexes, Refresh), IndexError> {
+        // One process at a time brings the caches up to date: a second recall waits for the first
+        // (an OS file lock, released even if the holder dies), then finds the cache current.
+        let parent = dir.parent().unwrap_or(dir);
+        std::fs::create_dir_all(parent).map_err(|e| cache_err(parent, e))?;
+        let lock_path = parent.join("index.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| cache_err(&lock_path, e))?;
+        lock.lock().map_err(|e| cache_err(&lock_path, e))?;
         let mut tips = tips.to_vec();
         tips.sort();
         let want_model = embedder.as_ref().map(|e| (e.model_id().to_string(), e.dim()));

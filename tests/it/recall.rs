@@ -244,3 +244,21 @@ known_unknowns: Why the payments webhook retries twice | body,confidence,id,kind
 ";
     assert_eq!(shape, expected);
 }
+
+#[test]
+fn concurrent_recalls_share_one_cache_build() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    seed(&sb, &repo);
+    let results: Vec<Output> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..4).map(|_| scope.spawn(|| recall(&sb, &repo, "hash", &["payments", "--json"]))).collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    for out in &results {
+        assert!(out.status.success(), "{}", stderr(out));
+        assert_eq!(json(&String::from_utf8_lossy(&out.stdout))["constraints"].as_array().map(|c| c.len()), Some(1));
+    }
+    let rebuilt = results.iter().filter(|o| stderr(o).contains("rebuilt")).count();
+    assert_eq!(rebuilt, 1, "one process builds, the others wait and reuse it");
+}
