@@ -20,6 +20,10 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Candidates taken from each index.
 pub const CANDIDATES: usize = 50;
+/// Least cosine similarity for a record found only by vector search to count as a match
+/// (all-MiniLM-L6-v2 puts unrelated sentences mostly below 0.2).
+pub const MIN_SIMILARITY: f32 = 0.25;
+
 /// Default token budget.
 pub const DEFAULT_BUDGET: usize = 12_000;
 
@@ -253,6 +257,9 @@ pub fn recall(
         .iter()
         .filter_map(|(id, rank)| state.entries.get(id).map(|e| (e, *rank)))
         .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted)
+        // Vector search always returns neighbours, related or not: a record that only the vector
+        // side found must be at least somewhat similar to count as a match.
+        .filter(|(_, rank)| rank.lexical.is_some() || rank.similarity.is_some_and(|s| s >= MIN_SIMILARITY))
         .map(|(e, rank)| item(e, state, rank, best_lexical, semantic, req.now))
         .collect();
     matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));

@@ -238,8 +238,6 @@ fn recall_json_shape_is_pinned() {
 familiarity: best_confidence,best_similarity,level
 constraints: Never call the payments API from tests | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
 facts: Payments go through the ledger service | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
-facts: Deploy with Fly.io | body,confidence,id,kind,scope,score,similarity,status,subject,successes,type,vector_rank
-facts: Cache invalidation uses versioned keys | body,confidence,id,kind,scope,score,similarity,status,subject,successes,type,vector_rank
 known_unknowns: Why the payments webhook retries twice | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
 ";
     assert_eq!(shape, expected);
