@@ -270,6 +270,22 @@ pub struct Check {
     pub dirty: bool,
 }
 
+impl Check {
+    /// No check: `unverified`, with the git state it was recorded in.
+    pub fn unverified(commit: Option<String>, dirty: bool) -> Check {
+        Check {
+            command: None,
+            result: CheckResult::Unverified,
+            source: CheckSource::None,
+            exit_code: None,
+            duration_ms: None,
+            output: None,
+            commit,
+            dirty,
+        }
+    }
+}
+
 /// A file an attempt touched, as git-neo saw it when the attempt was recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AffectedFile {

@@ -332,16 +332,7 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
                 dirty: dirty.unwrap_or(false),
             }
         }
-        None => Check {
-            command: None,
-            result: CheckResult::Unverified,
-            source: CheckSource::None,
-            exit_code: None,
-            duration_ms: None,
-            output: None,
-            commit: None,
-            dirty: false,
-        },
+        None => Check::unverified(None, false),
     };
     let mut files = Vec::new();
     for mut m in f.mapping_list("files") {
