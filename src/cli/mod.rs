@@ -135,10 +135,15 @@ impl Ctx {
     /// Who is writing and when: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or git config `user.name`/
     /// `user.email`; the time is now, or `GIT_NEO_NOW` (seconds or a UTC time) for reproducible runs.
     pub fn write_context(&self, memory: &Memory) -> Result<WriteContext, Error> {
+        self.write_context_for(memory.store())
+    }
+
+    /// [`Ctx::write_context`] for a store opened without loading the memory.
+    pub fn write_context_for(&self, store: &Store) -> Result<WriteContext, Error> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
             (Some(name), Some(email)) => git_neo::store::Identity { name, email },
-            _ => memory.store().configured_identity().ok_or_else(|| Error::Config {
+            _ => store.configured_identity().ok_or_else(|| Error::Config {
                 key: "user.name".into(),
                 message:
                     "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"

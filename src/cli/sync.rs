@@ -19,10 +19,11 @@ pub struct ProposeArgs {
     name: Option<String>,
 }
 
+/// The store and who writes. Sync and propose need no folded state: the identity comes from the
+/// store's git config, so the records are not loaded.
 fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
-    let memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
     let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
+    let wc = ctx.write_context_for(&store)?;
     Ok((store, wc))
 }
 

@@ -156,15 +156,10 @@ pub fn relevance(lexical: Option<f32>, best_lexical: f32, similarity: Option<f32
         _ => 0.0,
     };
     if semantic {
-        let w = lexical_weight();
-        (1.0 - w) * f64::from(similarity.unwrap_or(0.0).max(0.0)) + w * lex
+        (1.0 - LEXICAL_WEIGHT) * f64::from(similarity.unwrap_or(0.0).max(0.0)) + LEXICAL_WEIGHT * lex
     } else {
         lex
     }
-}
-
-fn lexical_weight() -> f64 {
-    LEXICAL_WEIGHT
 }
 
 /// The ranking score (see the module docs): relevance weighted by confidence and successes, plus a

@@ -269,24 +269,8 @@ impl Store {
     /// included). A bare repository is never dirty.
     pub fn work_tree_dirty(&self) -> Result<bool> {
         let Some(work) = self.work_dir() else { return Ok(false) };
-        let out = std::process::Command::new("git")
-            .arg("--git-dir")
-            .arg(self.repo.git_dir())
-            .arg("--work-tree")
-            .arg(work)
-            .args(["status", "--porcelain", "--untracked-files=normal"])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| crate::error::Error::GitCommand {
-                command: "status".into(),
-                message: format!("could not start git: {e}"),
-            })?;
-        if !out.status.success() {
-            return Err(crate::error::Error::GitCommand {
-                command: "status".into(),
-                message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        Ok(!out.stdout.is_empty())
+        let work = work.to_string_lossy().into_owned();
+        let out = self.run_git(&["--work-tree", &work, "status", "--porcelain", "--untracked-files=normal"])?;
+        Ok(!out.is_empty())
     }
 }

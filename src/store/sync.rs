@@ -150,11 +150,7 @@ impl Store {
                 None => (MergeKind::FastForward, theirs),
                 Some(l) => {
                     let tree = self.union_trees(self.tree_of(l)?, self.tree_of(theirs)?)?;
-                    let sig = gix::actor::Signature {
-                        name: who.name.as_str().into(),
-                        email: who.email.as_str().into(),
-                        time: gix::date::Time { seconds: now.0, offset: 0 },
-                    };
+                    let sig = who.signature(now);
                     let commit = gix::objs::Commit {
                         tree,
                         parents: [l, theirs].into_iter().collect(),
@@ -190,11 +186,7 @@ impl Store {
         who: &Identity,
         now: Timestamp,
     ) -> Result<bool> {
-        let sig = gix::actor::Signature {
-            name: who.name.as_str().into(),
-            email: who.email.as_str().into(),
-            time: gix::date::Time { seconds: now.0, offset: 0 },
-        };
+        let sig = who.signature(now);
         let mut buf = Default::default();
         let edit = RefEdit {
             change: Change::Update {

@@ -28,7 +28,7 @@ impl Identity {
         format!("{} <{}>", self.name, self.email)
     }
 
-    fn signature(&self, now: Timestamp) -> gix::actor::Signature {
+    pub(crate) fn signature(&self, now: Timestamp) -> gix::actor::Signature {
         gix::actor::Signature {
             name: self.name.as_str().into(),
             email: self.email.as_str().into(),

@@ -1,8 +1,37 @@
 //! Concurrent writers and crashes: every record lands, and the ref is always at a valid commit.
 
 use crate::support::{json, stderr, Sandbox};
+use std::path::Path;
+use std::process::Child;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+/// Commits on the memory ref (0 when it does not exist yet).
+fn commit_count(sb: &Sandbox, repo: &Path) -> u32 {
+    let out = sb.git_output(repo, &["rev-list", "--count", "refs/heads/neo-memory"]);
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
+}
+
+/// Start `git neo import` of 5000 facts (subjects `<prefix> <n>`), one commit per record.
+fn start_batch(sb: &Sandbox, repo: &Path, prefix: &str) -> Child {
+    let lines: String = (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"{prefix} {i}\"}}\n")).collect();
+    std::fs::write(sb.path("batch.jsonl"), lines).expect("write batch");
+    sb.neo_cmd(repo)
+        .args(["import", sb.path("batch.jsonl").to_str().expect("utf-8"), "--batch-size", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the batch writer")
+}
+
+/// Wait until the memory ref has at least `n` commits.
+fn wait_for_commits(sb: &Sandbox, repo: &Path, n: u32) {
+    let started = Instant::now();
+    while commit_count(sb, repo) < n {
+        assert!(started.elapsed() < Duration::from_secs(120), "the batch never got going");
+        std::thread::sleep(Duration::from_millis(3));
+    }
+}
 
 #[test]
 fn eight_processes_adding_twenty_five_each_all_land() {
@@ -38,31 +67,9 @@ fn eight_processes_adding_twenty_five_each_all_land() {
 fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let lines: String =
-        (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"batch fact {i}\"}}\n")).collect();
-    std::fs::write(sb.path("batch.jsonl"), lines).expect("write batch");
-    let mut child = sb
-        .neo_cmd(&repo)
-        .args(["import", sb.path("batch.jsonl").to_str().expect("utf-8"), "--batch-size", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the batch writer");
+    let mut child = start_batch(&sb, &repo, "batch fact");
     // Wait until the batch is well under way, then kill it without warning.
-    let started = Instant::now();
-    loop {
-        let count: u32 = sb
-            .git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"])
-            .stdout
-            .iter()
-            .filter(|b| b.is_ascii_digit())
-            .fold(0, |n, b| n * 10 + u32::from(b - b'0'));
-        if count >= 50 {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(120), "the batch never got going");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_commits(&sb, &repo, 50);
     child.kill().expect("SIGKILL the writer");
     child.wait().expect("reap");
 
@@ -98,30 +105,11 @@ fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
 fn an_interrupted_writer_never_leaves_its_lock_behind() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let lines: String =
-        (0..5000).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"term fact {i}\"}}\n")).collect();
-    std::fs::write(sb.path("batch.jsonl"), lines).expect("write batch");
     let lock = repo.join(".git/refs/heads/neo-memory.lock");
     for round in 0..3 {
-        let before = sb.git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]);
-        let base: u32 = String::from_utf8_lossy(&before.stdout).trim().parse().unwrap_or(0);
-        let mut child = sb
-            .neo_cmd(&repo)
-            .args(["import", sb.path("batch.jsonl").to_str().expect("utf-8"), "--batch-size", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the batch writer");
-        let started = Instant::now();
-        loop {
-            let now = sb.git_output(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]);
-            let count: u32 = String::from_utf8_lossy(&now.stdout).trim().parse().unwrap_or(0);
-            if count >= base + 20 {
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(120), "round {round}: the batch never got going");
-            std::thread::sleep(Duration::from_millis(3));
-        }
+        let base = commit_count(&sb, &repo);
+        let mut child = start_batch(&sb, &repo, "term fact");
+        wait_for_commits(&sb, &repo, base + 20);
         let term =
             std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("send SIGTERM");
         assert!(term.success());
