@@ -73,13 +73,13 @@ fn tail(bytes: &[u8]) -> String {
 /// Run `command` through `shell -c` in `dir`, with a timeout. Output is stdout then stderr.
 pub fn run_command(command: &str, shell: &Path, dir: &Path, timeout: Duration) -> Result<RunOutcome> {
     let started = Instant::now();
-    let mut child = Command::new(shell)
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    let mut cmd = Command::new(shell);
+    cmd.arg("-c").arg(command).current_dir(dir).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own process group, so a timeout kills everything the shell started: killing the shell
+    // alone would leave a grandchild (`sleep`, a test runner) holding the output pipes open.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
         .spawn()
         .map_err(|e| Error::Io { context: format!("starting {} -c {command:?}", shell.display()), source: e })?;
     let mut out = child.stdout.take().ok_or_else(|| Error::invalid("run", "no stdout pipe"))?;
@@ -100,7 +100,7 @@ pub fn run_command(command: &str, shell: &Path, dir: &Path, timeout: Duration) -
             Some(status) => break Some(status),
             None if started.elapsed() >= timeout => {
                 timed_out = true;
-                let _ = child.kill();
+                kill_group(&mut child);
                 let _ = child.wait();
                 break None;
             }
@@ -123,6 +123,19 @@ pub fn run_command(command: &str, shell: &Path, dir: &Path, timeout: Duration) -
         output: crate::redact::mask_all(&output),
         timed_out,
     })
+}
+
+/// Kill the check's whole process group (see `run_command`), then the child itself as a fallback.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals the group we created for this child; it has
+        // no memory-safety preconditions.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
 }
 
 /// Whether an attempt's check still applies at HEAD.

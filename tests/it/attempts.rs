@@ -256,7 +256,9 @@ fn history_is_bounded_and_output_passes_the_secret_filter_and_the_timeout() {
             "--observation",
             "too slow",
             "--run",
-            "sleep 20",
+            // Two commands, so no shell can exec `sleep` in its own place: the timeout must
+            // kill the grandchild too, or its open pipe would hold git-neo for the full 20 s.
+            "sleep 20; echo done",
             "--timeout",
             "1",
         ],
