@@ -1,7 +1,8 @@
 //! `git neo add`: add a typed fact and print its id.
 
 use super::Ctx;
-use git_neo::api::AddRequest;
+use git_neo::api::{AddOutcome, AddRequest, Similarity, SimilarityCheck};
+use git_neo::record::{Record, RecordId};
 use git_neo::Error;
 use std::io::Read;
 use std::path::PathBuf;
@@ -47,6 +48,24 @@ pub struct Args {
     /// Valid until this date.
     #[arg(long)]
     valid_to: Option<String>,
+    /// Id (prefix) of a fact this one replaces (repeatable; `--updates` is the same).
+    #[arg(long = "supersedes", visible_alias = "updates", value_name = "ID")]
+    supersedes: Vec<String>,
+    /// Id (prefix) of a fact this one extends: both stay valid, linked (repeatable).
+    #[arg(long = "extends", value_name = "ID")]
+    extends: Vec<String>,
+    /// Id (prefix) of a fact this one is inferred from; it needs review when a source is replaced.
+    #[arg(long = "derives-from", value_name = "ID")]
+    derives_from: Vec<String>,
+    /// Why this fact replaces what it replaces.
+    #[arg(long)]
+    reason: Option<String>,
+    /// Supersede nothing by key or similarity (explicit --supersedes still applies).
+    #[arg(long)]
+    no_supersede: bool,
+    /// Show what would be written and superseded, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 fn read_body(args: &Args) -> Result<String, Error> {
@@ -86,23 +105,78 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         anchors: args.anchors,
         valid_from: args.valid_from,
         valid_to: args.valid_to,
+        supersedes: args.supersedes,
+        extends: args.extends,
+        derives_from: args.derives_from,
+        no_supersede: args.no_supersede,
+        reason: args.reason,
     };
-    let outcome = memory.add(&req, &wc)?;
+    let plan = {
+        let memory = &memory;
+        let out = &ctx.out;
+        // Only called when a similarity comparison is needed: the model loads lazily.
+        let mut similar = |record: &Record, candidates: &[RecordId]| -> Result<Similarity, Error> {
+            let mut embedder = match super::recall::load_embedder() {
+                Ok(e) => e,
+                Err(why) => return Ok(Similarity::Unavailable(why.to_string())),
+            };
+            let bar = out.progress(0, "embedding");
+            let opened = memory.open_indexes(Some(&mut *embedder), &mut |done, total| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            });
+            bar.finish_and_clear();
+            let scores =
+                opened.and_then(|(indexes, _)| memory.similarity_scores(&indexes, &mut *embedder, record, candidates));
+            match scores {
+                Ok(s) => Ok(Similarity::Scores(s)),
+                Err(Error::Index(git_neo::index::IndexError::Embed(e))) => {
+                    Ok(Similarity::Unavailable(format!("the embedding model failed: {e}")))
+                }
+                Err(e) => Err(e),
+            }
+        };
+        memory.plan_add(&req, &wc, &mut similar)?
+    };
+    let outcome = if args.dry_run {
+        AddOutcome {
+            id: plan.duplicate_of.map(|d| d.0).unwrap_or(plan.id),
+            deduplicated: plan.duplicate_of.is_some(),
+            proposed: plan.duplicate_of.is_some_and(|d| d.1),
+            commit: None,
+            path: git_neo::record::Record::path(git_neo::record::Kind::Fact, &plan.id),
+            superseded: plan.supersedes,
+            similarity: Some(plan.similarity),
+            dry_run: true,
+        }
+    } else {
+        memory.apply_add(plan, &wc)?
+    };
     if ctx.out.json {
         ctx.out.json(&outcome);
+        return Ok(());
+    }
+    ctx.out.line(&outcome.id.to_hex());
+    let would = if outcome.dry_run { "would supersede" } else { "superseded" };
+    for s in &outcome.superseded {
+        let score = s.score.map(|v| format!(" {v:.3}")).unwrap_or_default();
+        ctx.out.note(&format!("{would} {} ({}{score}): {}", s.old.short(), s.method, s.subject));
+    }
+    if let Some(SimilarityCheck::Skipped { why }) = &outcome.similarity {
+        ctx.out.note(&format!("similarity supersession skipped: {why}"));
+    }
+    if outcome.deduplicated {
+        let where_ = if outcome.proposed { " (a pending proposal)" } else { "" };
+        ctx.out.note(&format!("already stored as {}{where_}: nothing written", outcome.id.short()));
+    } else if outcome.dry_run {
+        ctx.out.note("dry run: nothing written");
+    } else if outcome.proposed {
+        ctx.out.note(&format!(
+            "proposed (neo.mode is review): `git neo approve {}` moves it to the memory",
+            outcome.id.short()
+        ));
     } else {
-        ctx.out.line(&outcome.id.to_hex());
-        if outcome.deduplicated {
-            let where_ = if outcome.proposed { " (a pending proposal)" } else { "" };
-            ctx.out.note(&format!("already stored as {}{where_}: nothing written", outcome.id.short()));
-        } else if outcome.proposed {
-            ctx.out.note(&format!(
-                "proposed (neo.mode is review): `git neo approve {}` moves it to the memory",
-                outcome.id.short()
-            ));
-        } else {
-            ctx.out.note(&format!("added {} to {}", outcome.path, memory.store().ref_name()));
-        }
+        ctx.out.note(&format!("added {} to {}", outcome.path, memory.store().ref_name()));
     }
     Ok(())
 }

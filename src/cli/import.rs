@@ -66,6 +66,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
                 anchors: l.anchors,
                 valid_from: l.valid_from,
                 valid_to: l.valid_to,
+                ..AddRequest::default()
             }),
             Err(e) => problems.push(Problem::new(format!("line {}", n + 1), format!("{e}"))),
         }

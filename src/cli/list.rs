@@ -22,6 +22,9 @@ pub struct Args {
     /// Include forgotten, superseded and outdated records.
     #[arg(long)]
     all: bool,
+    /// Only valid records that need review (a dependency or source was replaced, or a conflict).
+    #[arg(long)]
+    needs_review: bool,
     /// List pending review-mode proposals instead of the memory.
     #[arg(long)]
     proposed: bool,
@@ -29,8 +32,14 @@ pub struct Args {
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let mut memory = ctx.memory()?;
-    let filter =
-        ListFilter { kind: args.kind, fact_type: args.fact_type, scope: args.scope, tag: args.tag, all: args.all };
+    let filter = ListFilter {
+        kind: args.kind,
+        fact_type: args.fact_type,
+        scope: args.scope,
+        tag: args.tag,
+        all: args.all,
+        needs_review: args.needs_review,
+    };
     let proposed;
     let entries = if args.proposed {
         proposed = memory.proposed()?;
@@ -56,6 +65,9 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         let line =
             format!("{} {:<13} {} {}{}", ctx.out.paint("33", &e.id.short()), what, conf, e.record.summary(), status);
         ctx.out.line(&line);
+        for flag in &e.needs_review {
+            ctx.out.line(&format!("    needs review: {flag}"));
+        }
     }
     Ok(())
 }

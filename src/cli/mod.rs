@@ -6,6 +6,7 @@
 
 mod add;
 mod attempt;
+mod correct;
 mod diff;
 mod forget;
 mod import;
@@ -81,6 +82,12 @@ enum Command {
     Log(log::Args),
     /// Forget a record: append a retraction (history keeps the record).
     Forget(forget::Args),
+    /// Mark a fact or attempt outdated, with a reason (the record itself is kept).
+    Outdated(correct::OutdatedArgs),
+    /// Undo a supersession, an outdated mark or a forget, by appending a record.
+    Revert(correct::RevertArgs),
+    /// The whole chain of a record or key: what replaced what, when and why.
+    History(correct::HistoryArgs),
     /// Add many facts from JSON Lines, validated first and written in batches.
     Import(import::Args),
     /// Check the memory's integrity; exit 3 listing every problem.
@@ -210,6 +217,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::List(a) => list::run(&mut ctx, a),
         Command::Log(a) => log::run(&mut ctx, a),
         Command::Forget(a) => forget::run(&mut ctx, a),
+        Command::Outdated(a) => correct::outdated(&mut ctx, a),
+        Command::Revert(a) => correct::revert(&mut ctx, a),
+        Command::History(a) => correct::history(&mut ctx, a),
         Command::Import(a) => import::run(&mut ctx, a),
         Command::Verify(a) => verify::run(&mut ctx, a),
         Command::Sync(a) => sync::sync(&mut ctx, a),

@@ -40,22 +40,54 @@ pub fn cache_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".git-neo-cache"))
 }
 
-/// The embedder to use: the installed model; `GIT_NEO_EMBEDDER=hash` selects the deterministic
-/// test embedder, `GIT_NEO_EMBEDDER=none` lexical only. Without a model, says once how to get one.
-pub fn embedder(ctx: &Ctx) -> Option<Box<dyn Embedder>> {
+/// Why there is no embedder.
+pub enum NoEmbedder {
+    /// `GIT_NEO_EMBEDDER=none`.
+    Disabled,
+    /// The model or ONNX Runtime is not installed.
+    NotInstalled,
+    /// It is installed but does not load.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoEmbedder::Disabled => f.write_str("embeddings are turned off (GIT_NEO_EMBEDDER=none)"),
+            NoEmbedder::NotInstalled => {
+                f.write_str("no embedding model is installed (scripts/install-model.sh installs one)")
+            }
+            NoEmbedder::Failed(e) => write!(f, "the embedding model does not load: {e}"),
+        }
+    }
+}
+
+/// Load the embedder without saying anything: the installed model; `GIT_NEO_EMBEDDER=hash`
+/// selects the deterministic test embedder, `GIT_NEO_EMBEDDER=none` none.
+pub fn load_embedder() -> Result<Box<dyn Embedder>, NoEmbedder> {
     match std::env::var("GIT_NEO_EMBEDDER").ok().as_deref() {
-        Some("hash") => return Some(Box::new(HashEmbedder::new(384))),
-        Some("none") => return None,
+        Some("hash") => return Ok(Box::new(HashEmbedder::new(384))),
+        Some("none") => return Err(NoEmbedder::Disabled),
         _ => {}
     }
     match FastEmbedder::load(&ModelPaths::in_cache(&cache_root())) {
-        Ok(e) => Some(Box::new(e)),
-        Err(EmbedError::NotInstalled { .. }) => {
+        Ok(e) => Ok(Box::new(e)),
+        Err(EmbedError::NotInstalled { .. }) => Err(NoEmbedder::NotInstalled),
+        Err(e) => Err(NoEmbedder::Failed(e.to_string())),
+    }
+}
+
+/// The embedder to use for recall. Without a model, says once how to get one.
+pub fn embedder(ctx: &Ctx) -> Option<Box<dyn Embedder>> {
+    match load_embedder() {
+        Ok(e) => Some(e),
+        Err(NoEmbedder::Disabled) => None,
+        Err(NoEmbedder::NotInstalled) => {
             ctx.out
                 .note("note: semantic recall is off (no embedding model); run scripts/install-model.sh to enable it");
             None
         }
-        Err(e) => {
+        Err(NoEmbedder::Failed(e)) => {
             ctx.out.warn(&format!("{e}; falling back to lexical recall"));
             None
         }

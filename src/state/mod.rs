@@ -14,8 +14,13 @@
 //!   0.0..=1.0 once, at the end, so order cannot change it.
 //! - De-duplication: among valid facts, the earliest with a given normalised
 //!   (type, scope, subject, body) owns that content; adding it again returns that id.
+//! - Needs review (derived, never written): a valid fact whose `depends_on` or `derives` relation
+//!   names a record that is superseded, outdated or forgotten; and, when several valid facts each
+//!   supersede the same old fact (two clones replaced it independently and their memories were
+//!   merged), every one of them, as a conflict. The cascade is one level deep: a fact that depends
+//!   on a fact needing review is not itself flagged, since its source is still valid.
 
-use crate::record::{Fact, Kind, Milli, Payload, Record, RecordId};
+use crate::record::{Fact, Kind, Milli, Payload, Record, RecordId, RelationType, Timestamp};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -40,6 +45,41 @@ impl Status {
     }
 }
 
+/// Why a valid record needs a person's review.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum ReviewFlag {
+    /// `depends_on` names a record that is no longer valid.
+    DependsOn { id: RecordId, status: Status },
+    /// A `derives` relation names a source that is no longer valid.
+    DerivesFrom { id: RecordId, status: Status },
+    /// This fact and `others` each supersede `old`: merged histories disagree on its replacement.
+    Conflict { old: RecordId, others: Vec<RecordId> },
+}
+
+impl std::fmt::Display for ReviewFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReviewFlag::DependsOn { id, status } => {
+                write!(f, "depends on {}, which is {}", id.short(), status.as_str())
+            }
+            ReviewFlag::DerivesFrom { id, status } => {
+                write!(f, "derived from {}, which is {}", id.short(), status.as_str())
+            }
+            ReviewFlag::Conflict { old, others } => {
+                let others: Vec<String> = others.iter().map(|o| o.short()).collect();
+                write!(
+                    f,
+                    "conflict: {} also replace{} {}",
+                    others.join(", "),
+                    if others.len() == 1 { "s" } else { "" },
+                    old.short()
+                )
+            }
+        }
+    }
+}
+
 /// A record and what the fold derived for it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Entry {
@@ -57,6 +97,53 @@ pub struct Entry {
     /// Outcomes that counted towards the confidence, in fold order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outcomes: Vec<RecordId>,
+    /// Why this valid record needs review (empty: it does not). Derived, never written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs_review: Vec<ReviewFlag>,
+}
+
+impl Entry {
+    fn new(id: RecordId, record: Record, status: Status, confidence: Milli) -> Entry {
+        Entry {
+            id,
+            record,
+            status,
+            confidence,
+            successes: 0,
+            retracted_by: None,
+            superseded_by: Vec::new(),
+            outcomes: Vec::new(),
+            needs_review: Vec::new(),
+        }
+    }
+
+    /// Whether a fact's own validity window (`valid_from`, `valid_to`) contains `t`; records
+    /// without a window, and other kinds, are always in effect.
+    pub fn in_effect_at(&self, t: Timestamp) -> bool {
+        match self.record.as_fact() {
+            Some(f) => f.valid_from.is_none_or(|from| from <= t) && f.valid_to.is_none_or(|to| t < to),
+            None => true,
+        }
+    }
+}
+
+/// The review flags a record's own links raise against `entries` (dependencies and sources that
+/// are no longer valid).
+fn link_flags(record: &Record, entries: &BTreeMap<RecordId, Entry>) -> Vec<ReviewFlag> {
+    let Some(f) = record.as_fact() else { return Vec::new() };
+    let status = |id: &RecordId| entries.get(id).map(|e| e.status).filter(|s| *s != Status::Valid);
+    let mut flags: Vec<ReviewFlag> = f
+        .depends_on
+        .iter()
+        .filter_map(|id| status(id).map(|status| ReviewFlag::DependsOn { id: *id, status }))
+        .collect();
+    flags.extend(
+        f.relations
+            .iter()
+            .filter(|r| r.rel == RelationType::Derives)
+            .filter_map(|r| status(&r.id).map(|status| ReviewFlag::DerivesFrom { id: r.id, status })),
+    );
+    flags
 }
 
 /// The current meaning of a set of records.
@@ -114,22 +201,12 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
             effects.push((id, record.payload.clone()));
         }
         let confidence = record.as_fact().map(|f| f.confidence).unwrap_or_default();
-        state.entries.insert(
-            id,
-            Entry {
-                id,
-                record,
-                status: if standing.contains(&id) { Status::Valid } else { Status::Retracted },
-                confidence,
-                successes: 0,
-                retracted_by: None,
-                superseded_by: Vec::new(),
-                outcomes: Vec::new(),
-            },
-        );
+        let status = if standing.contains(&id) { Status::Valid } else { Status::Retracted };
+        state.entries.insert(id, Entry::new(id, record, status, confidence));
     }
 
     let mut counted_keys: HashSet<(RecordId, String)> = HashSet::new();
+    let mut replacements: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
     for (id, payload) in effects {
         match payload {
             Payload::Retraction(r) => {
@@ -138,6 +215,9 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                 }
             }
             Payload::Supersession(s) => {
+                if let Some(new) = s.new {
+                    replacements.entry(s.old).or_default().push(new);
+                }
                 if let Some(old) = state.entries.get_mut(&s.old) {
                     old.superseded_by.push(s.new.unwrap_or(id));
                     if old.status == Status::Valid {
@@ -162,6 +242,30 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 
     for entry in state.entries.values_mut() {
         entry.confidence.0 = entry.confidence.0.clamp(0, 1000);
+    }
+
+    // Needs review, from the statuses settled above (so the answer does not depend on order).
+    let flags: Vec<(RecordId, Vec<ReviewFlag>)> = state
+        .entries
+        .values()
+        .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
+        .map(|e| (e.id, link_flags(&e.record, &state.entries)))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    for (id, f) in flags {
+        state.entries.get_mut(&id).expect("flagged entry exists").needs_review = f;
+    }
+    for (old, mut news) in replacements {
+        news.sort();
+        news.dedup();
+        news.retain(|n| state.entries.get(n).is_some_and(|e| e.status == Status::Valid));
+        if news.len() < 2 {
+            continue;
+        }
+        for n in &news {
+            let others = news.iter().filter(|o| *o != n).copied().collect();
+            state.entries.get_mut(n).expect("kept above").needs_review.push(ReviewFlag::Conflict { old, others });
+        }
     }
     state
 }
@@ -193,19 +297,9 @@ impl State {
                 index.entry(dedup_key(f, &record.body)).or_insert(id);
             }
             self.order.push(id);
-            self.entries.insert(
-                id,
-                Entry {
-                    id,
-                    record,
-                    status: Status::Valid,
-                    confidence,
-                    successes: 0,
-                    retracted_by: None,
-                    superseded_by: Vec::new(),
-                    outcomes: Vec::new(),
-                },
-            );
+            let mut entry = Entry::new(id, record, Status::Valid, confidence);
+            entry.needs_review = link_flags(&entry.record, &self.entries);
+            self.entries.insert(id, entry);
         }
         self
     }

@@ -200,6 +200,21 @@ fn parse_ref_name(name: &str) -> Result<gix::refs::FullName> {
 }
 
 impl Store {
+    /// The similarity threshold for superseding facts of `fact_type`: `git config
+    /// neo.supersede.<type>` (a number from 0.0 to 1.0), else `default`.
+    pub fn supersede_threshold(&self, fact_type: crate::record::FactType, default: f32) -> Result<f32> {
+        let key = format!("neo.supersede.{fact_type}");
+        let config = self.repo.config_snapshot();
+        let Some(v) = config.string(key.as_str()) else { return Ok(default) };
+        match v.to_string().trim().parse::<f32>() {
+            Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
+            _ => Err(Error::Config {
+                key,
+                message: format!("{v:?} is not a similarity threshold; use a number from 0.0 to 1.0, such as 0.85"),
+            }),
+        }
+    }
+
     /// The identity git config names (`user.name`, `user.email`), if both are set.
     pub fn configured_identity(&self) -> Option<Identity> {
         let config = self.repo.config_snapshot();

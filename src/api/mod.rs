@@ -7,12 +7,18 @@
 use crate::error::{Error, Result};
 use crate::record::{
     self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
-    RecordId, Retraction, Timestamp,
+    RecordId, Relation, RelationType, Retraction, Timestamp,
 };
 use crate::state::{self, Entry, State, Status};
 use crate::store::{CommitInfo, Identity, Store, StrayEntry, WriteMode};
 use gix::ObjectId;
 use std::collections::HashMap;
+
+mod supersede;
+pub use supersede::{
+    no_similarity, AddPlan, History, HistoryEvent, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
+    CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
+};
 
 /// Who is writing, and when. The CLI fills this from git config and the clock; tests fix both.
 #[derive(Clone, Debug)]
@@ -20,6 +26,9 @@ pub struct WriteContext {
     pub identity: Identity,
     pub now: Timestamp,
 }
+
+/// How many of the nearest candidates similarity supersession compares exactly.
+pub const SIMILARITY_SHORTLIST: usize = 8;
 
 /// The scope used when none is given.
 pub const DEFAULT_SCOPE: &str = "project";
@@ -63,6 +72,16 @@ pub struct AddRequest {
     pub anchors: Vec<String>,
     pub valid_from: Option<String>,
     pub valid_to: Option<String>,
+    /// Id prefixes of facts this one replaces explicitly (`--supersedes`, `--updates`).
+    pub supersedes: Vec<String>,
+    /// Id prefixes of facts this one extends (both stay valid, linked).
+    pub extends: Vec<String>,
+    /// Id prefixes of the sources this fact is inferred from.
+    pub derives_from: Vec<String>,
+    /// Do not supersede anything by key or similarity.
+    pub no_supersede: bool,
+    /// Why it supersedes what it supersedes (default: the method's own wording).
+    pub reason: Option<String>,
 }
 
 /// What `add` did.
@@ -77,6 +96,29 @@ pub struct AddOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
     pub path: String,
+    /// Facts this one superseded, written in the same commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<PlannedSupersession>,
+    /// Whether similarity-based supersession ran, and if not, why (facts only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<SimilarityCheck>,
+    /// True when this was a dry run and nothing was written.
+    pub dry_run: bool,
+}
+
+impl AddOutcome {
+    fn written(id: RecordId, kind: Kind, commit: Option<String>) -> AddOutcome {
+        AddOutcome {
+            id,
+            deduplicated: false,
+            proposed: false,
+            commit,
+            path: Record::path(kind, &id),
+            superseded: Vec::new(),
+            similarity: None,
+            dry_run: false,
+        }
+    }
 }
 
 /// A record's file and its derived state, for `show`.
@@ -97,6 +139,8 @@ pub struct ListFilter {
     pub tag: Option<String>,
     /// Include retracted, superseded and outdated records.
     pub all: bool,
+    /// Only valid records flagged as needing review.
+    pub needs_review: bool,
 }
 
 /// What `init` did.
@@ -239,6 +283,17 @@ impl Memory {
     /// Build and validate the fact record for `req` without writing it.
     pub fn prepare_fact(&self, req: &AddRequest, ctx: &WriteContext) -> Result<Record> {
         let mut problems = Vec::new();
+        let record = self.build_fact(req, ctx, &mut problems)?;
+        if problems.is_empty() {
+            Ok(record)
+        } else {
+            Err(Error::Invalid(Problems(problems)))
+        }
+    }
+
+    /// The fact record for `req`, with every problem found added to `problems` (the record is
+    /// only meaningful when none were); errors are for failures to read the repository.
+    fn build_fact(&self, req: &AddRequest, ctx: &WriteContext, problems: &mut Vec<Problem>) -> Result<Record> {
         let fact_type = FactType::from_word(req.fact_type.trim());
         if fact_type.is_none() {
             problems.push(Problem::new(
@@ -283,10 +338,24 @@ impl Memory {
         let valid_from = time("valid_from", &req.valid_from);
         let valid_to = time("valid_to", &req.valid_to);
         let depends_on: Vec<RecordId> =
-            req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, &mut problems)).collect();
+            req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, problems)).collect();
+        let mut relations = Vec::new();
+        for (field, rel, prefixes) in [
+            ("extends", RelationType::Extends, &req.extends),
+            ("derives_from", RelationType::Derives, &req.derives_from),
+        ] {
+            for p in prefixes {
+                let Some(id) = self.resolve_into(field, p, problems) else { continue };
+                if self.state.entries[&id].record.kind != Kind::Fact {
+                    problems.push(Problem::new(field, format!("{} is not a fact; link facts to facts", id.short())));
+                } else if !relations.iter().any(|r: &Relation| r.id == id) {
+                    relations.push(Relation { rel, id });
+                }
+            }
+        }
         let mut anchors = Vec::new();
         for (i, spec) in req.anchors.iter().enumerate() {
-            if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), &mut problems)? {
+            if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), problems)? {
                 anchors.push(a);
             }
         }
@@ -309,7 +378,7 @@ impl Memory {
                 valid_from,
                 valid_to,
                 depends_on,
-                relations: Vec::new(),
+                relations,
                 anchors,
             }),
             author: ctx.identity.author_field(),
@@ -318,51 +387,16 @@ impl Memory {
         };
         problems.extend(record::validate::validate(&record));
         problems.extend(crate::redact::check(&record));
-        if problems.is_empty() {
-            Ok(record)
-        } else {
-            Err(Error::Invalid(Problems(problems)))
-        }
+        Ok(record)
     }
 
     /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
-    /// written again: its id is returned with `deduplicated: true`.
+    /// written again: its id is returned with `deduplicated: true`. Supersession runs by explicit
+    /// id and by key; similarity needs a model, so [`Memory::plan_add`] with a similarity function
+    /// is the full path.
     pub fn add(&mut self, req: &AddRequest, ctx: &WriteContext) -> Result<AddOutcome> {
-        let record = self.prepare_fact(req, ctx)?;
-        let fact = record.as_fact().expect("prepare_fact builds a fact");
-        if let Some(existing) = self.state.duplicate_of(fact, &record.body) {
-            return Ok(AddOutcome {
-                id: existing,
-                deduplicated: true,
-                proposed: false,
-                commit: None,
-                path: Record::path(Kind::Fact, &existing),
-            });
-        }
-        if let Some(existing) = self.proposals.as_ref().and_then(|p| p.state.duplicate_of(fact, &record.body)) {
-            return Ok(AddOutcome {
-                id: existing,
-                deduplicated: true,
-                proposed: true,
-                commit: None,
-                path: Record::path(Kind::Fact, &existing),
-            });
-        }
-        let (id, _) = record.encode();
-        if let Some(existing) = self.state.entries.get(&id) {
-            if existing.status != Status::Valid {
-                return Err(Error::invalid(
-                    "subject",
-                    format!(
-                        "this is byte for byte record {}, which was forgotten or replaced ({}); add it again a second later or change its text",
-                        id.short(),
-                        existing.status.as_str()
-                    ),
-                ));
-            }
-        }
-        let message = format!("neo: add {} {} \"{}\"", fact.fact_type, "{id}", short_message(&fact.subject));
-        self.write(record, message, ctx)
+        let plan = self.plan_add(req, ctx, &mut no_similarity("no embedding model was given"))?;
+        self.apply_add(plan, ctx)
     }
 
     /// Forget a record: append a retraction. The record stays in history.
@@ -395,8 +429,19 @@ impl Memory {
     /// Write one prepared record through the write mode (auto, review, off). `{id}` in `message`
     /// becomes the short id.
     pub(crate) fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        self.write_all(vec![record], message, ctx)
+    }
+
+    /// Write several records in one commit (a fact and the supersessions it brings); the outcome
+    /// names the first. `{id}` in `message` becomes the first record's short id.
+    pub(crate) fn write_all(
+        &mut self,
+        records: Vec<Record>,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
         let review = self.store.write_mode() == WriteMode::Review;
-        let mut outcome = self.target()?.write_here(record, message, ctx)?;
+        let mut outcome = self.target()?.write_here(records, message, ctx)?;
         outcome.proposed = review;
         Ok(outcome)
     }
@@ -421,25 +466,34 @@ impl Memory {
         Ok(self.proposals.as_deref_mut().expect("just loaded"))
     }
 
-    fn write_here(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
-        let (id, bytes) = record.encode();
-        // The writer must never emit bytes its own reader rejects.
-        if let Err(problems) = record::parse::parse(&bytes) {
-            return Err(Error::Integrity(format!(
-                "internal: the canonical form of a new record does not parse: {problems}"
-            )));
+    fn write_here(&mut self, records: Vec<Record>, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        let mut encoded = Vec::with_capacity(records.len());
+        for record in &records {
+            let (id, bytes) = record.encode();
+            // The writer must never emit bytes its own reader rejects.
+            if let Err(problems) = record::parse::parse(&bytes) {
+                return Err(Error::Integrity(format!(
+                    "internal: the canonical form of a new record does not parse: {problems}"
+                )));
+            }
+            encoded.push((record.kind, id, bytes));
         }
+        let (first_kind, id) = match encoded.first() {
+            Some((kind, id, _)) => (*kind, *id),
+            None => return Err(Error::Integrity("internal: a write with no records".into())),
+        };
         let message = message.replace("{id}", &id.short());
-        let bytes_for_blob = bytes.clone();
-        let outcome = self.store.write_records(&[(record.kind, id, bytes)], &message, &ctx.identity, ctx.now, false)?;
-        let path = Record::path(record.kind, &id);
-        self.blobs.insert(id, self.store.hash_blob(&bytes_for_blob)?);
+        let outcome = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+        for (_, rid, bytes) in &encoded {
+            self.blobs.insert(*rid, self.store.hash_blob(bytes)?);
+        }
         if let Some(commit) = outcome.commit {
             self.tips.retain(|(name, _)| name != self.store.ref_name());
             self.tips.insert(0, (self.store.ref_name().to_string(), commit));
         }
-        self.state = std::mem::take(&mut self.state).with_records(vec![(id, record)]);
-        Ok(AddOutcome { id, deduplicated: false, proposed: false, commit: outcome.commit.map(|c| c.to_string()), path })
+        let added = encoded.iter().map(|(_, rid, _)| *rid).zip(records).collect();
+        self.state = std::mem::take(&mut self.state).with_records(added);
+        Ok(AddOutcome::written(id, first_kind, outcome.commit.map(|c| c.to_string())))
     }
 
     /// Create the memory ref with only `FORMAT`, if it does not exist yet.
@@ -502,6 +556,7 @@ impl Memory {
             .state
             .iter()
             .filter(|e| filter.all || e.status == Status::Valid)
+            .filter(|e| !filter.needs_review || (e.status == Status::Valid && !e.needs_review.is_empty()))
             .filter(|e| match kind {
                 Some(k) => e.record.kind == k,
                 // By default: what the memory knows (facts, attempts); --all or --kind for the rest.
@@ -804,6 +859,48 @@ impl Memory {
                 .map_err(|e| Error::Io { context: format!("removing {}", dir.display()), source: e })?;
         }
         self.open_indexes(embedder, progress)
+    }
+
+    /// Cosine similarity of `record` to the closest of `candidates`: the vector index shortlists
+    /// the nearest [`SIMILARITY_SHORTLIST`] candidates, which are then embedded again on their
+    /// subject and body alone (the indexed text also holds type, scope and tags, which every
+    /// candidate shares with the new fact and which would inflate the score) and compared exactly.
+    pub fn similarity_scores(
+        &self,
+        indexes: &crate::index::Indexes,
+        embedder: &mut dyn crate::embed::Embedder,
+        record: &Record,
+        candidates: &[RecordId],
+    ) -> Result<Vec<(RecordId, f32)>> {
+        let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
+        let Some(text) = crate::index::index_text(record) else { return Ok(Vec::new()) };
+        let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
+        let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
+        let shortlist: Vec<RecordId> = indexes
+            .search_vectors(&q, 256)?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .take(SIMILARITY_SHORTLIST)
+            .map(|(id, _)| id)
+            .collect();
+        if shortlist.is_empty() {
+            return Ok(Vec::new());
+        }
+        let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
+        let mut texts = vec![own(record)];
+        texts.extend(shortlist.iter().map(|id| own(&self.state.entries[id].record)));
+        let vectors = embedder.embed(&texts).map_err(embed_err)?;
+        let cosine = |a: &[f32], b: &[f32]| {
+            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let n = norm(a) * norm(b);
+            if n > 0.0 {
+                dot / n
+            } else {
+                0.0
+            }
+        };
+        Ok(shortlist.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, cosine(&vectors[0], v))).collect())
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.

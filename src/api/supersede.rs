@@ -1,0 +1,578 @@
+//! Supersession and corrections: deciding, when a fact is written, which current facts it
+//! replaces; marking records outdated; reverting a supersession or a forget; and the history of
+//! a record or key.
+//!
+//! When a fact is added, the facts it supersedes are found in this order:
+//! 1. every id given explicitly (`--supersedes`, `--updates`), which must be a current fact;
+//! 2. every current fact with the same `key` and scope (structural and exact);
+//! 3. only when neither found anything: the most similar current fact of the same type and scope,
+//!    when its cosine similarity reaches the type's threshold (`git config neo.supersede.<type>`,
+//!    default [`DEFAULT_THRESHOLD`]). The similarity comes from the caller (who owns the model);
+//!    without a model this step is skipped and the outcome says why.
+//!
+//! Facts the new one `extends` or `derives` from are never candidates: a fact that builds on
+//! another does not replace it. Every supersession is its own record, written in the same commit
+//! as the new fact, so a reader never sees one without the other.
+
+use super::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
+use crate::error::{Error, Result};
+use crate::record::{
+    self, Kind, Milli, Payload, Problem, Problems, Record, RecordId, Retraction, Supersession, SupersessionMethod,
+    Timestamp,
+};
+use crate::state::{Entry, Status};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The cosine similarity at which a fact of the same type and scope is superseded, by default.
+pub const DEFAULT_THRESHOLD: f32 = 0.85;
+
+/// Confidence a replacement gains over the fact it replaces (unless given one explicitly).
+pub const CARRY_OVER_BONUS: Milli = Milli(50);
+
+/// What the caller's similarity search answered.
+pub enum Similarity {
+    /// Cosine similarity of the new fact to (some of) the candidates; missing ones are unrelated.
+    Scores(Vec<(RecordId, f32)>),
+    /// No similarity could be computed; the reason is shown to the user.
+    Unavailable(String),
+}
+
+/// The similarity search a write may need: `(new fact, candidate ids) -> Similarity`.
+pub type SimilarityFn<'a> = dyn FnMut(&Record, &[RecordId]) -> Result<Similarity> + 'a;
+
+/// A similarity function for callers without a model (import, tests): always unavailable.
+pub fn no_similarity(why: &str) -> impl FnMut(&Record, &[RecordId]) -> Result<Similarity> + '_ {
+    move |_, _| Ok(Similarity::Unavailable(why.to_string()))
+}
+
+/// One fact a new fact replaces.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlannedSupersession {
+    pub old: RecordId,
+    pub subject: String,
+    pub method: SupersessionMethod,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    pub reason: String,
+}
+
+/// Whether similarity-based supersession ran, and what it found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub enum SimilarityCheck {
+    /// An explicit id, a key match or `--no-supersede` decided; similarity was not needed.
+    NotNeeded,
+    /// No current fact of the same type and scope to compare with.
+    NoCandidates,
+    /// Compared; `best` is the most similar candidate (superseded when `score >= threshold`).
+    Checked {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        best: Option<RecordId>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        score: Option<f64>,
+        threshold: f64,
+    },
+    /// Could not compare (no model): nothing was superseded by similarity.
+    Skipped { why: String },
+}
+
+/// What adding a fact would do; [`Memory::apply_add`] does it.
+#[derive(Clone, Debug)]
+pub struct AddPlan {
+    pub record: Record,
+    pub id: RecordId,
+    /// An identical valid fact already stored (and whether it is a pending proposal).
+    pub duplicate_of: Option<(RecordId, bool)>,
+    pub supersedes: Vec<PlannedSupersession>,
+    pub similarity: SimilarityCheck,
+}
+
+fn rounded(score: f32) -> f64 {
+    (f64::from(score) * 1000.0).round() / 1000.0
+}
+
+impl Memory {
+    /// Decide what adding `req` would do, without writing: the record (with its confidence carried
+    /// over from what it replaces), a duplicate if there is one, and the facts it supersedes.
+    /// `similar` is called at most once, and only when the similarity step is reached with at
+    /// least one candidate (so a caller can load its model lazily).
+    pub fn plan_add(&self, req: &AddRequest, ctx: &WriteContext, similar: &mut SimilarityFn<'_>) -> Result<AddPlan> {
+        let mut problems = Vec::new();
+        let mut record = self.build_fact(req, ctx, &mut problems)?;
+        let mut explicit: Vec<RecordId> = Vec::new();
+        for prefix in &req.supersedes {
+            let Some(id) = self.resolve_into("supersedes", prefix, &mut problems) else { continue };
+            let e = &self.state.entries[&id];
+            match (e.record.kind, e.status) {
+                (Kind::Fact, Status::Valid) => explicit.push(id),
+                (Kind::Fact, Status::Retracted) => problems.push(Problem::new(
+                    "supersedes",
+                    format!("{} is forgotten; `git neo revert` its retraction first, or add without it", id.short()),
+                )),
+                (Kind::Fact, status) => problems.push(Problem::new(
+                    "supersedes",
+                    format!(
+                        "{} is already {}{}; supersede what replaced it instead",
+                        id.short(),
+                        status.as_str(),
+                        e.superseded_by.first().map(|n| format!(" (by {})", n.short())).unwrap_or_default()
+                    ),
+                )),
+                (kind, _) => problems.push(Problem::new(
+                    "supersedes",
+                    format!(
+                        "{} is a{} {kind}, not a fact; use `git neo outdated` to correct it",
+                        id.short(),
+                        if kind == Kind::Attempt || kind == Kind::Outcome { "n" } else { "" }
+                    ),
+                )),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        explicit.sort();
+        explicit.dedup();
+
+        let fact = record.as_fact().expect("build_fact builds a fact").clone();
+        let duplicate = self.state.duplicate_of(&fact, &record.body).map(|id| (id, false)).or_else(|| {
+            self.proposals.as_ref().and_then(|p| p.state.duplicate_of(&fact, &record.body)).map(|id| (id, true))
+        });
+        if let Some(dup) = duplicate {
+            let id = dup.0;
+            return Ok(AddPlan {
+                record,
+                id,
+                duplicate_of: Some(dup),
+                supersedes: Vec::new(),
+                similarity: SimilarityCheck::NotNeeded,
+            });
+        }
+
+        let current_fact = |e: &&Entry| e.status == Status::Valid && e.record.kind == Kind::Fact;
+        let mut planned: Vec<PlannedSupersession> = Vec::new();
+        let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+        for id in &explicit {
+            planned.push(PlannedSupersession {
+                old: *id,
+                subject: self.state.entries[id].record.summary(),
+                method: SupersessionMethod::Explicit,
+                score: None,
+                reason: reason.unwrap_or("replaced explicitly").to_string(),
+            });
+        }
+        let mut similarity = SimilarityCheck::NotNeeded;
+        if !req.no_supersede {
+            if let Some(key) = &fact.key {
+                for e in self.state.iter().filter(current_fact) {
+                    let f = e.record.as_fact().expect("facts only");
+                    if f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope && !explicit.contains(&e.id) {
+                        planned.push(PlannedSupersession {
+                            old: e.id,
+                            subject: f.subject.clone(),
+                            method: SupersessionMethod::Key,
+                            score: None,
+                            reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
+                        });
+                    }
+                }
+            }
+            if planned.is_empty() {
+                let linked: BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
+                let candidates: Vec<RecordId> = self
+                    .state
+                    .iter()
+                    .filter(current_fact)
+                    .filter(|e| {
+                        let f = e.record.as_fact().expect("facts only");
+                        f.fact_type == fact.fact_type
+                            && f.scope == fact.scope
+                            && !linked.contains(&e.id)
+                            && !fact.depends_on.contains(&e.id)
+                    })
+                    .map(|e| e.id)
+                    .collect();
+                similarity = if candidates.is_empty() {
+                    SimilarityCheck::NoCandidates
+                } else {
+                    let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
+                    match similar(&record, &candidates)? {
+                        Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
+                        Similarity::Scores(scores) => {
+                            let best = scores
+                                .iter()
+                                .filter(|(id, _)| candidates.contains(id))
+                                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                                .copied();
+                            if let Some((id, score)) = best.filter(|(_, s)| *s >= threshold) {
+                                planned.push(PlannedSupersession {
+                                    old: id,
+                                    subject: self.state.entries[&id].record.summary(),
+                                    method: SupersessionMethod::Similarity,
+                                    score: Some(rounded(score.min(1.0))),
+                                    reason: reason.map(str::to_string).unwrap_or_else(|| {
+                                        format!(
+                                            "similar {} in scope {} (cosine {:.3})",
+                                            fact.fact_type, fact.scope, score
+                                        )
+                                    }),
+                                });
+                            }
+                            SimilarityCheck::Checked {
+                                best: best.map(|b| b.0),
+                                score: best.map(|b| rounded(b.1.min(1.0))),
+                                threshold: rounded(threshold),
+                            }
+                        }
+                    }
+                };
+            }
+        }
+
+        // The replacement starts where the best of what it replaces stood, plus a little.
+        if req.confidence.is_none() && !planned.is_empty() {
+            let carried = planned.iter().map(|p| self.state.entries[&p.old].confidence.0).max().unwrap_or(0);
+            if let Payload::Fact(f) = &mut record.payload {
+                f.confidence = Milli((carried + CARRY_OVER_BONUS.0).min(1000));
+            }
+        }
+        let (id, _) = record.encode();
+        for p in &planned {
+            let sup = self.supersession_record(p, id, ctx);
+            let mut problems = record::validate::validate(&sup);
+            problems.extend(crate::redact::check(&sup));
+            if !problems.is_empty() {
+                return Err(Error::Invalid(Problems(problems)));
+            }
+        }
+        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity })
+    }
+
+    fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
+        Record {
+            kind: Kind::Supersession,
+            payload: Payload::Supersession(Supersession {
+                old: p.old,
+                new: Some(new),
+                reason: p.reason.clone(),
+                method: p.method,
+                score: p.score.and_then(Milli::from_f64),
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        }
+    }
+
+    /// Write what [`Memory::plan_add`] decided: the fact and its supersessions, in one commit.
+    pub fn apply_add(&mut self, plan: AddPlan, ctx: &WriteContext) -> Result<AddOutcome> {
+        if let Some((id, proposed)) = plan.duplicate_of {
+            return Ok(AddOutcome {
+                id,
+                deduplicated: true,
+                proposed,
+                commit: None,
+                path: Record::path(Kind::Fact, &id),
+                superseded: Vec::new(),
+                similarity: None,
+                dry_run: false,
+            });
+        }
+        if let Some(existing) = self.state.entries.get(&plan.id) {
+            if existing.status != Status::Valid {
+                return Err(Error::invalid(
+                    "subject",
+                    format!(
+                        "this is byte for byte record {}, which was forgotten or replaced ({}); add it again a second later or change its text",
+                        plan.id.short(),
+                        existing.status.as_str()
+                    ),
+                ));
+            }
+        }
+        let fact = plan.record.as_fact().expect("plans hold facts");
+        let mut message = format!("neo: add {} {} \"{}\"", fact.fact_type, "{id}", short_message(&fact.subject));
+        if !plan.supersedes.is_empty() {
+            let olds: Vec<String> =
+                plan.supersedes.iter().map(|p| format!("{} ({})", p.old.short(), p.method)).collect();
+            message.push_str(&format!("\n\nSupersedes {}.\n", olds.join(", ")));
+        }
+        let mut records = vec![plan.record.clone()];
+        records.extend(plan.supersedes.iter().map(|p| self.supersession_record(p, plan.id, ctx)));
+        let mut outcome = self.write_all(records, message, ctx)?;
+        outcome.superseded = plan.supersedes;
+        outcome.similarity = Some(plan.similarity);
+        Ok(outcome)
+    }
+
+    /// Mark a fact or attempt outdated, with no replacement: a supersession record without `new`.
+    /// The original stays untouched; a second correction adds another record.
+    pub fn outdated(&mut self, prefix: &str, reason: &str, ctx: &WriteContext) -> Result<AddOutcome> {
+        let target = self.resolve("id", prefix)?;
+        let entry = &self.state.entries[&target];
+        if !matches!(entry.record.kind, Kind::Fact | Kind::Attempt) {
+            return Err(Error::invalid(
+                "id",
+                format!(
+                    "{} is a {}; only facts and attempts can be outdated (`git neo revert` undoes a {})",
+                    target.short(),
+                    entry.record.kind,
+                    entry.record.kind
+                ),
+            ));
+        }
+        if let Some(by) = entry.retracted_by {
+            return Err(Error::invalid(
+                "id",
+                format!("{} is forgotten (by {}); `git neo revert {}` first", target.short(), by.short(), by.short()),
+            ));
+        }
+        let summary = entry.record.summary();
+        let record = Record {
+            kind: Kind::Supersession,
+            payload: Payload::Supersession(Supersession {
+                old: target,
+                new: None,
+                reason: reason.trim().to_string(),
+                method: SupersessionMethod::Outdated,
+                score: None,
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        let mut problems = record::validate::validate(&record);
+        problems.extend(crate::redact::check(&record));
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let message = format!("neo: outdated {} \"{}\" ({{id}})", target.short(), short_message(&summary));
+        self.write(record, message, ctx)
+    }
+
+    /// Undo a supersession (or an outdated mark) or a forget by retracting it: an appended record,
+    /// so the history keeps both. Returns the outcome and the records the undo restores.
+    pub fn revert(
+        &mut self,
+        prefix: &str,
+        reason: Option<&str>,
+        ctx: &WriteContext,
+    ) -> Result<(AddOutcome, Vec<RecordId>)> {
+        let target = self.resolve("id", prefix)?;
+        let entry = &self.state.entries[&target];
+        let restores = match &entry.record.payload {
+            Payload::Supersession(s) => vec![s.old],
+            Payload::Retraction(r) => vec![r.target],
+            _ => {
+                return Err(Error::invalid(
+                    "id",
+                    format!(
+                        "{} is a {}; revert takes a supersession or retraction id (see `git neo history {}`)",
+                        target.short(),
+                        entry.record.kind,
+                        target.short()
+                    ),
+                ))
+            }
+        };
+        if let Some(by) = entry.retracted_by {
+            return Err(Error::invalid(
+                "id",
+                format!("{} {} is already reverted (by {})", entry.record.kind, target.short(), by.short()),
+            ));
+        }
+        let summary = entry.record.summary();
+        let kind = entry.record.kind;
+        let record = Record {
+            kind: Kind::Retraction,
+            payload: Payload::Retraction(Retraction {
+                target,
+                reason: reason.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("reverted").to_string(),
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        let mut problems = record::validate::validate(&record);
+        problems.extend(crate::redact::check(&record));
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let message = format!("neo: revert {kind} {} \"{}\" ({{id}})", target.short(), short_message(&summary));
+        let outcome = self.write(record, message, ctx)?;
+        Ok((outcome, restores))
+    }
+}
+
+/// One step in a record's history.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistoryEvent {
+    pub at: Timestamp,
+    pub id: RecordId,
+    pub kind: Kind,
+    /// `added`, `superseded`, `outdated`, `forgotten`, `reverted`, `outcome`.
+    pub event: &'static str,
+    pub summary: String,
+    pub author: String,
+    /// The record's own status now (a reverted supersession is `retracted`).
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<SupersessionMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<RecordId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<RecordId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<f64>,
+}
+
+/// The whole chain around a record or key.
+#[derive(Clone, Debug, Serialize)]
+pub struct History {
+    /// What was asked for: an id or a key.
+    pub query: String,
+    /// The facts and attempts in the chain, oldest first, with their status now.
+    pub records: Vec<RecordId>,
+    pub events: Vec<HistoryEvent>,
+}
+
+impl Memory {
+    /// Every record connected to `what` (an id prefix or a fact key) by supersession, and every
+    /// supersession, retraction and outcome touching them, in fold order.
+    pub fn history(&self, what: &str) -> Result<History> {
+        let what = what.trim();
+        let mut seeds: Vec<RecordId> = self
+            .state
+            .iter()
+            .filter(|e| e.record.as_fact().is_some_and(|f| f.key.as_deref() == Some(what)))
+            .map(|e| e.id)
+            .collect();
+        if seeds.is_empty() {
+            let id = self.resolve("id", what).map_err(|e| match e {
+                Error::NotFound { .. } | Error::Invalid(_) => Error::invalid(
+                    "id",
+                    format!(
+                        "{what:?} is neither a record id (prefix) nor the key of any fact; see `git neo list --all`"
+                    ),
+                ),
+                other => other,
+            })?;
+            let e = &self.state.entries[&id];
+            seeds.push(match &e.record.payload {
+                Payload::Supersession(s) => s.old,
+                Payload::Retraction(r) => self.root_target(r.target),
+                Payload::Outcome(o) => o.target,
+                _ => id,
+            });
+        }
+        // Facts and attempts linked by supersession, in both directions.
+        let mut links: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
+        for e in self.state.iter() {
+            if let Payload::Supersession(s) = &e.record.payload {
+                if let Some(new) = s.new {
+                    links.entry(s.old).or_default().push(new);
+                    links.entry(new).or_default().push(s.old);
+                }
+            }
+        }
+        let mut chain: BTreeSet<RecordId> = BTreeSet::new();
+        let mut todo = seeds;
+        while let Some(id) = todo.pop() {
+            if chain.insert(id) {
+                todo.extend(links.get(&id).into_iter().flatten().copied());
+            }
+        }
+        // Records about the chain, and retractions of those (a revert of a supersession).
+        let mut touching: BTreeSet<RecordId> = chain.clone();
+        for e in self.state.iter() {
+            let about = match &e.record.payload {
+                Payload::Supersession(s) => chain.contains(&s.old) || s.new.is_some_and(|n| chain.contains(&n)),
+                Payload::Outcome(o) => chain.contains(&o.target),
+                _ => false,
+            };
+            if about {
+                touching.insert(e.id);
+            }
+        }
+        loop {
+            let more: Vec<RecordId> = self
+                .state
+                .iter()
+                .filter_map(|e| match &e.record.payload {
+                    Payload::Retraction(r) if touching.contains(&r.target) && !touching.contains(&e.id) => Some(e.id),
+                    _ => None,
+                })
+                .collect();
+            if more.is_empty() {
+                break;
+            }
+            touching.extend(more);
+        }
+        let events = self.state.iter().filter(|e| touching.contains(&e.id)).map(|e| self.event(e)).collect();
+        let records = self.state.iter().filter(|e| chain.contains(&e.id)).map(|e| e.id).collect();
+        Ok(History { query: what.to_string(), records, events })
+    }
+
+    /// What a (chain of) retraction(s) ultimately targets.
+    fn root_target(&self, mut id: RecordId) -> RecordId {
+        for _ in 0..64 {
+            match self.state.entries.get(&id).map(|e| &e.record.payload) {
+                Some(Payload::Retraction(r)) => id = r.target,
+                Some(Payload::Supersession(s)) => return s.old,
+                Some(Payload::Outcome(o)) => return o.target,
+                _ => break,
+            }
+        }
+        id
+    }
+
+    fn event(&self, e: &Entry) -> HistoryEvent {
+        let mut ev = HistoryEvent {
+            at: e.record.created_at,
+            id: e.id,
+            kind: e.record.kind,
+            event: "added",
+            summary: e.record.summary(),
+            author: e.record.author.clone(),
+            status: e.status,
+            reason: None,
+            method: None,
+            score: None,
+            old: None,
+            new: None,
+            delta: None,
+        };
+        match &e.record.payload {
+            Payload::Supersession(s) => {
+                ev.event = if s.new.is_some() { "superseded" } else { "outdated" };
+                ev.reason = Some(s.reason.clone());
+                ev.method = Some(s.method);
+                ev.score = s.score.map(Milli::as_f64);
+                ev.old = Some(s.old);
+                ev.new = s.new;
+            }
+            Payload::Retraction(r) => {
+                let target_kind = self.state.entries.get(&r.target).map(|t| t.record.kind);
+                ev.event = if matches!(target_kind, Some(Kind::Supersession | Kind::Retraction)) {
+                    "reverted"
+                } else {
+                    "forgotten"
+                };
+                ev.reason = Some(r.reason.clone());
+                ev.old = Some(r.target);
+            }
+            Payload::Outcome(o) => {
+                ev.event = "outcome";
+                ev.reason = Some(o.signal.clone());
+                ev.delta = Some(o.delta.as_f64());
+            }
+            _ => {}
+        }
+        ev
+    }
+}

@@ -1,0 +1,103 @@
+//! `git neo outdated`, `git neo revert` and `git neo history`: corrections that keep history.
+
+use super::Ctx;
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct OutdatedArgs {
+    /// Id (or unique prefix) of the fact or attempt that no longer holds.
+    id: String,
+    /// Why it no longer holds.
+    #[arg(long)]
+    reason: String,
+}
+
+#[derive(clap::Args)]
+pub struct RevertArgs {
+    /// Id (or unique prefix) of the supersession or retraction to undo.
+    id: String,
+    /// Why it is undone.
+    #[arg(long)]
+    reason: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct HistoryArgs {
+    /// A record id (prefix) or a fact key.
+    what: String,
+}
+
+pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let outcome = memory.outdated(&args.id, &args.reason, &wc)?;
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else {
+        ctx.out.line(&outcome.id.to_hex());
+        ctx.out.note(&format!("marked {} outdated: supersession {}", args.id, outcome.id.short()));
+    }
+    Ok(())
+}
+
+pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let (outcome, restores) = memory.revert(&args.id, args.reason.as_deref(), &wc)?;
+    let now: Vec<serde_json::Value> = restores
+        .iter()
+        .filter_map(|id| memory.state().entries.get(id))
+        .map(|e| serde_json::json!({ "id": e.id, "status": e.status, "summary": e.record.summary() }))
+        .collect();
+    if ctx.out.json {
+        ctx.out.json(&serde_json::json!({ "revert": outcome, "restored": now }));
+    } else {
+        ctx.out.line(&outcome.id.to_hex());
+        for r in &now {
+            ctx.out.note(&format!(
+                "reverted {}: {} is now {} ({})",
+                args.id,
+                r["id"].as_str().map(|s| &s[..12]).unwrap_or(""),
+                r["status"].as_str().unwrap_or(""),
+                r["summary"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn history(ctx: &mut Ctx, args: HistoryArgs) -> Result<(), Error> {
+    let memory = ctx.memory()?;
+    let h = memory.history(&args.what)?;
+    if ctx.out.json {
+        ctx.out.json(&h);
+        return Ok(());
+    }
+    let facts = h.records.len();
+    ctx.out.line(&format!(
+        "history of {} ({} record{}, {} event{})",
+        h.query,
+        facts,
+        if facts == 1 { "" } else { "s" },
+        h.events.len(),
+        if h.events.len() == 1 { "" } else { "s" }
+    ));
+    for ev in &h.events {
+        let id = ctx.out.paint("33", &ev.id.short());
+        let mut line = format!("{}  {:<10} {} {}", ev.at, ev.event, id, ev.summary);
+        if let Some(m) = ev.method {
+            line.push_str(&format!(" [{m}{}]", ev.score.map(|s| format!(" {s:.3}")).unwrap_or_default()));
+        }
+        if let Some(d) = ev.delta {
+            line.push_str(&format!(" ({d:+.3})"));
+        }
+        if matches!(ev.kind, git_neo::record::Kind::Fact | git_neo::record::Kind::Attempt) {
+            line.push_str(&format!(" — {} now", ev.status.as_str()));
+        } else if ev.status == git_neo::state::Status::Retracted {
+            line.push_str(" — reverted");
+        }
+        ctx.out.line(&line);
+        ctx.out.line(&format!("      by {}", ev.author));
+    }
+    Ok(())
+}
