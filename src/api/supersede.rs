@@ -513,7 +513,11 @@ impl Memory {
             }
             touching.extend(more);
         }
-        let events = self.state.iter().filter(|e| touching.contains(&e.id)).map(|e| self.event(e)).collect();
+        // Fold order, except that within one second a fact or attempt comes before the records
+        // about it (they are usually written in the same commit).
+        let mut events: Vec<HistoryEvent> =
+            self.state.iter().filter(|e| touching.contains(&e.id)).map(|e| self.event(e)).collect();
+        events.sort_by_key(|ev| (ev.at, !matches!(ev.kind, Kind::Fact | Kind::Attempt)));
         let records = self.state.iter().filter(|e| chain.contains(&e.id)).map(|e| e.id).collect();
         Ok(History { query: what.to_string(), records, events })
     }
