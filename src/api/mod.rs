@@ -861,6 +861,17 @@ impl Memory {
         self.open_indexes(embedder, progress)
     }
 
+    /// The memory as it stood at `t`: the fold of the records written by then.
+    pub fn state_as_of(&self, t: Timestamp) -> State {
+        state::fold(self.state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())))
+    }
+
+    /// The time of a commit (for `--as-of <commit>`).
+    pub fn commit_time(&self, spec: &str) -> Result<Timestamp> {
+        let id = self.store.resolve_commit(spec)?;
+        self.store.commit_time(id)
+    }
+
     /// Cosine similarity of `record` to the closest of `candidates`: the vector index shortlists
     /// the nearest [`SIMILARITY_SHORTLIST`] candidates, which are then embedded again on their
     /// subject and body alone (the indexed text also holds type, scope and tags, which every
@@ -919,14 +930,21 @@ impl Memory {
             }
             _ => (Vec::new(), false),
         };
-        let mut out = crate::recall::recall(&self.state, req, &lexical, &vector, semantic);
+        let then;
+        let (state, req) = match req.as_of {
+            Some(t) => {
+                then = (self.state_as_of(t), crate::recall::Request { now: t, ..req.clone() });
+                (&then.0, &then.1)
+            }
+            None => (&self.state, req),
+        };
+        let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
         // Attempts say whether their check still applies, and where their task stands now.
         for item in &mut out.attempts {
-            if let Some(Payload::Attempt(a)) = self.state.entries.get(&item.id).map(|e| &e.record.payload) {
+            if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {
                 item.freshness =
                     Some(crate::attempts::freshness(&self.store, a.check.commit.as_deref(), &a.files)?.to_string());
-                item.task_status = self
-                    .state
+                item.task_status = state
                     .iter()
                     .filter_map(|e| match &e.record.payload {
                         Payload::Attempt(x) if x.task == a.task => Some(x.check.result.to_string()),

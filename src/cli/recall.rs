@@ -23,6 +23,9 @@ pub struct RecallArgs {
     /// Only this scope.
     #[arg(long)]
     scope: Option<String>,
+    /// Answer from the memory as it stood then: a date (YYYY-MM-DD), a UTC time, or a commit.
+    #[arg(long, value_name = "DATE|COMMIT")]
+    as_of: Option<String>,
 }
 
 #[derive(clap::Subcommand)]
@@ -117,6 +120,20 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
             Error::invalid("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected()))
         })?);
     }
+    let as_of = match args.as_of.as_deref().map(str::trim) {
+        None => None,
+        Some(v) => Some(match git_neo::record::Timestamp::parse(v) {
+            Some(t) => t,
+            None => memory.commit_time(v).map_err(|_| {
+                Error::invalid(
+                    "as_of",
+                    format!(
+                        "{v:?} is neither a date (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ) nor a commit in this repository"
+                    ),
+                )
+            })?,
+        }),
+    };
     let mut embedder = embedder(ctx);
     let bar = ctx.out.progress(0, "embedding");
     let mut progress = |done: usize, total: usize| {
@@ -141,6 +158,7 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
         types,
         scope: args.scope,
         now: wc_now,
+        as_of,
     };
     let result = memory.recall(&indexes, reborrow(&mut embedder), &req)?;
     if ctx.out.json {

@@ -37,7 +37,12 @@ pub struct Request {
     /// Only these fact types (empty: all).
     pub types: Vec<FactType>,
     pub scope: Option<String>,
+    /// The time the answer is for: validity windows and ages are measured against it. With
+    /// `as_of`, the caller also folds only the records written by then.
     pub now: Timestamp,
+    /// Answer from the memory as it stood at this time: only records written by then, validity
+    /// windows measured then.
+    pub as_of: Option<Timestamp>,
 }
 
 /// One recalled record.
@@ -74,6 +79,25 @@ pub struct Item {
     /// For attempts: the check result of the task's latest attempt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_status: Option<String>,
+    /// Why this fact needs review (a dependency or source replaced, or a conflict).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs_review: Vec<String>,
+    /// For a fact outside its validity window: `expired on …` or `in effect from …`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// Facts linked to this one (extends, derives), in either direction.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linked: Vec<Link>,
+}
+
+/// A fact linked to a recalled fact.
+#[derive(Clone, Debug, Serialize)]
+pub struct Link {
+    /// `extends`, `extended-by`, `derives-from`, `derived-by`, `updates`, `updated-by`.
+    pub relation: &'static str,
+    pub id: RecordId,
+    pub subject: String,
+    pub status: Status,
 }
 
 /// What replaced an invalidated fact.
@@ -182,6 +206,14 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
     let confidence = if e.record.kind == Kind::Fact { e.confidence.as_f64() } else { 0.5 };
     let replaced_by =
         if matches!(e.status, Status::Superseded | Status::Outdated) { replacements(e, state) } else { Vec::new() };
+    let window = match e.record.as_fact() {
+        Some(f) if !e.in_effect_at(now) => Some(match (f.valid_from, f.valid_to) {
+            (Some(from), _) if now < from => format!("in effect from {from}"),
+            (_, Some(to)) => format!("expired on {to}"),
+            _ => "outside its validity window".to_string(),
+        }),
+        _ => None,
+    };
     Item {
         id: e.id,
         kind: e.record.kind,
@@ -201,7 +233,40 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         check,
         freshness: None,
         task_status: None,
+        needs_review: e.needs_review.iter().map(|f| f.to_string()).collect(),
+        window,
+        linked: Vec::new(),
     }
+}
+
+/// The facts linked to `id` by relations, both ways (`linked_to` is the state's reverse index).
+fn links(id: RecordId, state: &State) -> Vec<Link> {
+    use crate::record::RelationType;
+    let word = |rel: RelationType, outgoing: bool| match (rel, outgoing) {
+        (RelationType::Extends, true) => "extends",
+        (RelationType::Extends, false) => "extended-by",
+        (RelationType::Derives, true) => "derives-from",
+        (RelationType::Derives, false) => "derived-by",
+        (RelationType::Updates, true) => "updates",
+        (RelationType::Updates, false) => "updated-by",
+    };
+    let Some(e) = state.entries.get(&id) else { return Vec::new() };
+    let outgoing = e.record.as_fact().map(|f| f.relations.iter().map(|r| (r.rel, r.id, true)).collect::<Vec<_>>());
+    let incoming = state.linked_to(id).iter().map(|(rel, from)| (*rel, *from, false));
+    outgoing
+        .unwrap_or_default()
+        .into_iter()
+        .chain(incoming)
+        .filter_map(|(rel, other, out)| {
+            let o = state.entries.get(&other)?;
+            (o.status != Status::Retracted).then(|| Link {
+                relation: word(rel, out),
+                id: other,
+                subject: o.record.summary(),
+                status: o.status,
+            })
+        })
+        .collect()
 }
 
 /// The supersession records naming `e` as old, as replacements.
@@ -269,6 +334,7 @@ pub fn recall(
         .filter(|e| {
             e.status == Status::Valid
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
+                && e.in_effect_at(req.now)
                 && scope_ok(e)
         })
         .map(|e| {
@@ -291,6 +357,8 @@ pub fn recall(
     let mut best_attempt: BTreeMap<String, Item> = BTreeMap::new();
     for it in matched {
         match (it.kind, it.status, it.fact_type) {
+            // Outside its validity window a fact is not true now: it goes with the invalidated.
+            (Kind::Fact, Status::Valid, _) if it.window.is_some() => invalidated.push(it),
             (Kind::Fact, Status::Valid, Some(FactType::Constraint)) => {}
             (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
             (Kind::Fact, Status::Valid, _) => facts.push(it),
@@ -359,6 +427,12 @@ pub fn recall(
     let attempts = take(attempts, req.budget, &mut used, &mut cut);
     let invalidated = take(invalidated, req.budget, &mut used, &mut cut);
     let known_unknowns = take(known_unknowns, req.budget, &mut used, &mut cut);
+    let (mut constraints, mut facts, mut invalidated, mut known_unknowns) =
+        (constraints, facts, invalidated, known_unknowns);
+    // Linked facts are shown with what is shown (found after the budget cut, so only for those).
+    for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
+        i.linked = links(i.id, state);
+    }
     Recall {
         query: req.query.clone(),
         semantic,

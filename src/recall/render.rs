@@ -14,10 +14,23 @@ fn line(s: &mut String, i: &Item, with_body: bool) {
         s.push(')');
     }
     s.push('\n');
+    extras(s, i);
     if with_body && !i.body.is_empty() {
         for l in i.body.lines().take(12) {
             let _ = writeln!(s, "  {l}");
         }
+    }
+}
+
+/// Review flags and linked facts, indented under an item.
+fn extras(s: &mut String, i: &Item) {
+    for r in &i.needs_review {
+        let _ = writeln!(s, "  - ⚠ needs review: {}", md(r));
+    }
+    for l in &i.linked {
+        let status =
+            if l.status == crate::state::Status::Valid { String::new() } else { format!(" ({})", l.status.as_str()) };
+        let _ = writeln!(s, "  - {} **{}** `{}`{status}", l.relation, md(&l.subject), l.id.short());
     }
 }
 
@@ -76,7 +89,11 @@ pub fn markdown(r: &Recall) -> String {
                     }
                 }
             }
+            if let Some(w) = &i.window {
+                let _ = write!(s, " ({})", md(w));
+            }
             s.push('\n');
+            extras(&mut s, i);
         }
         s.push('\n');
     }

@@ -155,6 +155,8 @@ pub struct State {
     /// Normalised content of valid facts -> the earliest id; built on first use, since only
     /// writes need it and it costs a string per fact.
     dedup: std::sync::OnceLock<HashMap<String, RecordId>>,
+    /// Fact id -> the facts whose relations name it; built on first use (recall's linked facts).
+    reverse_links: std::sync::OnceLock<HashMap<RecordId, Vec<(RelationType, RecordId)>>>,
 }
 
 /// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
@@ -296,6 +298,11 @@ impl State {
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
                 index.entry(dedup_key(f, &record.body)).or_insert(id);
             }
+            if let (Some(index), Some(f)) = (self.reverse_links.get_mut(), record.as_fact()) {
+                for r in &f.relations {
+                    index.entry(r.id).or_default().push((r.rel, id));
+                }
+            }
             self.order.push(id);
             let mut entry = Entry::new(id, record, Status::Valid, confidence);
             entry.needs_review = link_flags(&entry.record, &self.entries);
@@ -316,6 +323,20 @@ impl State {
             index
         });
         index.get(&dedup_key(fact, body)).copied()
+    }
+
+    /// The facts whose relations name `id` (relation type, source), in fold order.
+    pub fn linked_to(&self, id: RecordId) -> &[(RelationType, RecordId)] {
+        let index = self.reverse_links.get_or_init(|| {
+            let mut index: HashMap<RecordId, Vec<(RelationType, RecordId)>> = HashMap::new();
+            for e in self.iter() {
+                for r in e.record.as_fact().map(|f| f.relations.as_slice()).unwrap_or_default() {
+                    index.entry(r.id).or_default().push((r.rel, e.id));
+                }
+            }
+            index
+        });
+        index.get(&id).map(Vec::as_slice).unwrap_or_default()
     }
 
     /// Every id starting with the hex `prefix`, in id order.

@@ -107,6 +107,13 @@ impl Store {
     }
 
     /// Up to `limit` commits reachable from `tip`, newest first, each with the records it added.
+    /// A commit's committer time.
+    pub fn commit_time(&self, id: ObjectId) -> Result<Timestamp> {
+        let commit = self.repo.find_commit(id).git(|| format!("reading commit {id}"))?;
+        let time = commit.time().git(|| format!("reading the time of commit {id}"))?;
+        Ok(Timestamp(time.seconds))
+    }
+
     pub fn history(&self, tip: ObjectId, limit: usize) -> Result<Vec<CommitInfo>> {
         let walk = self
             .repo
