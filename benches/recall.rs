@@ -185,6 +185,7 @@ fn main() {
                     types: vec![],
                     scope: None,
                     now: Timestamp(1_780_000_000),
+                    as_of: None,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
                 lat.push(t.elapsed());
