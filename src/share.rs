@@ -3,6 +3,7 @@
 
 use crate::api::WriteContext;
 use crate::error::{Error, Result};
+use crate::record::RecordId;
 use crate::store::{MergeKind, Push, Store};
 use gix::ObjectId;
 use serde::Serialize;
@@ -36,6 +37,26 @@ fn added_records(store: &Store, from: Option<ObjectId>, to: Option<ObjectId>) ->
         .count())
 }
 
+/// Purges on either side must hold on both before they are merged: a purge the remote made is
+/// applied to the local history (rewritten without the record), and a purge made here is applied
+/// to the fetched history before merging it, so the merged history holds the record nowhere and
+/// the push (with a lease on what was fetched) replaces the remote's. Returns what to merge.
+fn apply_purges(store: &Store, theirs: ObjectId, ctx: &WriteContext) -> Result<ObjectId> {
+    let ids = |notes: Vec<String>| -> Vec<RecordId> { notes.iter().filter_map(|n| RecordId::from_hex(n)).collect() };
+    let local = store.local_tip()?;
+    let from_remote = ids(store.purge_notes(local, theirs)?);
+    if !from_remote.is_empty() {
+        store.apply_purges(&from_remote, &ctx.identity, ctx.now)?;
+    }
+    let Some(local) = store.local_tip()? else { return Ok(theirs) };
+    let here = ids(store.purge_notes(Some(theirs), local)?);
+    if here.is_empty() {
+        return Ok(theirs);
+    }
+    let (paths, scrub) = store.purge_targets(theirs, &here)?;
+    Ok(store.rewrite_history(theirs, &paths, &scrub)?.0)
+}
+
 /// Fetch the remote's memory, merge it into the local memory, and push the result with a lease,
 /// retrying when another clone pushed in between.
 pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<SyncOutcome> {
@@ -52,7 +73,9 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
         let theirs = store.fetch_memory(&remote)?;
         let local = match theirs {
             Some(t) => {
-                let (kind, tip) = store.merge_into_local(t, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;
+                let merge_with = apply_purges(store, t, ctx)?;
+                let (kind, tip) =
+                    store.merge_into_local(merge_with, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;
                 if kind != MergeKind::UpToDate {
                     merge = kind;
                 }

@@ -97,13 +97,28 @@ pub fn verify(store: &Store, ref_name: &str, tip: ObjectId, range_from: Option<O
             problems.push(find(&bad.path, &p.field, p.message));
         }
     }
+    // Records purged on purpose (a `Neo-Purge` note in the history) may still be named by
+    // others, such as the retraction that hid them first; read the notes only when needed.
+    let mut purged: Option<Vec<String>> = None;
     for r in &records {
         let path = Record::path(r.record.kind, &r.id);
         for p in crate::redact::check(&r.record) {
             problems.push(find(&path, &p.field, p.message));
         }
         for (field, id) in r.record.references() {
-            if !present.contains(&id) {
+            if present.contains(&id) {
+                continue;
+            }
+            let purged = match &purged {
+                Some(p) => p,
+                None => purged.insert(store.purged_ids(tip)?),
+            };
+            if purged.iter().any(|p| id.to_hex().starts_with(p.as_str())) {
+                notes.push(format!(
+                    "{path}: {field} names {}, which was purged (documented with Neo-Purge)",
+                    id.short()
+                ));
+            } else {
                 problems.push(find(&path, field, format!("names {}, which is not on the ref", id.short())));
             }
         }

@@ -8,11 +8,13 @@
 //! of it (`refs/remotes/*/neo-memory`), so a fresh clone sees memory it has only fetched.
 
 mod history;
+mod purge;
 mod read;
 mod sync;
 mod write;
 
 pub use history::{AddedRecord, CommitInfo, CommitMeta, TreeChange};
+pub use purge::{purge_trailers, scrub_texts, Rewrite};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
 pub use sync::{MergeKind, Push};
 pub use write::{ref_updates_in_flight, Identity, WriteOutcome};

@@ -141,6 +141,14 @@ impl Store {
         let tips = self.tips()?;
         let commits: Vec<ObjectId> = tips.iter().map(|(_, c)| *c).collect();
         let mut snapshot = self.load_commits(&commits)?;
+        // A remote-tracking copy can still hold a record purged here until the rewritten history
+        // is pushed; it stays purged.
+        if tips.len() > 1 {
+            let purged = self.locally_purged();
+            if !purged.is_empty() {
+                snapshot.records.retain(|r| !purged.contains(&r.id));
+            }
+        }
         snapshot.tips = tips;
         Ok(snapshot)
     }

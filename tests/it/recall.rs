@@ -117,7 +117,7 @@ fn caches_catch_up_rebuild_on_damage_and_embed_when_a_model_appears() {
     assert_eq!(stamp["records"], 6);
 
     // A purged record is no longer on the ref: the cache must not serve it, so it is rebuilt.
-    sb.neo_ok(&repo, &["purge", &new[..8], "--reason", "test"]);
+    sb.neo_ok(&repo, &["purge", &new[..8], "--reason", "test", "--yes"]);
     let after = recall(&sb, &repo, "hash", &["tenant shard", "--json"]);
     assert!(
         stderr(&after).contains("rebuilt the recall index (a record it holds is no longer on the ref)"),

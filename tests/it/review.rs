@@ -33,7 +33,17 @@ fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
     later.env("GIT_NEO_NOW", "2026-03-02T09:00:00Z");
     let new = String::from_utf8(
         later
-            .args(["add", "-t", "decision", "-s", "Deploy target is Fly.io", "--key", "deploy target"])
+            // The supersession is written by hand below, with its own reason.
+            .args([
+                "add",
+                "-t",
+                "decision",
+                "-s",
+                "Deploy target is Fly.io",
+                "--key",
+                "deploy target",
+                "--no-supersede",
+            ])
             .output()
             .expect("run")
             .stdout,

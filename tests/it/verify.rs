@@ -270,21 +270,36 @@ fn the_write_filter_refuses_secrets_and_injection_and_writes_nothing() {
 }
 
 #[test]
-fn purge_removes_a_record_with_a_trailer_that_verify_accepts() {
+fn purge_rewrites_history_so_no_commit_holds_the_record() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let keep = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Keep this"]);
-    let gone = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Mentions a customer by name"]);
+    let gone = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Mentions Jane Customer by name"]);
+    sb.neo_ok(&repo, &["forget", &gone[..8], "--reason", "personal data"]);
+    let later = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Written after it"]);
     let before = sb.tip(&repo).expect("tip");
-    sb.neo_ok(&repo, &["purge", &gone[..8], "--reason", "personal data"]);
+
+    // Without --yes nothing happens.
+    let refused = sb.neo(&repo, &["purge", &gone[..8]]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("--yes"));
+    assert_eq!(sb.tip(&repo).as_deref(), Some(before.as_str()));
+
+    let text = sb.neo_ok(&repo, &["purge", &gone[..8], "--reason", "personal data", "--yes"]);
+    assert!(text.contains("git gc --prune=now") && text.contains("git neo sync"), "{text}");
+    let objects = sb.git(&repo, &["rev-list", "--objects", "refs/heads/neo-memory"]);
+    let blob = sb.git(&repo, &["rev-parse", &format!("{before}:facts/{}/{gone}.md", &gone[..2])]);
+    assert!(!objects.contains(blob.trim()), "the blob is unreachable from the ref");
     let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"]);
-    assert!(files.contains(&keep) && !files.contains(&gone), "{files}");
-    assert!(sb
-        .git(&repo, &["log", "-1", "--format=%B", "refs/heads/neo-memory"])
-        .contains(&format!("Neo-Purge: {gone}")));
-    let (code, _, report) = verify(&sb, &repo, &["--range", &format!("{before}..")]);
+    assert!(files.contains(&keep) && files.contains(&later) && !files.contains(&gone), "{files}");
+    // The commit that only added it is gone; messages that quoted its subject no longer do.
+    let log = sb.git(&repo, &["log", "--format=%B", "refs/heads/neo-memory"]);
+    assert!(log.contains(&format!("Neo-Purge: {gone}")) && !log.contains("Jane Customer"), "{log}");
+    assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]).trim(), "4", "{log}");
+    // The retraction that hid it first still names it: a note, not a problem.
+    let (code, _, report) = verify(&sb, &repo, &[]);
     assert_eq!(code, 0, "{}", messages(&report));
-    assert!(report["notes"][0].as_str().is_some_and(|n| n.contains("purges")));
+    assert!(report["notes"][0].as_str().is_some_and(|n| n.contains("purged")), "{report}");
     let missing = sb.neo(&repo, &["show", &gone[..8]]);
     assert_eq!(missing.status.code(), Some(1));
 }
