@@ -60,8 +60,8 @@ pub struct Args {
     /// Why this fact replaces what it replaces.
     #[arg(long)]
     reason: Option<String>,
-    /// Supersede nothing by key or similarity (explicit --supersedes still applies).
-    #[arg(long)]
+    /// Supersede nothing by key or similarity.
+    #[arg(long, conflicts_with = "supersedes")]
     no_supersede: bool,
     /// Show what would be written and superseded, and write nothing.
     #[arg(long)]

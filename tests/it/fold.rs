@@ -170,3 +170,78 @@ fn adding_records_to_a_state_equals_folding_everything() {
     let state = state.with_records(vec![probe.clone()]);
     assert_eq!(state.duplicate_of(probe.1.as_fact().expect("fact"), ""), Some(probe.0));
 }
+
+fn supersede(secs: i64, old: RecordId, new: Option<RecordId>) -> (RecordId, Record) {
+    at(
+        secs,
+        Kind::Supersession,
+        Payload::Supersession(Supersession {
+            old,
+            new,
+            reason: "replaced".into(),
+            method: if new.is_some() { SupersessionMethod::Key } else { SupersessionMethod::Outdated },
+            score: None,
+        }),
+        "",
+    )
+}
+
+fn depending(secs: i64, subject: &str, depends_on: Vec<RecordId>, derives: Vec<RecordId>) -> (RecordId, Record) {
+    let (_, mut r) = fact(secs, subject, 700);
+    if let Payload::Fact(f) = &mut r.payload {
+        f.depends_on = depends_on;
+        f.relations = derives
+            .into_iter()
+            .map(|id| git_neo::record::Relation { rel: git_neo::record::RelationType::Derives, id })
+            .collect();
+    }
+    (r.encode().0, r)
+}
+
+/// Two clones replaced the same fact independently; their memories merged. Whatever the order the
+/// records are read in: the old fact is superseded, both replacements stay valid, and both are
+/// flagged as a conflict naming each other. Dependents of the replaced fact need review.
+#[test]
+fn concurrent_supersessions_are_a_deterministic_conflict_and_dependents_need_review() {
+    use git_neo::state::ReviewFlag;
+    let old = fact(0, "deploy to heroku", 700);
+    let dep = depending(1, "the heroku buildpack needs a Procfile", vec![old.0], vec![]);
+    let inferred = depending(2, "so deploys take five minutes", vec![], vec![old.0]);
+    let ours = fact(10, "deploy to fly.io", 750);
+    let theirs = fact(11, "deploy to render", 750);
+    let s1 = supersede(10, old.0, Some(ours.0));
+    let s2 = supersede(11, old.0, Some(theirs.0));
+    let records = vec![old.clone(), dep.clone(), inferred.clone(), ours.clone(), theirs.clone(), s1, s2.clone()];
+    let flags = |state: &State| -> Vec<(RecordId, Vec<ReviewFlag>)> {
+        state.iter().map(|e| (e.id, e.needs_review.clone())).collect()
+    };
+    let reference = fold(records.clone());
+    for seed in 0..30 {
+        let s = fold(shuffled(&records, seed));
+        assert_eq!(summary(&s), summary(&reference), "seed {seed}");
+        assert_eq!(flags(&s), flags(&reference), "seed {seed}");
+    }
+    let e = |id: RecordId| &reference.entries[&id];
+    assert_eq!(e(old.0).status, Status::Superseded);
+    assert_eq!((e(ours.0).status, e(theirs.0).status), (Status::Valid, Status::Valid));
+    assert_eq!(e(ours.0).needs_review, vec![ReviewFlag::Conflict { old: old.0, others: vec![theirs.0] }]);
+    assert_eq!(e(theirs.0).needs_review, vec![ReviewFlag::Conflict { old: old.0, others: vec![ours.0] }]);
+    assert_eq!(e(dep.0).needs_review, vec![ReviewFlag::DependsOn { id: old.0, status: Status::Superseded }]);
+    assert_eq!(e(inferred.0).needs_review, vec![ReviewFlag::DerivesFrom { id: old.0, status: Status::Superseded }]);
+
+    // Resolving the conflict: one replacement is itself replaced; the other is no longer flagged.
+    let resolved = fold(records.iter().cloned().chain([supersede(20, theirs.0, Some(ours.0))]));
+    assert!(resolved.entries[&ours.0].needs_review.is_empty());
+    // Reverting one supersession (retracting it) leaves a single replacement: no conflict either.
+    let reverted = fold(records.iter().cloned().chain([retract(20, s2.0)]));
+    assert!(reverted.entries[&ours.0].needs_review.is_empty());
+    assert!(reverted.entries[&theirs.0].needs_review.is_empty());
+    // Appending a dependent of a superseded fact to a folded state flags it just as a full fold does.
+    let late = depending(30, "late dependent", vec![old.0], vec![]);
+    let appended = reference.clone().with_records(vec![late.clone()]);
+    assert_eq!(
+        appended.entries[&late.0].needs_review,
+        fold(records.iter().cloned().chain([late.clone()])).entries[&late.0].needs_review
+    );
+    assert!(!appended.entries[&late.0].needs_review.is_empty());
+}

@@ -10,6 +10,7 @@ mod quality;
 mod recall;
 mod review;
 mod store;
+mod supersede;
 mod support;
 mod sync;
 mod tour;
