@@ -8,6 +8,7 @@
 //! - [`redact`]: PURE. The write-time filter for secrets and injection-like text.
 //! - [`api`]: use cases (init, add, show, list, log, forget).
 //! - [`attempts`]: attempts with observed or reported checks, task history, freshness, recheck.
+//! - [`construct`]: the curated pattern library shipped with git-neo: format, lint, search.
 //! - [`verify`]: the integrity check run in CI.
 //! - [`share`]: sync and propose through git remotes.
 //! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
@@ -18,6 +19,7 @@
 
 pub mod api;
 pub mod attempts;
+pub mod construct;
 pub mod embed;
 pub mod error;
 pub mod index;

@@ -6,6 +6,7 @@
 
 mod add;
 mod attempt;
+mod construct;
 mod correct;
 mod diff;
 mod forget;
@@ -111,6 +112,9 @@ enum Command {
     /// The embedding model for semantic recall.
     #[command(subcommand)]
     Model(recall::ModelCommand),
+    /// The Construct: curated patterns shipped with git-neo, and the project's own.
+    #[command(subcommand)]
+    Construct(construct::ConstructCommand),
 }
 
 /// What every command gets: output, and how to open the repository.
@@ -231,6 +235,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Recall(a) => recall::recall(&mut ctx, a),
         Command::Reindex => recall::reindex(&mut ctx),
         Command::Model(c) => recall::model(&mut ctx, c),
+        Command::Construct(c) => construct::run(&mut ctx, c),
     };
     if let Some(code) = signals::pending() {
         return code;

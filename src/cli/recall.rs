@@ -160,7 +160,13 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
         now: wc_now,
         as_of,
     };
-    let result = memory.recall(&indexes, reborrow(&mut embedder), &req)?;
+    let mut result = memory.recall(&indexes, reborrow(&mut embedder), &req)?;
+    // The Construct comes after the project's own memory: a few patterns that clearly match.
+    let mut library = super::construct::load_library(ctx)?;
+    let hits = library
+        .search(&req.query, git_neo::construct::RECALL_PATTERNS, reborrow(&mut embedder))
+        .map_err(|e| Error::invalid("construct", e.to_string()))?;
+    result.attach_construct(hits.into_iter().filter(|h| h.score >= git_neo::construct::RECALL_MIN_SCORE).collect());
     if ctx.out.json {
         ctx.out.json(&result);
     } else {

@@ -29,6 +29,12 @@ impl Lexical {
         Self::with(index, key, text)
     }
 
+    /// An index held in memory (the construct library: a few dozen documents).
+    pub fn in_memory() -> tantivy::Result<Lexical> {
+        let (schema, key, text) = schema();
+        Self::with(Index::create_in_ram(schema), key, text)
+    }
+
     pub fn open(dir: &Path) -> tantivy::Result<Lexical> {
         let index = Index::open_in_dir(dir)?;
         let (expected, key, text) = schema();

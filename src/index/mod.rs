@@ -12,7 +12,7 @@
 //! when that is possible (one tip each, the new descending from the old, additions only), and from
 //! comparing id sets otherwise.
 
-mod lexical;
+pub(crate) mod lexical;
 mod vectors;
 
 pub use lexical::Lexical;

@@ -139,6 +139,24 @@ pub struct Recall {
     pub tokens: usize,
     /// Items left out to stay within the budget (0 when nothing was cut).
     pub cut: usize,
+    /// Curated patterns from the Construct that match, after the project's own memory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub construct: Vec<crate::construct::Hit>,
+}
+
+impl Recall {
+    /// Add the Construct layer (after everything else), within what is left of the budget.
+    pub fn attach_construct(&mut self, hits: Vec<crate::construct::Hit>) {
+        for h in hits {
+            let t = (h.title.len() + h.intent.len() + 40) / 4;
+            if self.tokens + t <= self.budget {
+                self.tokens += t;
+                self.construct.push(h);
+            } else {
+                self.cut += 1;
+            }
+        }
+    }
 }
 
 /// Per candidate: lexical rank, vector rank, cosine similarity, BM25 score.
@@ -445,6 +463,7 @@ pub fn recall(
         budget: req.budget,
         tokens: used,
         cut,
+        construct: Vec::new(),
     }
 }
 

@@ -104,6 +104,14 @@ pub fn markdown(r: &Recall) -> String {
         }
         s.push('\n');
     }
+    if !r.construct.is_empty() {
+        let _ = writeln!(s, "## From the Construct (curated patterns)\n");
+        for h in &r.construct {
+            let intent = h.intent.split_whitespace().collect::<Vec<_>>().join(" ");
+            let _ = writeln!(s, "- **{}** `{}`: {}", md(&h.title), h.name, md(&intent));
+        }
+        s.push('\n');
+    }
     if r.constraints.is_empty()
         && r.facts.is_empty()
         && r.attempts.is_empty()

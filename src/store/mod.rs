@@ -217,6 +217,14 @@ impl Store {
         }
     }
 
+    /// The directory holding the project's own Construct patterns: `git config neo.construct.dir`
+    /// (relative to the work tree root), default `.neo/construct`; `None` in a bare repository.
+    pub fn construct_dir(&self) -> Option<std::path::PathBuf> {
+        let config = self.repo.config_snapshot();
+        let dir = config.string("neo.construct.dir").map(|s| s.to_string()).unwrap_or_else(|| ".neo/construct".into());
+        self.work_dir().map(|w| w.join(dir.trim()))
+    }
+
     /// The identity git config names (`user.name`, `user.email`), if both are set.
     pub fn configured_identity(&self) -> Option<Identity> {
         let config = self.repo.config_snapshot();
