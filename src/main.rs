@@ -4,6 +4,7 @@
 //! 4 conflict (lock or lost races after retries), 5 environment (git or filesystem failure).
 
 mod cli;
+mod mcp;
 
 fn main() {
     // SIGINT/SIGTERM remove our temporary and lock files before terminating, and wait for a ref

@@ -16,7 +16,7 @@ mod list;
 mod log;
 mod output;
 mod purge;
-mod recall;
+pub mod recall;
 mod review;
 mod show;
 pub mod signals;
@@ -112,6 +112,8 @@ enum Command {
     /// The embedding model for semantic recall.
     #[command(subcommand)]
     Model(recall::ModelCommand),
+    /// Serve the memory to agents over MCP (stdio).
+    Mcp,
     /// The Construct: curated patterns shipped with git-neo, and the project's own.
     #[command(subcommand)]
     Construct(construct::ConstructCommand),
@@ -151,34 +153,33 @@ impl Ctx {
 
     /// [`Ctx::write_context`] for a store opened without loading the memory.
     pub fn write_context_for(&self, store: &Store) -> Result<WriteContext, Error> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
-            (Some(name), Some(email)) => git_neo::store::Identity { name, email },
-            _ => store.configured_identity().ok_or_else(|| Error::Config {
-                key: "user.name".into(),
-                message:
-                    "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
-                        .into(),
-            })?,
-        };
-        let now = match env("GIT_NEO_NOW") {
-            Some(v) => {
-                v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
-                    key: "GIT_NEO_NOW".into(),
-                    message: format!(
-                        "{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"
-                    ),
-                })?
-            }
-            None => Timestamp(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0),
-            ),
-        };
-        Ok(WriteContext { identity, now })
+        write_context_for(store)
     }
+}
+
+/// Who is writing and when (see [`Ctx::write_context`]); the MCP server calls it per write.
+pub fn write_context_for(store: &Store) -> Result<WriteContext, Error> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
+        (Some(name), Some(email)) => git_neo::store::Identity { name, email },
+        _ => store.configured_identity().ok_or_else(|| Error::Config {
+            key: "user.name".into(),
+            message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
+                .into(),
+        })?,
+    };
+    let now = match env("GIT_NEO_NOW") {
+        Some(v) => {
+            v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
+                key: "GIT_NEO_NOW".into(),
+                message: format!("{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"),
+            })?
+        }
+        None => Timestamp(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
+        ),
+    };
+    Ok(WriteContext { identity, now })
 }
 
 fn exit_code(e: &Error) -> i32 {
@@ -236,6 +237,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Reindex => recall::reindex(&mut ctx),
         Command::Model(c) => recall::model(&mut ctx, c),
         Command::Construct(c) => construct::run(&mut ctx, c),
+        Command::Mcp => crate::mcp::serve(ctx.dir.clone(), ctx.ref_name.clone()),
     };
     if let Some(code) = signals::pending() {
         return code;

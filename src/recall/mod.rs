@@ -353,6 +353,7 @@ pub fn recall(
             e.status == Status::Valid
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
                 && e.in_effect_at(req.now)
+                && (req.types.is_empty() || req.types.contains(&FactType::Constraint))
                 && scope_ok(e)
         })
         .map(|e| {

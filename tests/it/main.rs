@@ -5,6 +5,7 @@ mod cli;
 mod concurrency;
 mod fold;
 mod format;
+mod mcp;
 mod modes;
 mod quality;
 mod recall;

@@ -1,0 +1,226 @@
+//! The MCP tools: names, descriptions, strict input schemas and annotations, and the typed
+//! arguments each call is parsed into (unknown fields are refused, so a typo is an error, not a
+//! silently ignored option).
+//!
+//! Descriptions are short on purpose: an agent pays for `tools/list` in every session. The test
+//! `mcp::tools_list_stays_small` holds the whole response under 8 000 bytes (about 2 000 tokens).
+
+use rmcp::model::{Tool, ToolAnnotations};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+const FACT_TYPES: [&str; 7] =
+    ["constraint", "architecture", "pattern", "review", "decision", "known-unknown", "failure"];
+
+fn schema(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+    let v = json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+    });
+    match v {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn id() -> Value {
+    json!({"type": "string", "description": "record id or unique prefix (4+ hex digits)"})
+}
+
+fn ids() -> Value {
+    json!({"type": "array", "items": {"type": "string"}})
+}
+
+fn read_only() -> ToolAnnotations {
+    ToolAnnotations::new().read_only(true).open_world(false)
+}
+
+fn additive() -> ToolAnnotations {
+    ToolAnnotations::new().read_only(false).destructive(false).open_world(false)
+}
+
+/// Every tool the server offers, in the order `tools/list` gives them.
+pub fn all() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "recall",
+            "What the project's memory knows for a task: constraints (always), relevant facts, earlier attempts, \
+             facts no longer true (with replacements), curated patterns. Call first, with the task in your words.",
+            schema(
+                json!({
+                    "query": {"type": "string", "minLength": 1},
+                    "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "relevant facts, default 10"},
+                    "budget": {"type": "integer", "minimum": 200, "maximum": 50000, "description": "tokens, default 4000"},
+                    "types": {"type": "array", "items": {"enum": FACT_TYPES}},
+                    "scope": {"type": "string"},
+                    "as_of": {"type": "string", "description": "YYYY-MM-DD, UTC time or commit: memory as it stood then"}
+                }),
+                &["query"],
+            ),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "add_fact",
+            "Store a lesson as a typed fact. A fact with the same key and scope, or a near-identical one of the \
+             same type and scope, is replaced; the reply names what was. Identical content is not stored twice.",
+            schema(
+                json!({
+                    "type": {"enum": FACT_TYPES},
+                    "subject": {"type": "string", "minLength": 1, "description": "one line"},
+                    "body": {"type": "string"},
+                    "scope": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "key": {"type": "string", "description": "stable name of what it is about, e.g. db.engine"},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "supersedes": ids(),
+                    "depends_on": ids(),
+                    "extends": ids(),
+                    "derives_from": ids(),
+                    "valid_from": {"type": "string"},
+                    "valid_to": {"type": "string"}
+                }),
+                &["type", "subject"],
+            ),
+        )
+        .annotate(additive().idempotent(true)),
+        Tool::new(
+            "record_attempt",
+            "Record what you tried on a task: action, what you observed, what you infer, files touched, and the \
+             check you ran with its result. The commit and file state are read by git-neo, not taken from you.",
+            schema(
+                json!({
+                    "task": {"type": "string", "minLength": 1},
+                    "action": {"type": "string", "minLength": 1},
+                    "observation": {"type": "string", "minLength": 1},
+                    "inference": {"type": "string"},
+                    "files": {"type": "array", "items": {"type": "string"}},
+                    "check_command": {"type": "string"},
+                    "check_result": {"enum": ["passed", "failed"]},
+                    "scope": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}}
+                }),
+                &["task", "action", "observation"],
+            ),
+        )
+        .annotate(additive()),
+        Tool::new(
+            "mark_outdated",
+            "Mark a fact or attempt as no longer true, with why. It stays in history.",
+            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
+        )
+        .annotate(additive()),
+        Tool::new(
+            "forget",
+            "Hide a wrong or harmful record from memory (a retraction; revertible with git neo revert).",
+            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(true).open_world(false)),
+        Tool::new(
+            "show",
+            "A record's full text and state: status, confidence, what replaced it, review flags.",
+            schema(json!({"id": id()}), &["id"]),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "task_history",
+            "Every attempt at a task, oldest first, with check results and whether each check still applies.",
+            schema(
+                json!({"task": {"type": "string", "minLength": 1}, "limit": {"type": "integer", "minimum": 1, "maximum": 200}}),
+                &["task"],
+            ),
+        )
+        .annotate(read_only()),
+        Tool::new(
+            "construct_search",
+            "Search curated patterns for working with git and agents (bisecting, reversible migrations, ...).",
+            schema(
+                json!({"query": {"type": "string", "minLength": 1}, "k": {"type": "integer", "minimum": 1, "maximum": 20}}),
+                &["query"],
+            ),
+        )
+        .annotate(read_only()),
+    ]
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallArgs {
+    pub query: String,
+    pub k: Option<usize>,
+    pub budget: Option<usize>,
+    #[serde(default)]
+    pub types: Vec<String>,
+    pub scope: Option<String>,
+    pub as_of: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddFactArgs {
+    #[serde(rename = "type")]
+    pub fact_type: String,
+    pub subject: String,
+    #[serde(default)]
+    pub body: String,
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub key: Option<String>,
+    pub confidence: Option<f64>,
+    #[serde(default)]
+    pub supersedes: Vec<String>,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub extends: Vec<String>,
+    #[serde(default)]
+    pub derives_from: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptArgs {
+    pub task: String,
+    pub action: String,
+    pub observation: String,
+    pub inference: Option<String>,
+    #[serde(default)]
+    pub files: Vec<String>,
+    pub check_command: Option<String>,
+    pub check_result: Option<String>,
+    pub scope: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdReasonArgs {
+    pub id: String,
+    pub reason: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdArgs {
+    pub id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArgs {
+    pub task: String,
+    pub limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConstructArgs {
+    pub query: String,
+    pub k: Option<usize>,
+}

@@ -1,0 +1,233 @@
+//! The MCP server as a client uses it: spawn `git neo mcp`, speak JSON-RPC over its stdin and
+//! stdout, and check every tool's reply, an invalid call, and the size of `tools/list`.
+
+use crate::support::{hermetic, json, Sandbox, BIN};
+use serde_json::{json as j, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// A JSON-RPC client over a spawned server's stdio.
+pub struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    /// Bytes of the last raw reply line.
+    pub last_len: usize,
+}
+
+impl Client {
+    pub fn spawn(home: &Path, repo: &Path, env: &[(&str, &str)]) -> Client {
+        let mut cmd = Command::new(BIN);
+        hermetic(&mut cmd, home).current_dir(repo).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn git neo mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut c = Client { child, stdin, stdout, next: 1, last_len: 0 };
+        let init = c.request(
+            "initialize",
+            j!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "git-neo", "{init}");
+        c.notify("notifications/initialized");
+        c
+    }
+
+    fn send(&mut self, v: &Value) {
+        writeln!(self.stdin, "{v}").expect("write to the server");
+        self.stdin.flush().expect("flush");
+    }
+
+    pub fn notify(&mut self, method: &str) {
+        self.send(&j!({"jsonrpc": "2.0", "method": method}));
+    }
+
+    /// Send a request and read lines until its reply.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(&j!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read from the server");
+            assert!(n > 0, "the server closed its stdout while {method} was pending");
+            let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"));
+            if v["id"] == id {
+                self.last_len = line.trim_end().len();
+                return v;
+            }
+        }
+    }
+
+    /// Call a tool: (is_error, text).
+    pub fn call(&mut self, name: &str, arguments: Value) -> (bool, String) {
+        let v = self.request("tools/call", j!({"name": name, "arguments": arguments}));
+        let r = &v["result"];
+        assert!(r.is_object(), "{name}: {v}");
+        (r["isError"] == true, r["content"][0]["text"].as_str().unwrap_or("").to_string())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn tools_list_stays_small_and_every_tool_is_annotated() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "none")]);
+    let list = c.request("tools/list", j!({}));
+    let size = c.last_len;
+    assert!(size < 8_000, "tools/list is {size} bytes; keep it under about 2,000 tokens");
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "recall",
+            "add_fact",
+            "record_attempt",
+            "mark_outdated",
+            "forget",
+            "show",
+            "task_history",
+            "construct_search"
+        ]
+    );
+    for t in tools {
+        assert_eq!(t["inputSchema"]["additionalProperties"], false, "{t}");
+        assert!(t["description"].as_str().is_some_and(|d| d.len() < 300), "{t}");
+        let read_only = t["annotations"]["readOnlyHint"] == true;
+        let name = t["name"].as_str().unwrap_or("");
+        assert_eq!(read_only, ["recall", "show", "task_history", "construct_search"].contains(&name), "{t}");
+    }
+    let forget = tools.iter().find(|t| t["name"] == "forget").expect("forget");
+    assert_eq!(forget["annotations"]["destructiveHint"], true);
+}
+
+#[test]
+fn a_client_does_the_whole_memory_loop_through_the_server() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "hash")]);
+
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "constraint", "subject": "Use Postgres 15 for the main database", "key": "db.engine", "tags": ["db"]}),
+    );
+    assert!(!e, "{text}");
+    let pg15 = json(&text)["id"].as_str().expect("id").to_string();
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "constraint", "subject": "Use Postgres 16 for the main database", "key": "db.engine"}),
+    );
+    assert!(!e, "{text}");
+    let added = json(&text);
+    assert_eq!(added["superseded"][0]["old"], pg15.as_str(), "{added}");
+    assert_eq!(added["superseded"][0]["method"], "key");
+    let pg16 = added["id"].as_str().expect("id").to_string();
+
+    // A write by another process between calls is seen by the next call.
+    sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Releases are cut on Tuesdays"]);
+
+    let (e, text) = c.call("recall", j!({"query": "which database do we use", "k": 5}));
+    assert!(!e, "{text}");
+    assert!(text.contains("Use Postgres 16") && text.contains("~~Use Postgres 15"), "{text}");
+    let (_, text) = c.call("recall", j!({"query": "when are releases cut", "types": ["decision"]}));
+    assert!(text.contains("Releases are cut on Tuesdays") && !text.contains("Postgres"), "{text}");
+    let (_, text) = c.call("recall", j!({"query": "database", "as_of": "2020-01-01"}));
+    assert!(!text.contains("Postgres"), "nothing was written by 2020: {text}");
+
+    let (e, text) = c.call(
+        "record_attempt",
+        j!({"task": "DB-1", "action": "upgrade the driver", "observation": "tests pass locally",
+            "inference": "the driver was the blocker", "files": ["src/lib.rs"],
+            "check_command": "cargo test", "check_result": "passed"}),
+    );
+    assert!(!e, "{text}");
+    let attempt = json(&text)["id"].as_str().expect("id").to_string();
+    let (e, text) = c.call("task_history", j!({"task": "DB-1"}));
+    assert!(!e, "{text}");
+    let h = json(&text);
+    assert_eq!(h["total"], 1);
+    assert_eq!(h["attempts"][0]["check"]["result"], "passed");
+    assert_eq!(h["attempts"][0]["check"]["source"], "reported");
+    assert_eq!(h["attempts"][0]["freshness"], "fresh");
+
+    let (e, text) = c.call("mark_outdated", j!({"id": &attempt[..10], "reason": "the driver was rolled back"}));
+    assert!(!e, "{text}");
+    let (e, text) = c.call("show", j!({"id": &attempt[..10]}));
+    assert!(!e && json(&text)["status"] == "outdated", "{text}");
+
+    let (e, text) = c.call("forget", j!({"id": &pg16[..10], "reason": "wrong cluster"}));
+    assert!(!e, "{text}");
+    let (_, text) = c.call("show", j!({"id": &pg16[..10]}));
+    assert_eq!(json(&text)["status"], "retracted");
+
+    let (e, text) = c.call("construct_search", j!({"query": "bisect to find the regression", "k": 2}));
+    assert!(!e, "{text}");
+    assert_eq!(json(&text)[0]["name"], "bisect-a-regression", "{text}");
+
+    // The same loop is visible to the CLI.
+    let listed = sb.neo_ok(&repo, &["list", "--all"]);
+    assert!(listed.contains("DB-1: upgrade the driver") && listed.contains("[retracted]"), "{listed}");
+    assert!(sb.neo(&repo, &["verify"]).status.success());
+}
+
+#[test]
+fn invalid_calls_are_tool_errors_and_write_nothing() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Keep functions short"]);
+    let before = sb.tip(&repo);
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "none")]);
+    let cases = [
+        ("add_fact", j!({"type": "rumour", "subject": "x"}), "type"),
+        ("add_fact", j!({"type": "pattern", "subject": "x", "colour": "red"}), "unknown field `colour`"),
+        ("add_fact", j!({"type": "pattern", "subject": "Slack token xoxb-1234567890-abcdefghij"}), "slack-token"),
+        ("add_fact", j!({"subject": "no type"}), "missing field `type`"),
+        ("record_attempt", j!({"task": "T", "action": "a", "observation": ""}), "observation"),
+        (
+            "record_attempt",
+            j!({"task": "T", "action": "a", "observation": "o", "check_result": "passed"}),
+            "go together",
+        ),
+        ("mark_outdated", j!({"id": "zzzz", "reason": "x"}), "id"),
+        ("forget", j!({"id": "0000000000", "reason": "x"}), "0000000000"),
+        ("recall", j!({"query": "x", "types": ["gossip"]}), "types"),
+        ("recall", j!({"query": "x", "as_of": "yesterday-ish"}), "as_of"),
+        ("recall", j!({"query": 5}), "invalid type"),
+    ];
+    for (tool, args, needle) in cases {
+        let (is_error, text) = c.call(tool, args.clone());
+        assert!(is_error, "{tool} {args}: {text}");
+        assert!(text.contains(needle), "{tool} {args}: {text}");
+        assert!(!text.contains("abcdefghij"), "never echo a secret: {text}");
+    }
+    assert_eq!(sb.tip(&repo), before, "nothing was written");
+    let unknown = c.request("tools/call", j!({"name": "drop_table", "arguments": {}}));
+    assert!(unknown["error"]["message"].as_str().is_some_and(|m| m.contains("drop_table")), "{unknown}");
+}
+
+#[test]
+fn replies_are_bounded_and_say_when_they_were_cut() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let body = "A long note about the payment gateway. ".repeat(400);
+    let big = sb.neo_ok(&repo, &["add", "-t", "architecture", "-s", "Payment gateway notes", "-b", &body]);
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "none")]);
+    let (e, text) = c.call("show", j!({"id": &big[..10]}));
+    assert!(!e);
+    assert!(text.len() < 16_200, "{}", text.len());
+    assert!(text.contains("[cut:") && text.contains("more bytes not shown"), "{}", &text[text.len() - 200..]);
+    let (_, text) = c.call("recall", j!({"query": "payment gateway", "budget": 300}));
+    assert!(text.contains("more item(s) not shown") || text.len() < 2_000, "{text}");
+}
