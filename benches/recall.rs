@@ -100,6 +100,53 @@ fn cache_root() -> std::path::PathBuf {
         .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
 }
 
+/// p50 of `tools/call recall` round trips to a warm `git neo mcp` (after one warm-up call).
+fn mcp_recall_p50(repo: &Path, queries: &[String]) -> Duration {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+        .current_dir(repo)
+        .arg("mcp")
+        .env("GIT_NEO_CACHE_DIR", cache_root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn git neo mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut id = 0;
+    let mut call = |method: &str, params: serde_json::Value| {
+        id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "the server exited");
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if v["id"] == id {
+                assert!(v["result"]["isError"] != true, "{v}");
+                return;
+            }
+        }
+    };
+    call(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    call("tools/call", serde_json::json!({"name": "recall", "arguments": {"query": "warm up"}}));
+    let mut lat = Vec::new();
+    for _ in 0..5 {
+        for q in queries {
+            let t = Instant::now();
+            call("tools/call", serde_json::json!({"name": "recall", "arguments": {"query": q}}));
+            lat.push(t.elapsed());
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    median(lat)
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let paths = ModelPaths::in_cache(&cache_root());
@@ -140,6 +187,34 @@ fn main() {
         512.0 / o.as_secs_f64(),
         512.0 / r.as_secs_f64(),
         (o.as_secs_f64() / r.as_secs_f64() - 1.0) * 100.0
+    );
+
+    // The Construct: load and search the shipped library, lexical and hybrid.
+    let t = Instant::now();
+    let mut library = git_neo::construct::Library::load(None).expect("library");
+    let load = t.elapsed();
+    let t = Instant::now();
+    library.search("warm up", 5, Some(&mut embedder)).expect("search");
+    let first = t.elapsed();
+    let (mut lexical, mut hybrid) = (Vec::new(), Vec::new());
+    for q in &queries {
+        let t = Instant::now();
+        library.search(q, 5, None).expect("search");
+        lexical.push(t.elapsed());
+        let t = Instant::now();
+        library.search(q, 5, Some(&mut embedder)).expect("search");
+        hybrid.push(t.elapsed());
+    }
+    println!(
+        "| construct: load + index {} patterns | {} | first hybrid search {} (embeds the patterns once) |",
+        library.patterns.len(),
+        ms(load),
+        ms(first)
+    );
+    println!(
+        "| construct search p50, lexical / hybrid | {} / {} | query embedding included in hybrid (target < 100 ms) |",
+        ms(median(lexical)),
+        ms(median(hybrid))
     );
 
     // `--size N` measures one memory size only.
@@ -220,6 +295,9 @@ fn main() {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
 
+        // Recall through the MCP server: warm model and caches, query embedding included.
+        let mcp = mcp_recall_p50(&repo, &queries);
+
         // Incremental catch-up after one new record (must not rebuild).
         store.write_records(&[fact(n + 1)], "neo: add", &who, Timestamp(1_780_000_000), false).expect("write");
         let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
@@ -240,6 +318,10 @@ fn main() {
             ms(median(whole))
         );
         println!("| {k}k: catch-up after one new record | {} | no rebuild; one embedding included |", ms(catch_up));
+        println!(
+            "| {k}k: recall through `git neo mcp` p50 | {} | warm server, 40 calls, query embedding and JSON-RPC included (target <= 20 ms) |",
+            ms(mcp)
+        );
         println!("| {k}k: vector recall@10 vs exact search | {recall10:.3} | usearch HNSW, cos, f16 |");
     }
 }

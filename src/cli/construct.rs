@@ -41,7 +41,12 @@ fn library_error(e: construct::ConstructError) -> Error {
 
 /// Load the library, warning about project patterns that fail lint (they are left out).
 pub fn load_library(ctx: &Ctx) -> Result<Library, Error> {
-    let library = Library::load(project_dir(ctx).as_deref()).map_err(library_error)?;
+    let store = Store::discover(&ctx.dir, StoreOptions::default()).ok();
+    let mut library =
+        Library::load(store.as_ref().and_then(|s| s.construct_dir()).as_deref()).map_err(library_error)?;
+    if let Some(s) = &store {
+        library.cache_vectors_in(s.common_dir().join("neo").join("construct-vectors.json"));
+    }
     if let Some(first) = library.problems.first() {
         ctx.out.warn(&format!(
             "{} problem(s) in project patterns, which are left out (first: {}: {}: {}); run `git neo construct lint`",

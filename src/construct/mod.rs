@@ -228,6 +228,17 @@ pub struct Library {
     lexical: Lexical,
     /// Pattern vectors, computed on first semantic search and kept (model id, vectors).
     vectors: Option<(String, Vec<Vec<f32>>)>,
+    /// Where pattern vectors are cached between processes (see [`Library::cache_vectors_in`]).
+    vector_cache: Option<PathBuf>,
+}
+
+/// The on-disk form of the pattern vector cache.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct VectorCache {
+    model: String,
+    /// BLAKE3 of every pattern's gist, in order: any change to the library invalidates it.
+    key: String,
+    vectors: Vec<Vec<f32>>,
 }
 
 /// Read every `*.md` pattern in `dir` (not recursive), sorted by name; README.md is not a pattern.
@@ -291,7 +302,51 @@ impl Library {
         let mut lexical = Lexical::in_memory().map_err(|e| ConstructError::Index(e.to_string()))?;
         let docs: Vec<(RecordId, String)> = patterns.iter().map(|p| (RecordId([0; 32]), p.search_text())).collect();
         lexical.add(0, &docs).map_err(|e| ConstructError::Index(e.to_string()))?;
-        Ok(Library { patterns, problems, lexical, vectors: None })
+        Ok(Library { patterns, problems, lexical, vectors: None, vector_cache: None })
+    }
+
+    /// Keep pattern vectors in `path` between processes (a derived cache: a missing, stale or
+    /// damaged file is recomputed and rewritten, and failing to write it is not an error).
+    pub fn cache_vectors_in(&mut self, path: PathBuf) {
+        self.vector_cache = Some(path);
+    }
+
+    fn gists_key(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        for p in &self.patterns {
+            h.update(p.gist().as_bytes());
+            h.update(&[0]);
+        }
+        h.finalize().to_hex().to_string()
+    }
+
+    fn ensure_vectors(&mut self, e: &mut dyn Embedder) -> Result<(), ConstructError> {
+        if self.vectors.as_ref().is_some_and(|(id, _)| id == e.model_id()) {
+            return Ok(());
+        }
+        let key = self.gists_key();
+        if let Some(path) = &self.vector_cache {
+            let cached = std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<VectorCache>(&b).ok());
+            if let Some(c) =
+                cached.filter(|c| c.model == e.model_id() && c.key == key && c.vectors.len() == self.patterns.len())
+            {
+                self.vectors = Some((c.model, c.vectors));
+                return Ok(());
+            }
+        }
+        let texts: Vec<String> = self.patterns.iter().map(Pattern::gist).collect();
+        let vectors = e.embed(&texts)?;
+        if let Some(path) = &self.vector_cache {
+            let c = VectorCache { model: e.model_id().to_string(), key, vectors: vectors.clone() };
+            if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(&c)) {
+                let tmp = path.with_extension("tmp");
+                let _ = std::fs::create_dir_all(dir)
+                    .and_then(|_| std::fs::write(&tmp, bytes))
+                    .and_then(|_| std::fs::rename(&tmp, path));
+            }
+        }
+        self.vectors = Some((e.model_id().to_string(), vectors));
+        Ok(())
     }
 
     /// A pattern by name.
@@ -320,10 +375,7 @@ impl Library {
         let mut similarity: Vec<Option<f32>> = vec![None; self.patterns.len()];
         let semantic = embedder.is_some();
         if let Some(e) = embedder {
-            if self.vectors.as_ref().is_none_or(|(id, _)| id != e.model_id()) {
-                let texts: Vec<String> = self.patterns.iter().map(Pattern::gist).collect();
-                self.vectors = Some((e.model_id().to_string(), e.embed(&texts)?));
-            }
+            self.ensure_vectors(e)?;
             let q = e.embed(&[query.to_string()])?.pop().unwrap_or_default();
             if let Some((_, vectors)) = &self.vectors {
                 for (slot, v) in similarity.iter_mut().zip(vectors) {
@@ -386,6 +438,35 @@ mod tests {
         let long = format!("{}\n{}", SHIPPED[0].1, "x\n".repeat(MAX_LINES));
         assert!(lint([("long", long.as_str())]).iter().any(|p| p.field == "file" && p.message.contains("lines")));
         assert_eq!(lint([("none", "# just text\n")])[0].field, "front matter");
+    }
+
+    #[test]
+    fn pattern_vectors_are_cached_between_processes_and_recomputed_when_stale() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("neo").join("construct-vectors.json");
+        let mut e = crate::embed::HashEmbedder::new(64);
+        let mut first = Library::load(None).expect("load");
+        first.cache_vectors_in(path.clone());
+        let hits = first.search("bisect a regression", 1, Some(&mut e)).expect("search");
+        assert_eq!(hits[0].name, "bisect-a-regression");
+        let mut cache: VectorCache = serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("json");
+        assert_eq!(cache.vectors.len(), SHIPPED.len());
+        // A second library reads the cache instead of embedding: zeroed vectors prove it.
+        for v in &mut cache.vectors {
+            v.iter_mut().for_each(|x| *x = 0.0);
+        }
+        std::fs::write(&path, serde_json::to_vec(&cache).expect("json")).expect("write");
+        let mut second = Library::load(None).expect("load");
+        second.cache_vectors_in(path.clone());
+        let hits = second.search("bisect a regression", 1, Some(&mut e)).expect("search");
+        assert_eq!(hits[0].similarity, Some(0.0), "read from the cache");
+        // A cache for another library (different key) is recomputed.
+        cache.key = "other".into();
+        std::fs::write(&path, serde_json::to_vec(&cache).expect("json")).expect("write");
+        let mut third = Library::load(None).expect("load");
+        third.cache_vectors_in(path);
+        let hits = third.search("bisect a regression", 1, Some(&mut e)).expect("search");
+        assert!(hits[0].similarity.is_some_and(|s| s > 0.1), "{hits:?}");
     }
 
     #[test]

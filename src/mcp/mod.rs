@@ -136,8 +136,13 @@ impl Warm {
 
     fn library(&mut self) -> Result<&mut Library, Error> {
         if self.library.is_none() {
-            let dir = Store::discover(&self.dir, StoreOptions::default()).ok().and_then(|s| s.construct_dir());
-            self.library = Some(Library::load(dir.as_deref()).map_err(|e| Error::invalid("construct", e.to_string()))?);
+            let store = Store::discover(&self.dir, StoreOptions::default()).ok();
+            let dir = store.as_ref().and_then(|s| s.construct_dir());
+            let mut library = Library::load(dir.as_deref()).map_err(|e| Error::invalid("construct", e.to_string()))?;
+            if let Some(s) = &store {
+                library.cache_vectors_in(s.common_dir().join("neo").join("construct-vectors.json"));
+            }
+            self.library = Some(library);
         }
         Ok(self.library.as_mut().expect("loaded above"))
     }
