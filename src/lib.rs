@@ -11,6 +11,7 @@
 //! - [`construct`]: the curated pattern library shipped with git-neo: format, lint, search.
 //! - [`verify`]: the integrity check run in CI.
 //! - [`share`]: sync and propose through git remotes.
+//! - [`setup`]: PURE. Agent configuration merged into a user's existing files.
 //! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
 //! - [`embed`]: embedders (fastembed + ONNX Runtime, and a deterministic one for tests).
 //! - [`index`]: derived caches: lexical (tantivy) and vector (usearch) indexes, stamped and rebuildable.
@@ -27,6 +28,7 @@ pub mod recall;
 pub mod record;
 pub mod redact;
 pub mod review;
+pub mod setup;
 pub mod share;
 pub mod state;
 pub mod store;

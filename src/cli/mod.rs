@@ -18,6 +18,7 @@ mod output;
 mod purge;
 pub mod recall;
 mod review;
+mod setup;
 mod show;
 pub mod signals;
 mod sync;
@@ -114,6 +115,11 @@ enum Command {
     Model(recall::ModelCommand),
     /// Serve the memory to agents over MCP (stdio).
     Mcp,
+    /// Configure an agent to use this memory (claude-code, agents-md); merges, never overwrites.
+    Setup(setup::SetupArgs),
+    /// What agent hooks run (see `git neo setup`).
+    #[command(subcommand)]
+    Hook(setup::HookCommand),
     /// The Construct: curated patterns shipped with git-neo, and the project's own.
     #[command(subcommand)]
     Construct(construct::ConstructCommand),
@@ -238,6 +244,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Model(c) => recall::model(&mut ctx, c),
         Command::Construct(c) => construct::run(&mut ctx, c),
         Command::Mcp => crate::mcp::serve(ctx.dir.clone(), ctx.ref_name.clone()),
+        Command::Setup(a) => setup::setup(&mut ctx, a),
+        Command::Hook(c) => setup::hook(&mut ctx, c),
     };
     if let Some(code) = signals::pending() {
         return code;

@@ -112,6 +112,23 @@ fn report(ctx: &Ctx, refresh: &Refresh) {
 }
 
 pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
+    let result = answer(ctx, args)?;
+    if ctx.out.json {
+        ctx.out.json(&result);
+    } else {
+        for l in git_neo::recall::render::markdown(&result).lines() {
+            ctx.out.line(l);
+        }
+    }
+    Ok(())
+}
+
+/// Recall for `query` with the defaults and a `budget`: what the prompt hook prints.
+pub fn answer_for(ctx: &mut Ctx, query: String, budget: usize) -> Result<git_neo::recall::Recall, Error> {
+    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), scope: None, as_of: None })
+}
+
+fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Error> {
     let memory = ctx.memory()?;
     let wc_now = ctx.write_context(&memory).map(|w| w.now).unwrap_or(git_neo::record::Timestamp(0));
     let mut types = Vec::new();
@@ -167,14 +184,7 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
         .search(&req.query, git_neo::construct::RECALL_PATTERNS, reborrow(&mut embedder))
         .map_err(|e| Error::invalid("construct", e.to_string()))?;
     result.attach_construct(hits.into_iter().filter(|h| h.score >= git_neo::construct::RECALL_MIN_SCORE).collect());
-    if ctx.out.json {
-        ctx.out.json(&result);
-    } else {
-        for l in git_neo::recall::render::markdown(&result).lines() {
-            ctx.out.line(l);
-        }
-    }
-    Ok(())
+    Ok(result)
 }
 
 pub fn reindex(ctx: &mut Ctx) -> Result<(), Error> {

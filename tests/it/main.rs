@@ -10,6 +10,7 @@ mod modes;
 mod quality;
 mod recall;
 mod review;
+mod setup;
 mod store;
 mod supersede;
 mod support;

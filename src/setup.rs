@@ -1,0 +1,243 @@
+//! Agent setup: PURE. What `git neo setup <agent>` writes, as edits merged into the files a user
+//! may already have. The CLI reads the files and writes the results; nothing here touches disk.
+//!
+//! Merging rules, so a user's file is never overwritten:
+//! - JSON files (`.mcp.json`, `.claude/settings.json`) are parsed and only git-neo's own entry is
+//!   added; every other key is kept as it was. If git-neo's entry exists with other settings, it is
+//!   left alone and reported as a conflict, unless the caller forces the replacement.
+//! - Markdown files (`AGENTS.md`, `CLAUDE.md`) get one section between `<!-- git-neo:begin -->`
+//!   and `<!-- git-neo:end -->` markers: replaced in place when present, appended otherwise.
+//! - A file that is not valid JSON is never rewritten.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// The agents `setup` knows.
+pub const AGENTS: [&str; 2] = ["claude-code", "agents-md"];
+
+/// The command MCP clients start.
+pub const MCP_COMMAND: &str = "git-neo";
+
+/// The hook command that recalls memory for each prompt (Claude Code's `UserPromptSubmit`).
+pub const PROMPT_HOOK: &str = "git-neo hook prompt";
+
+const BEGIN: &str = "<!-- git-neo:begin -->";
+const END: &str = "<!-- git-neo:end -->";
+
+/// What happens to one file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Create,
+    Update,
+    Unchanged,
+    /// Left as it is; `why` says what the user should look at.
+    Conflict {
+        why: String,
+    },
+}
+
+/// One file's planned content.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileEdit {
+    /// Relative to the repository root.
+    pub path: String,
+    pub action: Action,
+    /// The full new content (for create and update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+/// The instructions an agent follows, as markdown (the body of the marked section).
+pub fn instructions(with_mcp: bool) -> String {
+    let how = if with_mcp {
+        "Use the `git-neo` MCP tools (`recall`, `record_attempt`, `add_fact`, `mark_outdated`); the same \
+         commands exist on the command line as `git neo …`."
+    } else {
+        "Use the `git neo` command line (add `--json` for machine-readable output)."
+    };
+    format!(
+        "## Project memory (git-neo)\n\n\
+         This repository keeps its memory on the `neo-memory` branch. {how}\n\n\
+         1. **Before starting a task**, recall what is known: `git neo recall \"<the task in your words>\"`. \
+         Constraints always apply; \"no longer true\" entries say what changed and why.\n\
+         2. **After each meaningful try**, record it: `git neo attempt --task <id> --action \"…\" \
+         --observation \"…\" --run \"<the check>\"` (git-neo runs the check and records the commit).\n\
+         3. **When you learn something durable**, add it as a fact: `git neo add --type \
+         decision|constraint|pattern|failure|known-unknown --subject \"…\" --key <what it is about>`. \
+         A fact with the same key replaces the old one.\n\
+         4. **When a fact stops being true**, say so: `git neo outdated <id> --reason \"…\"`.\n\n\
+         Never put secrets in memory; git-neo refuses them.\n"
+    )
+}
+
+/// Replace or append the marked git-neo section in a markdown file.
+pub fn merge_markdown(path: &str, existing: Option<&str>, section: &str) -> FileEdit {
+    let block = format!("{BEGIN}\n{}\n{END}\n", section.trim_end());
+    let new = match existing {
+        None => block,
+        Some(old) => match (old.find(BEGIN), old.find(END)) {
+            (Some(b), Some(e)) if e > b => format!("{}{}{}", &old[..b], block.trim_end(), &old[e + END.len()..]),
+            _ => {
+                let sep = if old.is_empty() || old.ends_with("\n\n") {
+                    ""
+                } else if old.ends_with('\n') {
+                    "\n"
+                } else {
+                    "\n\n"
+                };
+                format!("{old}{sep}{block}")
+            }
+        },
+    };
+    edit(path, existing, new)
+}
+
+fn edit(path: &str, existing: Option<&str>, new: String) -> FileEdit {
+    let action = match existing {
+        None => Action::Create,
+        Some(old) if old == new => Action::Unchanged,
+        Some(_) => Action::Update,
+    };
+    let content = (action != Action::Unchanged).then_some(new);
+    FileEdit { path: path.to_string(), action, content }
+}
+
+fn parse_object(path: &str, existing: Option<&str>) -> Result<serde_json::Map<String, Value>, FileEdit> {
+    let Some(text) = existing.filter(|t| !t.trim().is_empty()) else { return Ok(serde_json::Map::new()) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(FileEdit {
+            path: path.to_string(),
+            action: Action::Conflict { why: "is not a JSON object; fix it or add the entry by hand".into() },
+            content: None,
+        }),
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default())
+}
+
+/// `.mcp.json` with a `git-neo` server entry.
+pub fn merge_mcp_json(existing: Option<&str>, force: bool) -> FileEdit {
+    let path = ".mcp.json";
+    let mut root = match parse_object(path, existing) {
+        Ok(m) => m,
+        Err(conflict) => return conflict,
+    };
+    let ours = json!({"command": MCP_COMMAND, "args": ["mcp"]});
+    let servers = root.entry("mcpServers").or_insert_with(|| json!({}));
+    let Some(servers) = servers.as_object_mut() else {
+        return FileEdit {
+            path: path.into(),
+            action: Action::Conflict { why: "mcpServers is not an object".into() },
+            content: None,
+        };
+    };
+    match servers.get("git-neo") {
+        Some(v) if *v == ours => {}
+        Some(_) if !force => {
+            return FileEdit {
+                path: path.into(),
+                action: Action::Conflict {
+                    why: "has a git-neo server with other settings; left as is (--force replaces it)".into(),
+                },
+                content: None,
+            }
+        }
+        _ => {
+            servers.insert("git-neo".into(), ours);
+        }
+    }
+    edit(path, existing, pretty(&Value::Object(root)))
+}
+
+/// `.claude/settings.json` with a `UserPromptSubmit` hook that recalls memory for the prompt.
+pub fn merge_claude_settings(existing: Option<&str>) -> FileEdit {
+    let path = ".claude/settings.json";
+    let mut root = match parse_object(path, existing) {
+        Ok(m) => m,
+        Err(conflict) => return conflict,
+    };
+    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return FileEdit {
+            path: path.into(),
+            action: Action::Conflict { why: "hooks is not an object".into() },
+            content: None,
+        };
+    };
+    let list = hooks.entry("UserPromptSubmit").or_insert_with(|| json!([]));
+    let Some(list) = list.as_array_mut() else {
+        return FileEdit {
+            path: path.into(),
+            action: Action::Conflict { why: "hooks.UserPromptSubmit is not a list".into() },
+            content: None,
+        };
+    };
+    let present = list.iter().any(|group| {
+        group["hooks"].as_array().is_some_and(|hs| hs.iter().any(|h| h["command"].as_str() == Some(PROMPT_HOOK)))
+    });
+    if !present {
+        list.push(json!({"hooks": [{"type": "command", "command": PROMPT_HOOK, "timeout": 30}]}));
+    }
+    edit(path, existing, pretty(&Value::Object(root)))
+}
+
+/// Every file `setup <agent>` touches, given what each holds now (`read(path)`).
+pub fn plan(agent: &str, force: bool, read: &dyn Fn(&str) -> Option<String>) -> Option<Vec<FileEdit>> {
+    match agent {
+        "claude-code" => Some(vec![
+            merge_mcp_json(read(".mcp.json").as_deref(), force),
+            merge_claude_settings(read(".claude/settings.json").as_deref()),
+            merge_markdown("CLAUDE.md", read("CLAUDE.md").as_deref(), &instructions(true)),
+        ]),
+        "agents-md" => Some(vec![merge_markdown("AGENTS.md", read("AGENTS.md").as_deref(), &instructions(false))]),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_merges_keep_everything_else_and_are_idempotent() {
+        let user = r#"{"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}"#;
+        let first = merge_mcp_json(Some(user), false);
+        assert_eq!(first.action, Action::Update);
+        let text = first.content.expect("content");
+        let v: Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(v["theme"], "dark");
+        assert_eq!(v["mcpServers"]["other"]["command"], "x");
+        assert_eq!(v["mcpServers"]["git-neo"]["args"][0], "mcp");
+        assert_eq!(merge_mcp_json(Some(&text), false).action, Action::Unchanged);
+
+        let theirs = r#"{"mcpServers": {"git-neo": {"command": "/opt/git-neo", "args": ["mcp", "-C", "x"]}}}"#;
+        assert!(matches!(merge_mcp_json(Some(theirs), false).action, Action::Conflict { .. }));
+        assert_eq!(merge_mcp_json(Some(theirs), true).action, Action::Update);
+        assert!(matches!(merge_mcp_json(Some("not json"), true).action, Action::Conflict { .. }));
+
+        let settings = r#"{"permissions": {"allow": ["Bash(ls)"]}, "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}}"#;
+        let merged = merge_claude_settings(Some(settings)).content.expect("content");
+        let v: Value = serde_json::from_str(&merged).expect("json");
+        assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
+        assert_eq!(v["hooks"]["UserPromptSubmit"].as_array().map(Vec::len), Some(2));
+        assert_eq!(merge_claude_settings(Some(&merged)).action, Action::Unchanged);
+    }
+
+    #[test]
+    fn markdown_sections_are_replaced_in_place_or_appended() {
+        let created = merge_markdown("AGENTS.md", None, "hello");
+        assert_eq!(created.action, Action::Create);
+        let mine = "# My agents\n\nBe kind.\n";
+        let appended = merge_markdown("AGENTS.md", Some(mine), "hello").content.expect("content");
+        assert!(appended.starts_with(mine) && appended.contains(BEGIN) && appended.ends_with(&format!("{END}\n")));
+        let edited = appended.replace("hello", "old text") + "\n## After\n";
+        let replaced = merge_markdown("AGENTS.md", Some(&edited), "new text").content.expect("content");
+        assert!(replaced.contains("new text") && !replaced.contains("old text") && replaced.ends_with("## After\n"));
+        assert_eq!(replaced.matches(BEGIN).count(), 1);
+        assert_eq!(merge_markdown("AGENTS.md", Some(&replaced), "new text").action, Action::Unchanged);
+    }
+}
