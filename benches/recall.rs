@@ -59,6 +59,7 @@ fn fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
             depends_on: vec![],
             relations: vec![],
             anchors: vec![],
+            suggestion: None,
         }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),

@@ -85,6 +85,7 @@ fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
             depends_on: vec![],
             relations: vec![],
             anchors: vec![],
+            suggestion: None,
         }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),

@@ -45,6 +45,8 @@ pub struct AttemptRequest {
     pub scope: Option<String>,
     pub tags: Vec<String>,
     pub retry_of: Option<RecordId>,
+    /// A code snippet the attempt proposes.
+    pub suggestion: Option<String>,
 }
 
 /// What running a command gave.
@@ -266,6 +268,7 @@ impl Memory {
                 inference: req.inference.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()),
                 check: Check::unverified(head.map(|h| h.to_string()), store.work_tree_dirty()?),
                 files,
+                suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
                 retry_of: req.retry_of,
                 scope: req.scope.as_deref().map(str::trim).unwrap_or(crate::api::DEFAULT_SCOPE).to_string(),
                 tags: {
@@ -379,6 +382,7 @@ impl Memory {
             scope: Some(old.scope.clone()),
             tags: old.tags.clone(),
             retry_of: Some(original),
+            suggestion: None,
         };
         let (new, now) = self.attempt_inner(&req, ctx)?;
         let (signal, delta) = match (old.check.result, now.check.result) {

@@ -265,6 +265,9 @@ pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
             if let Some(k) = &x.key {
                 f.push(("key", k));
             }
+            if let Some(s) = &x.suggestion {
+                f.push(("suggestion", s));
+            }
         }
         Payload::Attempt(a) => {
             f.extend([
@@ -281,6 +284,9 @@ pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
             }
             if let Some(o) = &a.check.output {
                 f.push(("check.output", o));
+            }
+            if let Some(s) = &a.suggestion {
+                f.push(("suggestion", s));
             }
         }
         Payload::Supersession(s) => f.push(("reason", &s.reason)),

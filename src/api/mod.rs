@@ -82,6 +82,8 @@ pub struct AddRequest {
     pub no_supersede: bool,
     /// Why it supersedes what it supersedes (default: the method's own wording).
     pub reason: Option<String>,
+    /// A code snippet the fact recommends (outcome detection looks for it in later commits).
+    pub suggestion: Option<String>,
 }
 
 /// What `add` did.
@@ -380,6 +382,7 @@ impl Memory {
                 depends_on,
                 relations,
                 anchors,
+                suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
             }),
             author: ctx.identity.author_field(),
             created_at: ctx.now,

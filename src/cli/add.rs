@@ -63,6 +63,9 @@ pub struct Args {
     /// Supersede nothing by key or similarity.
     #[arg(long, conflicts_with = "supersedes")]
     no_supersede: bool,
+    /// A code snippet this fact recommends; `git neo outcomes` looks for it in later commits.
+    #[arg(long)]
+    suggestion: Option<String>,
     /// Show what would be written and superseded, and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -110,6 +113,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         derives_from: args.derives_from,
         no_supersede: args.no_supersede,
         reason: args.reason,
+        suggestion: args.suggestion,
     };
     let plan = {
         let memory = &memory;

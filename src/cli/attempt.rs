@@ -41,6 +41,9 @@ pub struct AttemptArgs {
     scope: Option<String>,
     #[arg(long = "tag")]
     tags: Vec<String>,
+    /// A code snippet the attempt proposes; `git neo outcomes` looks for it in later commits.
+    #[arg(long)]
+    suggestion: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -89,6 +92,7 @@ pub fn attempt(ctx: &mut Ctx, args: AttemptArgs) -> Result<(), Error> {
         scope: args.scope,
         tags: args.tags,
         retry_of: None,
+        suggestion: args.suggestion,
     };
     let outcome = memory.attempt(&req, &wc)?;
     if ctx.out.json {

@@ -218,6 +218,7 @@ impl Warm {
             derives_from: a.derives_from,
             no_supersede: false,
             reason: None,
+            suggestion: a.suggestion,
         };
         self.memory().map_err(err)?;
         // Similarity supersession needs the indexes at the current tips (kept warm, so this is a
@@ -267,6 +268,7 @@ impl Warm {
             scope: a.scope,
             tags: a.tags,
             retry_of: None,
+            suggestion: a.suggestion,
         };
         let memory = self.memory().map_err(err)?;
         let wc = crate::cli::write_context_for(memory.store()).map_err(err)?;

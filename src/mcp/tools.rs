@@ -80,7 +80,8 @@ pub fn all() -> Vec<Tool> {
                     "extends": ids(),
                     "derives_from": ids(),
                     "valid_from": {"type": "string"},
-                    "valid_to": {"type": "string"}
+                    "valid_to": {"type": "string"},
+                    "suggestion": {"type": "string", "description": "code it recommends"}
                 }),
                 &["type", "subject"],
             ),
@@ -100,7 +101,8 @@ pub fn all() -> Vec<Tool> {
                     "check_command": {"type": "string"},
                     "check_result": {"enum": ["passed", "failed"]},
                     "scope": {"type": "string"},
-                    "tags": {"type": "array", "items": {"type": "string"}}
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "suggestion": {"type": "string", "description": "code it proposes"}
                 }),
                 &["task", "action", "observation"],
             ),
@@ -180,6 +182,7 @@ pub struct AddFactArgs {
     pub derives_from: Vec<String>,
     pub valid_from: Option<String>,
     pub valid_to: Option<String>,
+    pub suggestion: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -196,6 +199,7 @@ pub struct AttemptArgs {
     pub scope: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    pub suggestion: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -81,6 +81,7 @@ fn fact(w: &mut Writer, f: &Fact) {
     w.list("depends_on", &deps);
     relations(w, &f.relations);
     anchors(w, &f.anchors);
+    w.opt_str("suggestion", f.suggestion.as_deref());
 }
 
 fn relations(w: &mut Writer, rels: &[Relation]) {
@@ -157,6 +158,7 @@ fn attempt(w: &mut Writer, a: &Attempt) {
             let _ = writeln!(w.out, "    dirty: {}", f.dirty);
         }
     }
+    w.opt_str("suggestion", a.suggestion.as_deref());
     w.opt_str("retry_of", a.retry_of.map(|r| r.to_hex()).as_deref());
     w.str("scope", &a.scope);
     w.list("tags", &a.tags);

@@ -246,6 +246,9 @@ pub struct Fact {
     pub depends_on: Vec<RecordId>,
     pub relations: Vec<Relation>,
     pub anchors: Vec<Anchor>,
+    /// A code snippet this fact recommends; outcome detection looks for it in later commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
 }
 
 /// The check an attempt ran or reported.
@@ -307,6 +310,9 @@ pub struct Attempt {
     pub inference: Option<String>,
     pub check: Check,
     pub files: Vec<AffectedFile>,
+    /// A code snippet the attempt proposes; outcome detection looks for it in later commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
     /// The attempt this one re-checks (`git neo recheck`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<RecordId>,

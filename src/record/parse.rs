@@ -289,6 +289,7 @@ fn parse_fact(f: &mut Fields) -> Fact {
         }
         f.absorb(a);
     }
+    let suggestion = f.opt_str("suggestion");
     Fact {
         fact_type: fact_type.unwrap_or(FactType::Constraint),
         subject: subject.unwrap_or_default(),
@@ -302,6 +303,7 @@ fn parse_fact(f: &mut Fields) -> Fact {
         depends_on,
         relations,
         anchors,
+        suggestion,
     }
 }
 
@@ -344,6 +346,7 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
         }
         f.absorb(m);
     }
+    let suggestion = f.opt_str("suggestion");
     let retry_of = f.opt_id("retry_of");
     let scope = f.req_str("scope");
     let tags = f.str_list("tags");
@@ -354,6 +357,7 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
         inference,
         check,
         files,
+        suggestion,
         retry_of,
         scope: scope.unwrap_or_default(),
         tags,

@@ -227,6 +227,9 @@ pub fn validate(record: &Record) -> Vec<Problem> {
                     p.push(Problem::new("valid_to", format!("{to} is before valid_from {from}")));
                 }
             }
+            if let Some(s) = &f.suggestion {
+                check_text(&mut p, "suggestion", s, MAX_TEXT_BYTES, "the code the fact recommends, or leave it out");
+            }
             if f.anchors.len() > MAX_ANCHORS {
                 p.push(Problem::new("anchors", format!("has {} anchors; the limit is {MAX_ANCHORS}", f.anchors.len())));
             }
@@ -240,6 +243,9 @@ pub fn validate(record: &Record) -> Vec<Problem> {
             check_text(&mut p, "observation", &a.observation, MAX_TEXT_BYTES, "what was observed");
             if let Some(inf) = &a.inference {
                 check_text(&mut p, "inference", inf, MAX_TEXT_BYTES, "what was inferred, or leave it out");
+            }
+            if let Some(s) = &a.suggestion {
+                check_text(&mut p, "suggestion", s, MAX_TEXT_BYTES, "the code the attempt proposes, or leave it out");
             }
             if let Some(cmd) = &a.check.command {
                 check_text(&mut p, "check.command", cmd, MAX_TEXT_BYTES, "the command that ran");

@@ -34,6 +34,7 @@ fn fact(secs: i64, subject: &str, confidence: i32) -> (RecordId, Record) {
             depends_on: vec![],
             relations: vec![],
             anchors: vec![],
+            suggestion: None,
         }),
         "",
     )

@@ -41,6 +41,7 @@ pub fn full_fact() -> Record {
                 blob: Some("c".repeat(40)),
                 commit: Some("d".repeat(40)),
             }],
+            suggestion: Some("let pay = FakePayments::new();\npay.charge(100)?;".into()),
         }),
         "The sandbox bills real cards.\n\n- use `FakePayments`\n",
     )
@@ -66,6 +67,7 @@ anchors:
     lines: "10-20"
     blob: "cccccccccccccccccccccccccccccccccccccccc"
     commit: "dddddddddddddddddddddddddddddddddddddddd"
+suggestion: "let pay = FakePayments::new();\npay.charge(100)?;"
 author: "Ada Tester <ada@example.com>"
 created_at: "2026-03-01T12:00:00Z"
 ---
@@ -96,6 +98,7 @@ fn snapshots() -> Vec<(Record, &'static str)> {
                         dirty: false,
                     },
                     files: vec![AffectedFile { path: "src/net.rs".into(), blob: Some("f".repeat(40)), dirty: false }],
+                    suggestion: None,
                     retry_of: None,
                     scope: "project".into(),
                     tags: vec![],
