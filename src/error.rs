@@ -40,6 +40,10 @@ pub enum Error {
     )]
     Locked { ref_name: String, lock: PathBuf, age_secs: Option<u64>, waited_ms: u128 },
 
+    /// Another process is doing the same job right now (an outcome scan of the same branch).
+    #[error("{0}")]
+    Busy(String),
+
     /// Other writers kept moving the ref for the whole retry budget.
     #[error("gave up updating {ref_name} after {attempts} attempts: other writers kept moving it; try again")]
     Contention { ref_name: String, attempts: u32 },
@@ -96,7 +100,7 @@ impl Error {
             | Error::NotARepository { .. }
             | Error::Config { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
-            Error::Locked { .. } | Error::Contention { .. } => Category::Conflict,
+            Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) => Category::Conflict,
             Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } | Error::Index(_) => Category::Environment,
         }
     }

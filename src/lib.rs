@@ -24,6 +24,7 @@ pub mod construct;
 pub mod embed;
 pub mod error;
 pub mod index;
+pub mod outcomes;
 pub mod recall;
 pub mod record;
 pub mod redact;

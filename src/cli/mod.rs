@@ -14,6 +14,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod outcomes;
 mod output;
 mod purge;
 pub mod recall;
@@ -113,6 +114,13 @@ enum Command {
     /// The embedding model for semantic recall.
     #[command(subcommand)]
     Model(recall::ModelCommand),
+    /// Scan new commits for evidence about memory and record outcomes.
+    Outcomes(outcomes::OutcomesArgs),
+    /// How a record's confidence came to be.
+    Explain(outcomes::ExplainArgs),
+    /// Install or remove the post-commit and post-merge hooks that scan for outcomes.
+    #[command(subcommand)]
+    Hooks(outcomes::HooksCommand),
     /// Serve the memory to agents over MCP (stdio).
     Mcp,
     /// Configure an agent to use this memory (claude-code, agents-md); merges, never overwrites.
@@ -243,6 +251,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Reindex => recall::reindex(&mut ctx),
         Command::Model(c) => recall::model(&mut ctx, c),
         Command::Construct(c) => construct::run(&mut ctx, c),
+        Command::Outcomes(a) => outcomes::outcomes(&mut ctx, a),
+        Command::Explain(a) => outcomes::explain(&mut ctx, a),
+        Command::Hooks(c) => outcomes::hooks(&mut ctx, c),
         Command::Mcp => crate::mcp::serve(ctx.dir.clone(), ctx.ref_name.clone()),
         Command::Setup(a) => setup::setup(&mut ctx, a),
         Command::Hook(c) => setup::hook(&mut ctx, c),

@@ -17,7 +17,8 @@
 //! - Needs review (derived, never written): a valid fact whose `depends_on` or `derives` relation
 //!   names a record that is superseded, outdated or forgotten; and, when several valid facts each
 //!   supersede the same old fact (two clones replaced it independently and their memories were
-//!   merged), every one of them, as a conflict. The cascade is one level deep: a fact that depends
+//!   merged), every one of them, as a conflict; and a valid record with a counted `anchor-changed`
+//!   outcome (the code it is anchored to was rewritten). The cascade is one level deep: a fact that depends
 //!   on a fact needing review is not itself flagged, since its source is still valid.
 
 use crate::record::{Fact, Kind, Milli, Payload, Record, RecordId, RelationType, Timestamp};
@@ -55,6 +56,8 @@ pub enum ReviewFlag {
     DerivesFrom { id: RecordId, status: Status },
     /// This fact and `others` each supersede `old`: merged histories disagree on its replacement.
     Conflict { old: RecordId, others: Vec<RecordId> },
+    /// The code it is anchored to was rewritten or deleted (an `anchor-changed` outcome).
+    AnchorChanged { outcome: RecordId, paths: Vec<String> },
 }
 
 impl std::fmt::Display for ReviewFlag {
@@ -65,6 +68,9 @@ impl std::fmt::Display for ReviewFlag {
             }
             ReviewFlag::DerivesFrom { id, status } => {
                 write!(f, "derived from {}, which is {}", id.short(), status.as_str())
+            }
+            ReviewFlag::AnchorChanged { outcome, paths } => {
+                write!(f, "the code it is anchored to changed ({}; outcome {})", paths.join(", "), outcome.short())
             }
             ReviewFlag::Conflict { old, others } => {
                 let others: Vec<String> = others.iter().map(|o| o.short()).collect();
@@ -209,6 +215,7 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 
     let mut counted_keys: HashSet<(RecordId, String)> = HashSet::new();
     let mut replacements: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
+    let mut anchor_changes: Vec<(RecordId, ReviewFlag)> = Vec::new();
     for (id, payload) in effects {
         match payload {
             Payload::Retraction(r) => {
@@ -230,6 +237,9 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                 }
             }
             Payload::Outcome(o) if counted_keys.insert((o.target, o.key.clone())) => {
+                if o.signal == "anchor-changed" {
+                    anchor_changes.push((o.target, ReviewFlag::AnchorChanged { outcome: id, paths: o.paths.clone() }));
+                }
                 if let Some(target) = state.entries.get_mut(&o.target) {
                     target.confidence.0 += o.delta.0;
                     if o.signal == "accepted" {
@@ -256,6 +266,11 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         .collect();
     for (id, f) in flags {
         state.entries.get_mut(&id).expect("flagged entry exists").needs_review = f;
+    }
+    for (target, flag) in anchor_changes {
+        if let Some(e) = state.entries.get_mut(&target).filter(|e| e.status == Status::Valid) {
+            e.needs_review.push(flag);
+        }
     }
     for (old, mut news) in replacements {
         news.sort();

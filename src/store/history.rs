@@ -51,6 +51,91 @@ impl Store {
         Ok(map)
     }
 
+    /// Every file that differs between trees `old` and `new` (`None` is the empty tree), with its
+    /// blob on each side (`None`: absent on that side). Submodules and symlinks are skipped.
+    pub fn diff_files(&self, old: Option<ObjectId>, new: Option<ObjectId>) -> Result<Vec<FileDiff>> {
+        let mut out = Vec::new();
+        self.diff_files_into(old, new, "", &mut out)?;
+        Ok(out)
+    }
+
+    fn diff_files_into(
+        &self,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+        prefix: &str,
+        out: &mut Vec<FileDiff>,
+    ) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let a = self.file_map(old)?;
+        let b = self.file_map(new)?;
+        let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+        for name in names {
+            let (x, y) = (a.get(name), b.get(name));
+            if x == y {
+                continue;
+            }
+            let path = format!("{prefix}{name}");
+            let tree = |v: Option<&(Entry, ObjectId)>| v.filter(|(k, _)| *k == Entry::Tree).map(|(_, id)| *id);
+            let blob = |v: Option<&(Entry, ObjectId)>| v.filter(|(k, _)| *k == Entry::Blob).map(|(_, id)| *id);
+            if tree(x).is_some() || tree(y).is_some() {
+                self.diff_files_into(tree(x), tree(y), &format!("{path}/"), out)?;
+            }
+            if blob(x).is_some() || blob(y).is_some() {
+                out.push(FileDiff { path, old_blob: blob(x), new_blob: blob(y) });
+            }
+        }
+        Ok(())
+    }
+
+    fn file_map(&self, tree: Option<ObjectId>) -> Result<BTreeMap<String, (Entry, ObjectId)>> {
+        let mut map = BTreeMap::new();
+        if let Some(t) = tree {
+            let tree = self.repo.find_tree(t).git(|| format!("reading tree {t}"))?;
+            for e in tree.iter() {
+                let e = e.git(|| format!("decoding tree {t}"))?;
+                let mode = e.mode();
+                let kind = if mode.is_tree() {
+                    Entry::Tree
+                } else if mode.is_blob() {
+                    Entry::Blob
+                } else {
+                    Entry::Other
+                };
+                map.insert(e.filename().to_string(), (kind, e.oid().to_owned()));
+            }
+        }
+        Ok(map)
+    }
+
+    /// The first-parent chain from `tip` back to (not including) `stop`, oldest first, with
+    /// commit times: the commits of a branch as its own history tells them.
+    pub fn first_parent_chain(&self, tip: ObjectId, stop: Option<ObjectId>, limit: usize) -> Result<Vec<CodeCommit>> {
+        let mut out = Vec::new();
+        let mut at = Some(tip);
+        while let Some(id) = at {
+            if Some(id) == stop || out.len() >= limit {
+                break;
+            }
+            let commit = self.repo.find_commit(id).git(|| format!("reading commit {id}"))?;
+            let decoded = commit.decode().git(|| format!("decoding commit {id}"))?;
+            let parents: Vec<ObjectId> = decoded.parents().collect();
+            let time = decoded.committer().ok().and_then(|c| c.time().ok()).map(|t| Timestamp(t.seconds));
+            out.push(CodeCommit {
+                id,
+                parents: parents.clone(),
+                tree: decoded.tree(),
+                message: decoded.message.to_string(),
+                time: time.unwrap_or(Timestamp(0)),
+            });
+            at = parents.first().copied();
+        }
+        out.reverse();
+        Ok(out)
+    }
+
     /// Every path that differs between trees `old` and `new` (`None` is the empty tree).
     pub fn diff_trees(&self, old: Option<ObjectId>, new: Option<ObjectId>) -> Result<Vec<TreeChange>> {
         let mut out = Vec::new();
@@ -172,6 +257,31 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// A file that differs between two trees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDiff {
+    pub path: String,
+    pub old_blob: Option<ObjectId>,
+    pub new_blob: Option<ObjectId>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    Tree,
+    Blob,
+    Other,
+}
+
+/// A commit of the code's history, as outcome detection reads it.
+#[derive(Clone, Debug)]
+pub struct CodeCommit {
+    pub id: ObjectId,
+    pub parents: Vec<ObjectId>,
+    pub tree: ObjectId,
+    pub message: String,
+    pub time: Timestamp,
 }
 
 /// What verify needs to know about one commit.

@@ -13,7 +13,7 @@ mod read;
 mod sync;
 mod write;
 
-pub use history::{AddedRecord, CommitInfo, CommitMeta, TreeChange};
+pub use history::{AddedRecord, CodeCommit, CommitInfo, CommitMeta, FileDiff, TreeChange};
 pub use purge::{purge_trailers, scrub_texts, Rewrite};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
 pub use sync::{MergeKind, Push};
@@ -159,13 +159,18 @@ impl Store {
     /// The blob id of `path` in HEAD's tree, if HEAD is born and has that file.
     pub fn blob_at_head(&self, path: &str) -> Result<Option<gix::ObjectId>> {
         let Some(head) = self.head_commit()? else { return Ok(None) };
+        self.blob_at(head, path)
+    }
+
+    /// The blob id of `path` in `commit`'s tree, if it has that file.
+    pub fn blob_at(&self, commit: gix::ObjectId, path: &str) -> Result<Option<gix::ObjectId>> {
         let tree = self
             .repo
-            .find_commit(head)
-            .git(|| format!("reading commit {head}"))?
+            .find_commit(commit)
+            .git(|| format!("reading commit {commit}"))?
             .tree()
-            .git(|| format!("reading the tree of {head}"))?;
-        let entry = tree.lookup_entry_by_path(path).git(|| format!("looking up {path} at HEAD"))?;
+            .git(|| format!("reading the tree of {commit}"))?;
+        let entry = tree.lookup_entry_by_path(path).git(|| format!("looking up {path} at {commit}"))?;
         Ok(entry.filter(|e| e.mode().is_blob()).map(|e| e.object_id()))
     }
 
@@ -223,6 +228,35 @@ impl Store {
         let config = self.repo.config_snapshot();
         let dir = config.string("neo.construct.dir").map(|s| s.to_string()).unwrap_or_else(|| ".neo/construct".into());
         self.work_dir().map(|w| w.join(dir.trim()))
+    }
+
+    /// A whole-number git config value, or `default`; a value that is not one is an error naming it.
+    pub fn config_u64(&self, key: &str, default: u64) -> Result<u64> {
+        let config = self.repo.config_snapshot();
+        match config.string(key) {
+            None => Ok(default),
+            Some(v) => v
+                .to_string()
+                .trim()
+                .parse()
+                .map_err(|_| Error::Config { key: key.into(), message: format!("{v:?} is not a whole number") }),
+        }
+    }
+
+    /// The short name of the branch HEAD is on (`None` when detached or unborn).
+    pub fn current_branch(&self) -> Option<String> {
+        let name = self.repo.head_name().ok().flatten()?;
+        Some(name.shorten().to_string())
+    }
+
+    /// Where git runs hooks from: `core.hooksPath` (relative to the work tree) or `<git dir>/hooks`.
+    pub fn hooks_dir(&self) -> std::path::PathBuf {
+        let config = self.repo.config_snapshot();
+        match config.string("core.hooksPath").map(|s| std::path::PathBuf::from(s.to_string())) {
+            Some(p) if p.is_absolute() => p,
+            Some(p) => self.work_dir().map(|w| w.join(&p)).unwrap_or(p),
+            None => self.common_dir().join("hooks"),
+        }
     }
 
     /// The identity git config names (`user.name`, `user.email`), if both are set.
