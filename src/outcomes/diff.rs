@@ -196,7 +196,7 @@ pub fn follow_lines(start: u32, end: u32, hunks: &[(Range<u32>, Range<u32>)]) ->
     }
     let s = i64::from(start) + shift;
     let e = i64::from(end) + shift;
-    (s >= 1).then(|| (s as u32, e as u32))
+    (s >= 1).then_some((s as u32, e as u32))
 }
 
 #[cfg(test)]
