@@ -138,26 +138,11 @@ pub struct ScanReport {
     pub memory_commit: Option<String>,
 }
 
-/// Code tokens: identifiers and numbers whole, every other visible character alone.
+/// Code tokens: identifiers, keywords and numbers (words inside string literals included).
+/// Punctuation and whitespace are left out: every language shares them, so they would make
+/// unrelated lines look alike, and formatting must not matter.
 pub fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    for c in text.chars() {
-        if c.is_alphanumeric() || c == '_' {
-            word.push(c);
-            continue;
-        }
-        if !word.is_empty() {
-            out.push(std::mem::take(&mut word));
-        }
-        if !c.is_whitespace() {
-            out.push(c.to_string());
-        }
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
 /// The share of `wanted`'s tokens (as a multiset) found in `have`.
@@ -213,14 +198,20 @@ fn reverted_commit(message: &str) -> Option<&str> {
 
 struct Scan<'a> {
     memory: &'a Memory,
+    /// The time of the commit being read: outcome records are dated by their evidence.
+    at: Timestamp,
     opts: &'a ScanOptions,
     state: ScanState,
-    found: Vec<(RecordId, &'static str, Milli, ObjectId, Vec<String>)>,
+    found: Vec<Evidence>,
 }
+
+/// (target, signal, delta, commit, paths, the commit's time)
+type Evidence = (RecordId, &'static str, Milli, ObjectId, Vec<String>, Timestamp);
 
 impl<'a> Scan<'a> {
     fn emit(&mut self, target: RecordId, signal: &'static str, delta: Milli, commit: ObjectId, paths: Vec<String>) {
-        self.found.push((target, signal, delta, commit, paths));
+        let at = self.at;
+        self.found.push((target, signal, delta, commit, paths, at));
     }
 
     /// The records that could have influenced commit `c`: valid, written no later than it.
@@ -237,6 +228,7 @@ impl<'a> Scan<'a> {
 
     fn commit(&mut self, c: &CodeCommit) -> Result<()> {
         let store = self.memory.store();
+        self.at = c.time;
         let parent = c.parents.first().copied();
         let parent_tree = match parent {
             Some(p) => Some(store.tree_of(p)?),
@@ -527,9 +519,9 @@ impl Memory {
             })
             .collect();
 
-        let mut scan = Scan { memory: self, opts, state, found: Vec::new() };
+        let mut scan = Scan { memory: self, at: Timestamp(0), opts, state, found: Vec::new() };
         let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
-        let mut kept: Vec<(RecordId, &'static str, Milli, ObjectId, Vec<String>)> = Vec::new();
+        let mut kept: Vec<Evidence> = Vec::new();
         let mut dropped = 0;
         let mut scanned = 0;
         let mut capped = false;
@@ -597,7 +589,9 @@ impl Memory {
                         key: k,
                     }),
                     author: ctx.identity.author_field(),
-                    created_at: ctx.now,
+                    // Dated by the evidence (the commit), never before the record it is about:
+                    // explain and history then list outcomes in the order things happened.
+                    created_at: f.5.max(self.state().entries.get(&f.0).map(|e| e.record.created_at).unwrap_or(f.5)),
                     body: String::new(),
                 });
             }
@@ -633,7 +627,7 @@ impl Memory {
     }
 }
 
-fn key(f: &(RecordId, &'static str, Milli, ObjectId, Vec<String>)) -> String {
+fn key(f: &Evidence) -> String {
     format!("{}:{}:{}", f.0.to_hex(), f.3, f.1)
 }
 
@@ -643,11 +637,11 @@ mod tests {
 
     #[test]
     fn tokens_and_shares() {
-        assert_eq!(tokens("let x = foo(1);"), vec!["let", "x", "=", "foo", "(", "1", ")", ";"]);
-        let s = tokens("retry(3, backoff)");
-        assert_eq!(token_share(&s, &tokens("  retry( 3,backoff )\n")), 1.0);
-        // retry ( , ) are kept; 3 and backoff are not: 4 of 6.
-        assert!((token_share(&s, &tokens("retry(5, jitter)")) - 4.0 / 6.0).abs() < 1e-9);
+        assert_eq!(tokens("let x = foo(1); // \"bar\""), vec!["let", "x", "foo", "1", "bar"]);
+        let s = tokens("retry(3, backoff, jitter)");
+        assert_eq!(token_share(&s, &tokens("  retry( 3,backoff,\n jitter )\n")), 1.0);
+        // retry and 3 are kept; backoff and jitter are not: 2 of 4.
+        assert!((token_share(&s, &tokens("retry(3, linear)")) - 0.5).abs() < 1e-9);
         assert_eq!(token_share(&[], &s), 0.0);
     }
 

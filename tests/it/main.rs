@@ -7,6 +7,7 @@ mod fold;
 mod format;
 mod mcp;
 mod modes;
+mod outcomes;
 mod quality;
 mod recall;
 mod review;

@@ -1,0 +1,183 @@
+//! Outcome detection end to end on the fixture history (fixtures/outcomes/build-history.sh):
+//! the exact confidence trajectory of each record, idempotent rescans, caps, explain, and hooks.
+
+use crate::support::{hermetic, json, stderr, Sandbox, BIN};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Build the fixture history with `filler` unrelated commits; returns the repo and record ids by name.
+pub fn fixture(sb: &Sandbox, filler: usize) -> (PathBuf, BTreeMap<String, String>) {
+    let repo = sb.path("history");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/outcomes/build-history.sh");
+    let mut cmd = Command::new("bash");
+    hermetic(&mut cmd, sb.dir.path()).args([script, repo.to_str().expect("utf-8"), BIN, &filler.to_string()]);
+    let out = cmd.output().expect("run the fixture script");
+    assert!(out.status.success(), "fixture: {}", stderr(&out));
+    let ids = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(n, id)| (n.to_string(), id.trim().to_string())))
+        .collect();
+    (repo, ids)
+}
+
+fn neo(sb: &Sandbox, repo: &Path, args: &[&str]) -> String {
+    let mut cmd = sb.neo_cmd(repo);
+    cmd.env("GIT_NEO_EMBEDDER", "none").args(args);
+    let out = cmd.output().expect("run");
+    assert!(out.status.success(), "git neo {args:?}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn explain(sb: &Sandbox, repo: &Path, id: &str) -> Value {
+    json(&neo(sb, repo, &["explain", &id[..12], "--json"]))
+}
+
+#[test]
+fn the_fixture_history_gives_each_record_its_exact_trajectory() {
+    let sb = Sandbox::new();
+    let (repo, ids) = fixture(&sb, 300);
+    let commits: usize = sb.git(&repo, &["rev-list", "--count", "HEAD"]).trim().parse().expect("count");
+    assert!(commits > 300, "hundreds of commits: {commits}");
+
+    let report = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!(report["capped"], false);
+    assert_eq!(report["commits"].as_u64(), Some(commits as u64 - 1), "every commit after the first record");
+    // (record, signals in order, confidence after, successes)
+    let expected: [(&str, &[&str], f64, u64); 9] = [
+        ("anchored_total", &["anchor-changed"], 0.6, 0),
+        ("anchored_clamp", &[], 0.7, 0),
+        ("suggest_accepted", &["accepted"], 0.9, 1),
+        ("suggest_partial", &["modified"], 0.65, 0),
+        ("suggest_removed", &["accepted", "regression"], 0.6, 1),
+        ("trailer_survives", &["accepted"], 0.8, 1),
+        ("trailer_reverted", &["regression"], 0.4, 0),
+        ("trailer_undone", &["regression"], 0.4, 0),
+        ("trailer_worse", &["health-regressed", "accepted"], 0.75, 1),
+    ];
+    for (name, signals, confidence, successes) in expected {
+        let x = explain(&sb, &repo, &ids[name]);
+        let got: Vec<&str> =
+            x["steps"].as_array().expect("steps").iter().filter_map(|s| s["signal"].as_str()).collect();
+        assert_eq!(got, signals, "{name}: {x}");
+        assert_eq!(x["confidence"].as_f64(), Some(confidence), "{name}: {x}");
+        assert_eq!(x["successes"].as_u64(), Some(successes), "{name}: {x}");
+        assert_eq!(x["initial"].as_f64(), Some(0.7), "{name}");
+    }
+    // The anchor followed edits above it and a rename; the rewrite of its lines flags the fact.
+    let total = explain(&sb, &repo, &ids["anchored_total"]);
+    assert!(total["needs_review"][0].as_str().is_some_and(|r| r.contains("anchored to changed")), "{total}");
+    assert!(explain(&sb, &repo, &ids["anchored_clamp"])["needs_review"].is_null());
+    let reverted = explain(&sb, &repo, &ids["trailer_reverted"]);
+    let commit = reverted["steps"][0]["commits"][0].as_str().expect("commit").to_string();
+    assert!(sb.git(&repo, &["log", "-1", "--format=%B", &commit]).contains("This reverts commit"));
+
+    // Scanning again, or again from the start, never counts the same evidence twice.
+    let tip = sb.tip(&repo);
+    let again = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!((again["commits"].as_u64(), again["outcomes"].as_array().map(Vec::len)), (Some(0), Some(0)));
+    let root = sb.git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
+    let rescan = json(&neo(&sb, &repo, &["outcomes", "--since", root.trim(), "--json"]));
+    let found = rescan["outcomes"].as_array().expect("outcomes");
+    assert_eq!(found.len(), 10, "{rescan}");
+    assert!(found.iter().all(|o| o["new"] == false), "{rescan}");
+    assert_eq!(sb.tip(&repo), tip, "nothing written on a rescan");
+    assert_eq!(explain(&sb, &repo, &ids["suggest_removed"])["confidence"].as_f64(), Some(0.6));
+    assert!(sb.neo(&repo, &["verify"]).status.success());
+
+    // The human explanation names each step and the recall weight.
+    let text = neo(&sb, &repo, &["explain", &ids["suggest_removed"][..10]]);
+    assert!(
+        text.contains("initial confidence 0.70") && text.contains("regression") && text.contains("weight in recall")
+    );
+}
+
+#[test]
+fn caps_defer_evidence_per_scan_and_drop_bursts_per_record() {
+    let sb = Sandbox::new();
+    let (repo, _) = fixture(&sb, 40);
+    sb.git(&repo, &["config", "neo.outcomes.maxPerScan", "3"]);
+    let mut runs = 0;
+    let mut pairs = Vec::new();
+    loop {
+        runs += 1;
+        let r = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+        let found = r["outcomes"].as_array().expect("outcomes");
+        assert!(found.iter().filter(|o| o["new"] == true).count() <= 3, "{r}");
+        pairs.extend(found.iter().map(|o| (o["target"].to_string(), o["signal"].to_string())));
+        if r["capped"] == false {
+            break;
+        }
+        assert!(runs < 10, "the cap must let the scan finish over several runs");
+    }
+    assert!(runs >= 4, "10 outcomes at 3 per scan: {runs} runs");
+    assert_eq!(pairs.len(), 10, "deferred, not lost: {pairs:?}");
+
+    let sb = Sandbox::new();
+    let (repo, ids) = fixture(&sb, 40);
+    sb.git(&repo, &["config", "neo.outcomes.maxPerRecordPerDay", "1"]);
+    let r = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!(r["dropped"].as_u64(), Some(2), "the second outcome of two records on the same day: {r}");
+    let x = explain(&sb, &repo, &ids["suggest_removed"]);
+    assert_eq!(x["steps"].as_array().map(Vec::len), Some(1), "{x}");
+    let bad = sb.git_output(&repo, &["config", "neo.outcomes.maxPerScan", "many"]);
+    assert!(bad.status.success());
+    let out = sb.neo(&repo, &["outcomes"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("neo.outcomes.maxPerScan"), "{}", stderr(&out));
+}
+
+#[test]
+fn hooks_scan_after_commits_and_uninstall_keeps_the_users_hooks() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let hooks = repo.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).expect("mkdir");
+    let mine = "#!/bin/sh\necho my hook >> .git/my-hook-ran\n";
+    std::fs::write(hooks.join("post-commit"), mine).expect("write");
+    let out = neo(&sb, &repo, &["hooks", "install"]);
+    assert!(out.contains("post-commit: added to your hook") && out.contains("post-merge: created"), "{out}");
+    assert!(neo(&sb, &repo, &["hooks", "install"]).contains("already installed"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(hooks.join("post-merge")).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "executable");
+    }
+
+    // A commit runs the user's hook and the scan (in the background, with git-neo on PATH).
+    let fact = neo(&sb, &repo, &["add", "-t", "pattern", "-s", "answer() returns 42", "--anchor", "src/lib.rs:1-3"]);
+    std::fs::write(repo.join("src/lib.rs"), "pub fn answer() -> u32 {\n    41\n}\n").expect("write");
+    let bin_dir = Path::new(BIN).parent().expect("dir").display().to_string();
+    let path = format!("{bin_dir}:{}", std::env::var("PATH").unwrap_or_default());
+    let mut commit = Command::new("git");
+    hermetic(&mut commit, sb.dir.path())
+        .current_dir(&repo)
+        .env("PATH", &path)
+        .env("GIT_NEO_EMBEDDER", "none")
+        .env("GIT_COMMITTER_DATE", "2026-03-02T12:00:00Z")
+        .args(["commit", "-qam", "change the answer"]);
+    assert!(commit.output().expect("commit").status.success());
+    assert!(repo.join(".git/my-hook-ran").exists(), "the user's hook still runs");
+    let mut flagged = false;
+    for _ in 0..100 {
+        let x = explain(&sb, &repo, &fact);
+        if x["steps"].as_array().is_some_and(|s| !s.is_empty()) {
+            assert_eq!(x["steps"][0]["signal"], "anchor-changed");
+            flagged = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(flagged, "the post-commit hook scanned the commit");
+
+    let out = neo(&sb, &repo, &["hooks", "uninstall"]);
+    assert!(out.contains("your hook stays") && out.contains("post-merge: removed"), "{out}");
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("post-commit")).expect("read"),
+        mine,
+        "exactly what was added is gone"
+    );
+    assert!(!hooks.join("post-merge").exists());
+}
