@@ -413,19 +413,27 @@ impl Memory {
             ));
         }
         let summary = entry.record.summary();
-        let record = Record {
-            kind: Kind::Retraction,
-            payload: Payload::Retraction(Retraction { target, reason: reason.trim().to_string() }),
-            author: ctx.identity.author_field(),
-            created_at: ctx.now,
-            body: String::new(),
-        };
+        let message = format!("neo: forget {} \"{}\" ({{id}})", target.short(), short_message(&summary));
+        let payload = Payload::Retraction(Retraction { target, reason: reason.trim().to_string() });
+        self.write_checked(Kind::Retraction, payload, message, ctx)
+    }
+
+    /// Build a body-less record of `kind` written by `ctx`, validate it and pass it through the
+    /// write-time filter (every problem at once), then write it.
+    pub(crate) fn write_checked(
+        &mut self,
+        kind: Kind,
+        payload: Payload,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        let record =
+            Record { kind, payload, author: ctx.identity.author_field(), created_at: ctx.now, body: String::new() };
         let mut problems = record::validate::validate(&record);
         problems.extend(crate::redact::check(&record));
         if !problems.is_empty() {
             return Err(Error::Invalid(Problems(problems)));
         }
-        let message = format!("neo: forget {} \"{}\" ({{id}})", target.short(), short_message(&summary));
         self.write(record, message, ctx)
     }
 

@@ -329,26 +329,15 @@ impl Memory {
             ));
         }
         let summary = entry.record.summary();
-        let record = Record {
-            kind: Kind::Supersession,
-            payload: Payload::Supersession(Supersession {
-                old: target,
-                new: None,
-                reason: reason.trim().to_string(),
-                method: SupersessionMethod::Outdated,
-                score: None,
-            }),
-            author: ctx.identity.author_field(),
-            created_at: ctx.now,
-            body: String::new(),
-        };
-        let mut problems = record::validate::validate(&record);
-        problems.extend(crate::redact::check(&record));
-        if !problems.is_empty() {
-            return Err(Error::Invalid(Problems(problems)));
-        }
+        let payload = Payload::Supersession(Supersession {
+            old: target,
+            new: None,
+            reason: reason.trim().to_string(),
+            method: SupersessionMethod::Outdated,
+            score: None,
+        });
         let message = format!("neo: outdated {} \"{}\" ({{id}})", target.short(), short_message(&summary));
-        self.write(record, message, ctx)
+        self.write_checked(Kind::Supersession, payload, message, ctx)
     }
 
     /// Undo a supersession (or an outdated mark) or a forget by retracting it: an appended record,
@@ -384,23 +373,12 @@ impl Memory {
         }
         let summary = entry.record.summary();
         let kind = entry.record.kind;
-        let record = Record {
-            kind: Kind::Retraction,
-            payload: Payload::Retraction(Retraction {
-                target,
-                reason: reason.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("reverted").to_string(),
-            }),
-            author: ctx.identity.author_field(),
-            created_at: ctx.now,
-            body: String::new(),
-        };
-        let mut problems = record::validate::validate(&record);
-        problems.extend(crate::redact::check(&record));
-        if !problems.is_empty() {
-            return Err(Error::Invalid(Problems(problems)));
-        }
+        let payload = Payload::Retraction(Retraction {
+            target,
+            reason: reason.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("reverted").to_string(),
+        });
         let message = format!("neo: revert {kind} {} \"{}\" ({{id}})", target.short(), short_message(&summary));
-        let outcome = self.write(record, message, ctx)?;
+        let outcome = self.write_checked(Kind::Retraction, payload, message, ctx)?;
         Ok((outcome, restores))
     }
 }

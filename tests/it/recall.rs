@@ -191,12 +191,7 @@ fn the_budget_cuts_and_says_so_and_invalidated_facts_show_their_replacement() {
 /// The real model end to end: needs scripts/install-model.sh (which .ci/run runs).
 #[test]
 fn the_real_model_finds_a_paraphrase_that_shares_no_words() {
-    let root = std::env::var_os("GIT_NEO_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/git-neo")))
-        .expect("HOME is set");
-    let missing = git_neo::embed::ModelPaths::in_cache(&root).missing();
-    assert!(missing.is_empty(), "the embedding model is not installed ({missing:?}): run scripts/install-model.sh");
+    let root = crate::support::installed_model_root();
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let target = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Automobiles are parked in the garage overnight"]);

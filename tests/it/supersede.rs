@@ -508,12 +508,7 @@ fn timeline_superseded_values_never_leak_into_current_layers() {
 /// The real model decides similarity supersession: needs scripts/install-model.sh (which .ci/run runs).
 #[test]
 fn the_real_model_supersedes_a_reworded_fact_and_nothing_unrelated() {
-    let root = std::env::var_os("GIT_NEO_CACHE_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/git-neo")))
-        .expect("HOME is set");
-    let missing = git_neo::embed::ModelPaths::in_cache(&root).missing();
-    assert!(missing.is_empty(), "the embedding model is not installed ({missing:?}): run scripts/install-model.sh");
+    let root = crate::support::installed_model_root();
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let add = |args: &[&str]| {

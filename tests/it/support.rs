@@ -125,3 +125,15 @@ pub fn stdout(out: &Output) -> String {
 pub fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
 }
+
+/// Where the real embedding model is installed (the user's cache, or `GIT_NEO_CACHE_DIR`); fails
+/// with the fix when it is not (scripts/install-model.sh, which `.ci/run` runs).
+pub fn installed_model_root() -> PathBuf {
+    let root = std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/git-neo")))
+        .expect("HOME is set");
+    let missing = git_neo::embed::ModelPaths::in_cache(&root).missing();
+    assert!(missing.is_empty(), "the embedding model is not installed ({missing:?}): run scripts/install-model.sh");
+    root
+}
