@@ -39,18 +39,6 @@ pub struct CommitInfo {
 }
 
 impl Store {
-    fn tree_map(&self, tree: Option<ObjectId>) -> Result<BTreeMap<String, (bool, ObjectId)>> {
-        let mut map = BTreeMap::new();
-        if let Some(t) = tree {
-            let tree = self.repo.find_tree(t).git(|| format!("reading tree {t}"))?;
-            for e in tree.iter() {
-                let e = e.git(|| format!("decoding tree {t}"))?;
-                map.insert(e.filename().to_string(), (e.mode().is_tree(), e.oid().to_owned()));
-            }
-        }
-        Ok(map)
-    }
-
     /// Every file that differs between trees `old` and `new` (`None` is the empty tree), with its
     /// blob on each side (`None`: absent on that side). Submodules and symlinks are skipped.
     pub fn diff_files(&self, old: Option<ObjectId>, new: Option<ObjectId>) -> Result<Vec<FileDiff>> {
@@ -138,46 +126,18 @@ impl Store {
 
     /// Every path that differs between trees `old` and `new` (`None` is the empty tree).
     pub fn diff_trees(&self, old: Option<ObjectId>, new: Option<ObjectId>) -> Result<Vec<TreeChange>> {
-        let mut out = Vec::new();
-        self.diff_into(old, new, "", &mut out)?;
-        Ok(out)
-    }
-
-    fn diff_into(
-        &self,
-        old: Option<ObjectId>,
-        new: Option<ObjectId>,
-        prefix: &str,
-        out: &mut Vec<TreeChange>,
-    ) -> Result<()> {
-        if old == new {
-            return Ok(());
-        }
-        let a = self.tree_map(old)?;
-        let b = self.tree_map(new)?;
-        let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-        for name in names {
-            let path = format!("{prefix}{name}");
-            match (a.get(name), b.get(name)) {
-                (Some(x), Some(y)) if x == y => {}
-                (x, y) => {
-                    let x_tree = x.filter(|(t, _)| *t).map(|(_, id)| *id);
-                    let y_tree = y.filter(|(t, _)| *t).map(|(_, id)| *id);
-                    if x_tree.is_some() || y_tree.is_some() {
-                        self.diff_into(x_tree, y_tree, &format!("{path}/"), out)?;
-                    }
-                    let x_blob = x.filter(|(t, _)| !*t);
-                    let y_blob = y.filter(|(t, _)| !*t);
-                    match (x_blob, y_blob) {
-                        (None, Some(_)) => out.push(TreeChange { path, change: "added" }),
-                        (Some(_), None) => out.push(TreeChange { path, change: "removed" }),
-                        (Some(_), Some(_)) => out.push(TreeChange { path, change: "modified" }),
-                        (None, None) => {}
-                    }
-                }
-            }
-        }
-        Ok(())
+        Ok(self
+            .diff_files(old, new)?
+            .into_iter()
+            .map(|f| TreeChange {
+                change: match (f.old_blob, f.new_blob) {
+                    (None, _) => "added",
+                    (_, None) => "removed",
+                    _ => "modified",
+                },
+                path: f.path,
+            })
+            .collect())
     }
 
     /// The tree of a commit.
