@@ -289,15 +289,6 @@ impl Store {
         Ok(self.repo.find_commit(id).is_ok())
     }
 
-    fn blob_in(&self, commit: ObjectId, path: &str) -> Result<Option<ObjectId>> {
-        let tree = self
-            .repo
-            .find_commit(commit)
-            .git(|| format!("reading commit {commit}"))?
-            .tree()
-            .git(|| format!("reading the tree of {commit}"))?;
-        Ok(tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.map(|e| e.object_id()))
-    }
 
     /// For each of `paths` whose content differs between commits `from` and `to`: how many commits
     /// in `from..to` changed it (walking at most `limit` commits, first parents).
@@ -310,7 +301,7 @@ impl Store {
     ) -> Result<Vec<(String, usize)>> {
         let mut changed: Vec<(String, usize)> = Vec::new();
         for p in paths {
-            if self.blob_in(from, p)? != self.blob_in(to, p)? {
+            if self.blob_at(from, p)? != self.blob_at(to, p)? {
                 changed.push((p.to_string(), 0));
             }
         }
@@ -329,9 +320,9 @@ impl Store {
             let commit = self.repo.find_commit(info.id).git(|| format!("reading commit {}", info.id))?;
             let parent = commit.parent_ids().next().map(|p| p.detach());
             for (path, count) in changed.iter_mut() {
-                let now = self.blob_in(info.id, path)?;
+                let now = self.blob_at(info.id, path)?;
                 let before = match parent {
-                    Some(p) => self.blob_in(p, path)?,
+                    Some(p) => self.blob_at(p, path)?,
                     None => None,
                 };
                 if now != before {
