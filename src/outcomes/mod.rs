@@ -54,6 +54,9 @@ pub const REGRESSION: Milli = Milli(-300);
 pub const TRAILER_ACCEPTED: Milli = Milli(100);
 pub const HEALTH: Milli = Milli(50);
 
+/// The most source files of one language read to build an import graph.
+pub const MAX_GRAPH_FILES: usize = 5_000;
+
 /// The most commits one scan walks.
 pub const MAX_COMMITS: usize = 1_000_000;
 
@@ -383,6 +386,27 @@ impl<'a> Scan<'a> {
         }
     }
 
+    /// Files of `lang` in an import cycle in `tree` (at most [`MAX_GRAPH_FILES`] files are read).
+    fn cycles(&self, tree: Option<ObjectId>, lang: health::Lang) -> Result<usize> {
+        let Some(tree) = tree else { return Ok(0) };
+        let store = self.memory.store();
+        let files: Vec<(String, ObjectId)> = store
+            .diff_files(None, Some(tree))?
+            .into_iter()
+            .filter(|f| health::Lang::of(&f.path) == Some(lang))
+            .filter_map(|f| f.new_blob.map(|b| (f.path, b)))
+            .take(MAX_GRAPH_FILES)
+            .collect();
+        let names: HashSet<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+        let exists = |p: &str| names.contains(p);
+        let mut graph = BTreeMap::new();
+        for (path, blob) in &files {
+            let text = String::from_utf8(store.read_blob(*blob)?).unwrap_or_default();
+            graph.insert(path.clone(), health::imports(lang, path, &text, &exists));
+        }
+        Ok(health::files_in_cycles(&graph))
+    }
+
     fn trailers(&mut self, c: &CodeCommit, parent: Option<ObjectId>, changes: &[diff::Change]) -> Result<()> {
         let store = self.memory.store();
         // Earlier linked commits: reverted by this one, or one more commit survived.
@@ -446,6 +470,25 @@ impl<'a> Scan<'a> {
                     let v = health::verdict(health::measure(lang, &ch.old_text), health::measure(lang, &ch.new_text));
                     if v != 0 {
                         verdict += v;
+                        measured.push(path.clone());
+                    }
+                }
+            }
+        }
+        // Import cycles, per language the commit touched: more files in cycles is worse.
+        let mut langs: Vec<health::Lang> =
+            changes.iter().filter_map(|ch| ch.new_path.as_deref().and_then(health::Lang::of)).collect();
+        langs.dedup();
+        let parent_tree = match parent {
+            Some(p) => Some(store.tree_of(p)?),
+            None => None,
+        };
+        for lang in langs.into_iter().collect::<BTreeSet<_>>() {
+            let (before_n, after_n) = (self.cycles(parent_tree, lang)?, self.cycles(Some(c.tree), lang)?);
+            if before_n != after_n {
+                verdict += if after_n > before_n { -1 } else { 1 };
+                for path in changes.iter().filter_map(|ch| ch.new_path.as_ref()) {
+                    if health::Lang::of(path) == Some(lang) && !measured.contains(path) {
                         measured.push(path.clone());
                     }
                 }

@@ -289,7 +289,6 @@ impl Store {
         Ok(self.repo.find_commit(id).is_ok())
     }
 
-
     /// For each of `paths` whose content differs between commits `from` and `to`: how many commits
     /// in `from..to` changed it (walking at most `limit` commits, first parents).
     pub fn paths_changed_between(

@@ -45,7 +45,7 @@ fn the_fixture_history_gives_each_record_its_exact_trajectory() {
     assert_eq!(report["capped"], false);
     assert_eq!(report["commits"].as_u64(), Some(commits as u64 - 1), "every commit after the first record");
     // (record, signals in order, confidence after, successes)
-    let expected: [(&str, &[&str], f64, u64); 9] = [
+    let expected: [(&str, &[&str], f64, u64); 10] = [
         ("anchored_total", &["anchor-changed"], 0.6, 0),
         ("anchored_clamp", &[], 0.7, 0),
         ("suggest_accepted", &["accepted"], 0.9, 1),
@@ -55,6 +55,7 @@ fn the_fixture_history_gives_each_record_its_exact_trajectory() {
         ("trailer_reverted", &["regression"], 0.4, 0),
         ("trailer_undone", &["regression"], 0.4, 0),
         ("trailer_worse", &["health-regressed", "accepted"], 0.75, 1),
+        ("trailer_cycle", &["health-regressed", "accepted"], 0.75, 1),
     ];
     for (name, signals, confidence, successes) in expected {
         let x = explain(&sb, &repo, &ids[name]);
@@ -65,6 +66,8 @@ fn the_fixture_history_gives_each_record_its_exact_trajectory() {
         assert_eq!(x["successes"].as_u64(), Some(successes), "{name}: {x}");
         assert_eq!(x["initial"].as_f64(), Some(0.7), "{name}");
     }
+    let cycle = explain(&sb, &repo, &ids["trailer_cycle"]);
+    assert_eq!(cycle["steps"][0]["paths"], serde_json::json!(["src/numbers.py", "src/text.py"]), "{cycle}");
     // The anchor followed edits above it and a rename; the rewrite of its lines flags the fact.
     let total = explain(&sb, &repo, &ids["anchored_total"]);
     assert!(total["needs_review"][0].as_str().is_some_and(|r| r.contains("anchored to changed")), "{total}");
@@ -80,7 +83,7 @@ fn the_fixture_history_gives_each_record_its_exact_trajectory() {
     let root = sb.git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
     let rescan = json(&neo(&sb, &repo, &["outcomes", "--since", root.trim(), "--json"]));
     let found = rescan["outcomes"].as_array().expect("outcomes");
-    assert_eq!(found.len(), 10, "{rescan}");
+    assert_eq!(found.len(), 12, "{rescan}");
     assert!(found.iter().all(|o| o["new"] == false), "{rescan}");
     assert_eq!(sb.tip(&repo), tip, "nothing written on a rescan");
     assert_eq!(explain(&sb, &repo, &ids["suggest_removed"])["confidence"].as_f64(), Some(0.6));
@@ -111,14 +114,14 @@ fn caps_defer_evidence_per_scan_and_drop_bursts_per_record() {
         }
         assert!(runs < 10, "the cap must let the scan finish over several runs");
     }
-    assert!(runs >= 4, "10 outcomes at 3 per scan: {runs} runs");
-    assert_eq!(pairs.len(), 10, "deferred, not lost: {pairs:?}");
+    assert!(runs >= 4, "12 outcomes at 3 per scan: {runs} runs");
+    assert_eq!(pairs.len(), 12, "deferred, not lost: {pairs:?}");
 
     let sb = Sandbox::new();
     let (repo, ids) = fixture(&sb, 40);
     sb.git(&repo, &["config", "neo.outcomes.maxPerRecordPerDay", "1"]);
     let r = json(&neo(&sb, &repo, &["outcomes", "--json"]));
-    assert_eq!(r["dropped"].as_u64(), Some(2), "the second outcome of two records on the same day: {r}");
+    assert_eq!(r["dropped"].as_u64(), Some(3), "the second outcome of three records on the same day: {r}");
     let x = explain(&sb, &repo, &ids["suggest_removed"]);
     assert_eq!(x["steps"].as_array().map(Vec::len), Some(1), "{x}");
     let bad = sb.git_output(&repo, &["config", "neo.outcomes.maxPerScan", "many"]);
