@@ -201,6 +201,9 @@ fn reverted_commit(message: &str) -> Option<&str> {
 
 struct Scan<'a> {
     memory: &'a Memory,
+    /// The valid facts and attempts that anchors or suggestions make scannable, found once per
+    /// scan rather than once per commit (trailers name their records themselves).
+    watched: Vec<(RecordId, &'a Record)>,
     /// The time of the commit being read: outcome records are dated by their evidence.
     at: Timestamp,
     opts: &'a ScanOptions,
@@ -219,14 +222,7 @@ impl<'a> Scan<'a> {
 
     /// The records that could have influenced commit `c`: valid, written no later than it.
     fn live(&self, c: &CodeCommit) -> Vec<(RecordId, &'a Record)> {
-        let memory: &'a Memory = self.memory;
-        memory
-            .state()
-            .iter()
-            .filter(|e| e.status == Status::Valid && matches!(e.record.kind, Kind::Fact | Kind::Attempt))
-            .filter(|e| e.record.created_at <= c.time)
-            .map(|e| (e.id, &e.record))
-            .collect()
+        self.watched.iter().filter(|(_, r)| r.created_at <= c.time).copied().collect()
     }
 
     fn commit(&mut self, c: &CodeCommit) -> Result<()> {
@@ -562,7 +558,18 @@ impl Memory {
             })
             .collect();
 
-        let mut scan = Scan { memory: self, at: Timestamp(0), opts, state, found: Vec::new() };
+        let watched = self
+            .state()
+            .iter()
+            .filter(|e| e.status == Status::Valid)
+            .filter(|e| match &e.record.payload {
+                Payload::Fact(f) => !f.anchors.is_empty() || f.suggestion.is_some(),
+                Payload::Attempt(a) => a.suggestion.is_some(),
+                _ => false,
+            })
+            .map(|e| (e.id, &e.record))
+            .collect();
+        let mut scan = Scan { memory: self, watched, at: Timestamp(0), opts, state, found: Vec::new() };
         let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
         let mut kept: Vec<Evidence> = Vec::new();
         let mut dropped = 0;
