@@ -6,36 +6,16 @@
 //! writes the outcomes), and the latency `git neo hooks install` adds to `git commit` (p50 of 15
 //! commits with and without the hooks, in the same run).
 
+mod common;
+
+use common::{git_with, median, ms};
 use git_neo::api::{Memory, WriteContext};
 use git_neo::outcomes::ScanOptions;
 use git_neo::record::Timestamp;
-use git_neo::store::{Identity, Store, StoreOptions};
+use git_neo::store::{Store, StoreOptions};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn git(dir: &Path, args: &[&str], path_env: &str) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("PATH", path_env)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_NEO_EMBEDDER", "none")
-        .output()
-        .expect("git")
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -53,7 +33,7 @@ fn main() {
         .output()
         .expect("fixture");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let who = Identity { name: "Bench".into(), email: "bench@example.com".into() };
+    let who = common::who();
     let ctx = WriteContext { identity: who, now: Timestamp(1_780_000_000) };
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let tip = store.resolve_commit("HEAD").expect("HEAD");
@@ -92,9 +72,14 @@ fn main() {
         let mut v = Vec::new();
         for i in 0..n {
             std::fs::write(repo.join("notes/bench.txt"), format!("{tag} {i}\n")).expect("write");
-            git(&repo, &["add", "-A"], &path_env);
+            git_with(&repo, &["add", "-A"], None, &[("PATH", &path_env), ("GIT_NEO_EMBEDDER", "none")]);
             let t = Instant::now();
-            git(&repo, &["commit", "-qm", &format!("bench {tag} {i}")], &path_env);
+            git_with(
+                &repo,
+                &["commit", "-qm", &format!("bench {tag} {i}")],
+                None,
+                &[("PATH", &path_env), ("GIT_NEO_EMBEDDER", "none")],
+            );
             v.push(t.elapsed());
         }
         median(v)

@@ -6,11 +6,14 @@
 //! recall@10 against exact search. Once: embedding throughput through git-neo against raw
 //! fastembed in the same run.
 
+mod common;
+
+use common::{fact, git, median, ms};
 use git_neo::api::Memory;
 use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
 use git_neo::recall::Request;
-use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
-use git_neo::store::{Identity, Store, StoreOptions};
+use git_neo::record::{Kind, Timestamp};
+use git_neo::store::{Store, StoreOptions};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -42,57 +45,15 @@ const W: &[&str] = &[
     "export",
 ];
 
-fn fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
+fn bench_fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
     let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
-    let r = Record {
-        kind: Kind::Fact,
-        payload: Payload::Fact(Fact {
-            fact_type: FactType::ALL[i % FactType::ALL.len()],
-            subject: format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97),
-            scope: format!("src/{}", w(3)),
-            tags: vec![],
-            key: None,
-            provenance: Provenance::Observed,
-            confidence: Milli(700),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-        }),
-        author: "Bench <bench@example.com>".into(),
-        created_at: Timestamp(1_770_000_000 + i as i64),
-        body: format!(
-            "When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n",
-            w(4),
-            w(5),
-            w(6)
-        ),
-    };
-    let (id, bytes) = r.encode();
-    (Kind::Fact, id, bytes)
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git")
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    fact(
+        i,
+        format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97),
+        format!("src/{}", w(3)),
+        vec![],
+        format!("When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n", w(4), w(5), w(6)),
+    )
 }
 
 fn cache_root() -> std::path::PathBuf {
@@ -152,7 +113,7 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let paths = ModelPaths::in_cache(&cache_root());
     let mut embedder = FastEmbedder::load(&paths).expect("the model is installed (scripts/install-model.sh)");
-    let who = Identity { name: "Bench".into(), email: "bench@example.com".into() };
+    let who = common::who();
     let tmp = tempfile::tempdir().expect("tempdir");
     let queries: Vec<String> = [
         "how do retries behave under load",
@@ -228,18 +189,14 @@ fn main() {
         None => vec![1_000, 10_000, 100_000],
     };
     for &n in &sizes {
-        let repo = tmp.path().join(format!("r{n}"));
-        std::fs::create_dir_all(&repo).expect("mkdir");
-        git(&repo, &["init", "-q"]);
-        git(&repo, &["config", "user.name", "Bench"]);
-        git(&repo, &["config", "user.email", "bench@example.com"]);
+        let repo = common::new_repo(tmp.path(), &format!("r{n}"));
         let store = Store::discover(&repo, StoreOptions::default()).expect("store");
         for start in (0..n).step_by(10_000) {
-            let batch: Vec<_> = (start..(start + 10_000).min(n)).map(fact).collect();
+            let batch: Vec<_> = (start..(start + 10_000).min(n)).map(bench_fact).collect();
             store.write_records(&batch, "neo: import", &who, Timestamp(1_770_000_000), false).expect("write");
         }
-        git(&repo, &["repack", "-adq"]);
-        git(&repo, &["prune-packed"]);
+        git(&repo, &["repack", "-adq"], None);
+        git(&repo, &["prune-packed"], None);
         let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
 
         let t = Instant::now();
@@ -300,7 +257,7 @@ fn main() {
         let mcp = mcp_recall_p50(&repo, &queries);
 
         // Incremental catch-up after one new record (must not rebuild).
-        store.write_records(&[fact(n + 1)], "neo: add", &who, Timestamp(1_780_000_000), false).expect("write");
+        store.write_records(&[bench_fact(n + 1)], "neo: add", &who, Timestamp(1_780_000_000), false).expect("write");
         let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
         let t = Instant::now();
         let (_, refresh) = memory.open_indexes(Some(&mut embedder), &mut |_, _| {}).expect("catch up");

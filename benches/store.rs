@@ -7,46 +7,16 @@
 //! - whole-process add: the `git neo add` binary vs the same plumbing write.
 //! - fold: load (read + hash + parse, in parallel) and fold of 10k and 100k packed records.
 
+mod common;
+
+use common::{fact, git, median, new_repo, who};
 use git_neo::api::Memory;
-use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, RecordId, Timestamp};
+use git_neo::record::{Kind, RecordId, Timestamp};
 use git_neo::state;
-use git_neo::store::{Identity, Store, StoreOptions};
+use git_neo::store::{Store, StoreOptions};
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn git(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
-    let mut child = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .env("GIT_COMMITTER_NAME", "Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn git");
-    if let Some(input) = stdin {
-        child.stdin.take().expect("stdin").write_all(input).expect("write to git");
-    }
-    let out = child.wait_with_output().expect("wait for git");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn new_repo(root: &Path, name: &str) -> std::path::PathBuf {
-    let p = root.join(name);
-    std::fs::create_dir_all(&p).expect("mkdir");
-    git(&p, &["init", "-q"], None);
-    git(&p, &["config", "user.name", "Bench"], None);
-    git(&p, &["config", "user.email", "bench@example.com"], None);
-    p
-}
 
 const WORDS: &[&str] = &[
     "cache",
@@ -65,48 +35,21 @@ const WORDS: &[&str] = &[
 
 fn record(i: usize) -> (Kind, RecordId, Vec<u8>) {
     let w = |k: usize| WORDS[(i / (k + 1) + k * 7) % WORDS.len()];
-    let r = Record {
-        kind: Kind::Fact,
-        payload: Payload::Fact(Fact {
-            fact_type: FactType::ALL[i % FactType::ALL.len()],
-            subject: format!("The {} {} must not block the {} ({i})", w(0), w(1), w(2)),
-            scope: format!("src/{}", w(3)),
-            tags: {
-                let mut t = vec![w(4).to_string(), w(5).to_string()];
-                t.sort();
-                t.dedup();
-                t
-            },
-            key: None,
-            provenance: Provenance::Observed,
-            confidence: Milli(700),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-        }),
-        author: "Bench <bench@example.com>".into(),
-        created_at: Timestamp(1_770_000_000 + i as i64),
-        body: format!(
+    let mut tags = vec![w(4).to_string(), w(5).to_string()];
+    tags.sort();
+    tags.dedup();
+    fact(
+        i,
+        format!("The {} {} must not block the {} ({i})", w(0), w(1), w(2)),
+        format!("src/{}", w(3)),
+        tags,
+        format!(
             "When the {} is under load the {} retries. Seen in incident {i}; keep the {} bounded.\n",
             w(6),
             w(7),
             w(8)
         ),
-    };
-    let (id, bytes) = r.encode();
-    (Kind::Fact, id, bytes)
-}
-
-fn who() -> Identity {
-    Identity { name: "Bench".into(), email: "bench@example.com".into() }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+    )
 }
 
 /// The plumbing baseline: the same one-record write with git subprocesses. The bench keeps the
@@ -224,7 +167,8 @@ fn main() {
             let t = Instant::now();
             let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
                 .current_dir(&cli_repo)
-                .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
+                // Like for like with the plumbing write, which decides no supersession.
+                .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end", "--no-supersede"])
                 .env("GIT_CONFIG_NOSYSTEM", "1")
                 .output()
                 .expect("run git-neo");
@@ -235,11 +179,34 @@ fn main() {
             plumbing.write(&rec.1, &rec.2);
             base.push(t.elapsed());
         }
+        let ours_copy = ours.clone();
         row(
             "whole-process `git neo add`",
             median(ours),
             Some(median(base)),
-            &format!("{n_proc} runs; repo grows to {n_proc} records"),
+            &format!("{n_proc} runs, --no-supersede; repo grows to {n_proc} records"),
+        );
+
+        // 2b. The default add, which compares the new fact with current facts of its type and
+        // scope: with the model installed, that loads the model in every process.
+        let mut checked = Vec::new();
+        for i in 0..10 {
+            let subject = format!("similarity-checked add {i} about {}", WORDS[i % WORDS.len()]);
+            let t = Instant::now();
+            let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+                .current_dir(&cli_repo)
+                .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .expect("run git-neo");
+            checked.push(t.elapsed());
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        row(
+            "whole-process add, similarity checked",
+            median(checked),
+            Some(median(ours_copy)),
+            "10 runs; baseline column: the --no-supersede add above (model load when installed)",
         );
     }
 

@@ -1,0 +1,91 @@
+//! Helpers every benchmark binary shares: git with a fixed identity, scratch repositories, the
+//! record builder, medians and formatting. (Not every binary uses every helper.)
+#![allow(dead_code)]
+
+use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, RecordId, Timestamp};
+use git_neo::store::Identity;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Run git in `dir` with the bench identity, no system config and `env` on top; assert success
+/// and return stdout, trimmed.
+pub fn git_with(dir: &Path, args: &[&str], stdin: Option<&[u8]>, env: &[(&str, &str)]) -> String {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "Bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn git");
+    if let Some(input) = stdin {
+        child.stdin.take().expect("stdin").write_all(input).expect("write to git");
+    }
+    let out = child.wait_with_output().expect("wait for git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// [`git_with`] without extra environment.
+pub fn git(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> String {
+    git_with(dir, args, stdin, &[])
+}
+
+/// A new repository `root/name` with the bench identity configured.
+pub fn new_repo(root: &Path, name: &str) -> PathBuf {
+    let p = root.join(name);
+    std::fs::create_dir_all(&p).expect("mkdir");
+    git(&p, &["init", "-q"], None);
+    git(&p, &["config", "user.name", "Bench"], None);
+    git(&p, &["config", "user.email", "bench@example.com"], None);
+    p
+}
+
+pub fn who() -> Identity {
+    Identity { name: "Bench".into(), email: "bench@example.com".into() }
+}
+
+/// An encoded observed fact written by the bench author at `1_770_000_000 + i` seconds.
+pub fn fact(i: usize, subject: String, scope: String, tags: Vec<String>, body: String) -> (Kind, RecordId, Vec<u8>) {
+    let r = Record {
+        kind: Kind::Fact,
+        payload: Payload::Fact(Fact {
+            fact_type: FactType::ALL[i % FactType::ALL.len()],
+            subject,
+            scope,
+            tags,
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(700),
+            valid_from: None,
+            valid_to: None,
+            depends_on: vec![],
+            relations: vec![],
+            anchors: vec![],
+            suggestion: None,
+        }),
+        author: "Bench <bench@example.com>".into(),
+        created_at: Timestamp(1_770_000_000 + i as i64),
+        body,
+    };
+    let (id, bytes) = r.encode();
+    (Kind::Fact, id, bytes)
+}
+
+pub fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1e3)
+}
