@@ -969,13 +969,14 @@ impl Memory {
         req: &crate::recall::Request,
     ) -> Result<crate::recall::Recall> {
         let lexical = indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
-        let (vector, semantic) = match (embedder, &indexes.vectors) {
+        let (vector, semantic, query_vector) = match (embedder, &indexes.vectors) {
             (Some(e), Some(_)) => {
                 let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
                 let q = q.into_iter().next().unwrap_or_default();
-                (indexes.search_vectors(&q, crate::recall::CANDIDATES)?, true)
+                let found = indexes.search_vectors(&q, crate::recall::CANDIDATES)?;
+                (found, true, Some((e.model_id().to_string(), q)))
             }
-            _ => (Vec::new(), false),
+            _ => (Vec::new(), false, None),
         };
         let then;
         let (state, req) = match req.as_of {
@@ -986,6 +987,7 @@ impl Memory {
             None => (&self.state, req),
         };
         let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
+        out.query_vector = query_vector;
         // Attempts say whether their check still applies, and where their task stands now.
         for item in &mut out.attempts {
             if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {

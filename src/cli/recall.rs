@@ -181,7 +181,12 @@ fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Er
     // The Construct comes after the project's own memory: a few patterns that clearly match.
     let mut library = super::construct::load_library(ctx)?;
     let hits = library
-        .search(&req.query, git_neo::construct::RECALL_PATTERNS, reborrow(&mut embedder))
+        .search_with(
+            &req.query,
+            result.query_vector.as_ref(),
+            git_neo::construct::RECALL_PATTERNS,
+            reborrow(&mut embedder),
+        )
         .map_err(|e| Error::invalid("construct", e.to_string()))?;
     result.attach_construct(hits.into_iter().filter(|h| h.score >= git_neo::construct::RECALL_MIN_SCORE).collect());
     Ok(result)

@@ -363,6 +363,18 @@ impl Library {
         k: usize,
         embedder: Option<&mut dyn Embedder>,
     ) -> Result<Vec<Hit>, ConstructError> {
+        self.search_with(query, None, k, embedder)
+    }
+
+    /// [`Library::search`] with the query already embedded (model id, vector), as recall has it;
+    /// used only when it comes from the same model as `embedder`.
+    pub fn search_with(
+        &mut self,
+        query: &str,
+        query_vector: Option<&(String, Vec<f32>)>,
+        k: usize,
+        embedder: Option<&mut dyn Embedder>,
+    ) -> Result<Vec<Hit>, ConstructError> {
         let lexical =
             self.lexical.search(query, self.patterns.len()).map_err(|e| ConstructError::Index(e.to_string()))?;
         let best = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
@@ -376,7 +388,10 @@ impl Library {
         let semantic = embedder.is_some();
         if let Some(e) = embedder {
             self.ensure_vectors(e)?;
-            let q = e.embed(&[query.to_string()])?.pop().unwrap_or_default();
+            let q = match query_vector.filter(|(model, _)| model == e.model_id()) {
+                Some((_, v)) => v.clone(),
+                None => e.embed(&[query.to_string()])?.pop().unwrap_or_default(),
+            };
             if let Some((_, vectors)) = &self.vectors {
                 for (slot, v) in similarity.iter_mut().zip(vectors) {
                     *slot = Some(cosine(&q, v));
@@ -467,6 +482,21 @@ mod tests {
         third.cache_vectors_in(path);
         let hits = third.search("bisect a regression", 1, Some(&mut e)).expect("search");
         assert!(hits[0].similarity.is_some_and(|s| s > 0.1), "{hits:?}");
+    }
+
+    #[test]
+    fn a_query_embedded_by_recall_gives_the_same_hits_and_another_models_vector_is_ignored() {
+        let mut e = crate::embed::HashEmbedder::new(64);
+        let mut lib = Library::load(None).expect("load");
+        let q = "undo a database migration";
+        let own = lib.search(q, 3, Some(&mut e)).expect("search");
+        let v = (e.model_id().to_string(), e.embed(&[q.to_string()]).expect("embed").remove(0));
+        let given = lib.search_with(q, Some(&v), 3, Some(&mut e)).expect("search");
+        let names = |h: &[Hit]| h.iter().map(|h| (h.name.clone(), h.similarity)).collect::<Vec<_>>();
+        assert_eq!(names(&own), names(&given));
+        let foreign = ("another-model".to_string(), vec![0.0; 64]);
+        let ignored = lib.search_with(q, Some(&foreign), 3, Some(&mut e)).expect("search");
+        assert_eq!(names(&own), names(&ignored));
     }
 
     #[test]

@@ -185,8 +185,13 @@ impl Warm {
         let hits = self
             .library()
             .and_then(|l| {
-                l.search(&req.query, git_neo::construct::RECALL_PATTERNS, embedder.as_deref_mut().map(|e| e as _))
-                    .map_err(|e| Error::invalid("construct", e.to_string()))
+                l.search_with(
+                    &req.query,
+                    result.query_vector.as_ref(),
+                    git_neo::construct::RECALL_PATTERNS,
+                    embedder.as_deref_mut().map(|e| e as _),
+                )
+                .map_err(|e| Error::invalid("construct", e.to_string()))
             })
             .map_err(err);
         self.embedder = embedder;

@@ -142,6 +142,9 @@ pub struct Recall {
     /// Curated patterns from the Construct that match, after the project's own memory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub construct: Vec<crate::construct::Hit>,
+    /// The embedded query (model id, vector), so the Construct search does not embed it again.
+    #[serde(skip)]
+    pub query_vector: Option<(String, Vec<f32>)>,
 }
 
 impl Recall {
@@ -465,6 +468,7 @@ pub fn recall(
         tokens: used,
         cut,
         construct: Vec::new(),
+        query_vector: None,
     }
 }
 
