@@ -24,7 +24,7 @@ pub enum Error {
     NotARepository {
         path: PathBuf,
         #[source]
-        source: gix::Error,
+        source: GitError,
     },
 
     /// A git configuration value is unusable.
@@ -57,7 +57,7 @@ pub enum Error {
     Git {
         context: String,
         #[source]
-        source: gix::Error,
+        source: GitError,
     },
 
     /// A git subprocess (used only where gix has no equivalent, such as `gc`) failed.
@@ -114,13 +114,6 @@ impl Error {
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Attach context to gix results.
-pub(crate) trait GitContext<T> {
-    fn git(self, context: impl FnOnce() -> String) -> Result<T>;
-}
-
-impl<T, E: Into<gix::Error>> GitContext<T> for std::result::Result<T, E> {
-    fn git(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|e| Error::Git { context: context(), source: e.into() })
-    }
-}
+/// The error of a git operation, kept with its chain but without naming gix here (only `store`
+/// does; it converts gix's errors into this).
+pub type GitError = Box<dyn std::error::Error + Send + Sync + 'static>;

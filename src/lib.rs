@@ -19,20 +19,20 @@
 //! - [`error`]: typed errors and their categories.
 
 pub mod api;
-pub mod attempts;
+pub mod config;
 pub mod construct;
 pub mod embed;
 pub mod error;
 pub mod index;
+pub mod layout;
+pub mod markdown;
 pub mod outcomes;
+pub mod rank;
 pub mod recall;
 pub mod record;
 pub mod redact;
-pub mod review;
 pub mod setup;
-pub mod share;
 pub mod state;
 pub mod store;
-pub mod verify;
 
 pub use error::{Error, Result};

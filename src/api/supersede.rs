@@ -1,6 +1,5 @@
-//! Supersession and corrections: deciding, when a fact is written, which current facts it
-//! replaces; marking records outdated; reverting a supersession or a forget; and the history of
-//! a record or key.
+//! Supersession on write: deciding, when a fact is written, which current facts it replaces, and
+//! writing it together with its supersession records.
 //!
 //! When a fact is added, the facts it supersedes are found in this order:
 //! 1. every id given explicitly (`--supersedes`, `--updates`), which must be a current fact;
@@ -17,12 +16,11 @@
 use super::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
 use crate::error::{Error, Result};
 use crate::record::{
-    self, Kind, Milli, Payload, Problem, Problems, Record, RecordId, Retraction, Supersession, SupersessionMethod,
-    Timestamp,
+    self, Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod,
 };
 use crate::state::{Entry, Status};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// The cosine similarity at which a fact of the same type and scope is superseded, by default.
 pub const DEFAULT_THRESHOLD: f32 = 0.85;
@@ -86,6 +84,22 @@ pub struct AddPlan {
     pub duplicate_of: Option<(RecordId, bool)>,
     pub supersedes: Vec<PlannedSupersession>,
     pub similarity: SimilarityCheck,
+}
+
+impl AddPlan {
+    /// What a dry run reports: everything decided, nothing written.
+    pub fn into_dry_run(self) -> AddOutcome {
+        AddOutcome {
+            id: self.duplicate_of.map(|d| d.0).unwrap_or(self.id),
+            deduplicated: self.duplicate_of.is_some(),
+            proposed: self.duplicate_of.is_some_and(|d| d.1),
+            commit: None,
+            path: Record::path(crate::record::Kind::Fact, &self.id),
+            superseded: self.supersedes,
+            similarity: Some(self.similarity),
+            dry_run: true,
+        }
+    }
 }
 
 fn rounded(score: f32) -> f64 {
@@ -304,257 +318,5 @@ impl Memory {
         outcome.superseded = plan.supersedes;
         outcome.similarity = Some(plan.similarity);
         Ok(outcome)
-    }
-
-    /// Mark a fact or attempt outdated, with no replacement: a supersession record without `new`.
-    /// The original stays untouched; a second correction adds another record.
-    pub fn outdated(&mut self, prefix: &str, reason: &str, ctx: &WriteContext) -> Result<AddOutcome> {
-        let target = self.resolve("id", prefix)?;
-        let entry = &self.state.entries[&target];
-        if !matches!(entry.record.kind, Kind::Fact | Kind::Attempt) {
-            return Err(Error::invalid(
-                "id",
-                format!(
-                    "{} is a {}; only facts and attempts can be outdated (`git neo revert` undoes a {})",
-                    target.short(),
-                    entry.record.kind,
-                    entry.record.kind
-                ),
-            ));
-        }
-        if let Some(by) = entry.retracted_by {
-            return Err(Error::invalid(
-                "id",
-                format!("{} is forgotten (by {}); `git neo revert {}` first", target.short(), by.short(), by.short()),
-            ));
-        }
-        let summary = entry.record.summary();
-        let payload = Payload::Supersession(Supersession {
-            old: target,
-            new: None,
-            reason: reason.trim().to_string(),
-            method: SupersessionMethod::Outdated,
-            score: None,
-        });
-        let message = format!("neo: outdated {} \"{}\" ({{id}})", target.short(), short_message(&summary));
-        self.write_checked(Kind::Supersession, payload, message, ctx)
-    }
-
-    /// Undo a supersession (or an outdated mark) or a forget by retracting it: an appended record,
-    /// so the history keeps both. Returns the outcome and the records the undo restores.
-    pub fn revert(
-        &mut self,
-        prefix: &str,
-        reason: Option<&str>,
-        ctx: &WriteContext,
-    ) -> Result<(AddOutcome, Vec<RecordId>)> {
-        let target = self.resolve("id", prefix)?;
-        let entry = &self.state.entries[&target];
-        let restores = match &entry.record.payload {
-            Payload::Supersession(s) => vec![s.old],
-            Payload::Retraction(r) => vec![r.target],
-            _ => {
-                return Err(Error::invalid(
-                    "id",
-                    format!(
-                        "{} is a {}; revert takes a supersession or retraction id (see `git neo history {}`)",
-                        target.short(),
-                        entry.record.kind,
-                        target.short()
-                    ),
-                ))
-            }
-        };
-        if let Some(by) = entry.retracted_by {
-            return Err(Error::invalid(
-                "id",
-                format!("{} {} is already reverted (by {})", entry.record.kind, target.short(), by.short()),
-            ));
-        }
-        let summary = entry.record.summary();
-        let kind = entry.record.kind;
-        let payload = Payload::Retraction(Retraction {
-            target,
-            reason: reason.map(str::trim).filter(|r| !r.is_empty()).unwrap_or("reverted").to_string(),
-        });
-        let message = format!("neo: revert {kind} {} \"{}\" ({{id}})", target.short(), short_message(&summary));
-        let outcome = self.write_checked(Kind::Retraction, payload, message, ctx)?;
-        Ok((outcome, restores))
-    }
-}
-
-/// One step in a record's history.
-#[derive(Clone, Debug, Serialize)]
-pub struct HistoryEvent {
-    pub at: Timestamp,
-    pub id: RecordId,
-    pub kind: Kind,
-    /// `added`, `superseded`, `outdated`, `forgotten`, `reverted`, `outcome`.
-    pub event: &'static str,
-    pub summary: String,
-    pub author: String,
-    /// The record's own status now (a reverted supersession is `retracted`).
-    pub status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub method: Option<SupersessionMethod>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub score: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub old: Option<RecordId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub new: Option<RecordId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delta: Option<f64>,
-}
-
-/// The whole chain around a record or key.
-#[derive(Clone, Debug, Serialize)]
-pub struct History {
-    /// What was asked for: an id or a key.
-    pub query: String,
-    /// The facts and attempts in the chain, oldest first, with their status now.
-    pub records: Vec<RecordId>,
-    pub events: Vec<HistoryEvent>,
-}
-
-impl Memory {
-    /// Every record connected to `what` (an id prefix or a fact key) by supersession, and every
-    /// supersession, retraction and outcome touching them, in fold order.
-    pub fn history(&self, what: &str) -> Result<History> {
-        let what = what.trim();
-        let mut seeds: Vec<RecordId> = self
-            .state
-            .iter()
-            .filter(|e| e.record.as_fact().is_some_and(|f| f.key.as_deref() == Some(what)))
-            .map(|e| e.id)
-            .collect();
-        if seeds.is_empty() {
-            let id = self.resolve("id", what).map_err(|e| match e {
-                Error::NotFound { .. } | Error::Invalid(_) => Error::invalid(
-                    "id",
-                    format!(
-                        "{what:?} is neither a record id (prefix) nor the key of any fact; see `git neo list --all`"
-                    ),
-                ),
-                other => other,
-            })?;
-            let e = &self.state.entries[&id];
-            seeds.push(match &e.record.payload {
-                Payload::Supersession(s) => s.old,
-                Payload::Retraction(r) => self.root_target(r.target),
-                Payload::Outcome(o) => o.target,
-                _ => id,
-            });
-        }
-        // Facts and attempts linked by supersession, in both directions.
-        let mut links: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
-        for e in self.state.iter() {
-            if let Payload::Supersession(s) = &e.record.payload {
-                if let Some(new) = s.new {
-                    links.entry(s.old).or_default().push(new);
-                    links.entry(new).or_default().push(s.old);
-                }
-            }
-        }
-        let mut chain: BTreeSet<RecordId> = BTreeSet::new();
-        let mut todo = seeds;
-        while let Some(id) = todo.pop() {
-            if chain.insert(id) {
-                todo.extend(links.get(&id).into_iter().flatten().copied());
-            }
-        }
-        // Records about the chain, and retractions of those (a revert of a supersession).
-        let mut touching: BTreeSet<RecordId> = chain.clone();
-        for e in self.state.iter() {
-            let about = match &e.record.payload {
-                Payload::Supersession(s) => chain.contains(&s.old) || s.new.is_some_and(|n| chain.contains(&n)),
-                Payload::Outcome(o) => chain.contains(&o.target),
-                _ => false,
-            };
-            if about {
-                touching.insert(e.id);
-            }
-        }
-        loop {
-            let more: Vec<RecordId> = self
-                .state
-                .iter()
-                .filter_map(|e| match &e.record.payload {
-                    Payload::Retraction(r) if touching.contains(&r.target) && !touching.contains(&e.id) => Some(e.id),
-                    _ => None,
-                })
-                .collect();
-            if more.is_empty() {
-                break;
-            }
-            touching.extend(more);
-        }
-        // Fold order, except that within one second a fact or attempt comes before the records
-        // about it (they are usually written in the same commit).
-        let mut events: Vec<HistoryEvent> =
-            self.state.iter().filter(|e| touching.contains(&e.id)).map(|e| self.event(e)).collect();
-        events.sort_by_key(|ev| (ev.at, !matches!(ev.kind, Kind::Fact | Kind::Attempt)));
-        let records = self.state.iter().filter(|e| chain.contains(&e.id)).map(|e| e.id).collect();
-        Ok(History { query: what.to_string(), records, events })
-    }
-
-    /// What a (chain of) retraction(s) ultimately targets.
-    fn root_target(&self, mut id: RecordId) -> RecordId {
-        for _ in 0..64 {
-            match self.state.entries.get(&id).map(|e| &e.record.payload) {
-                Some(Payload::Retraction(r)) => id = r.target,
-                Some(Payload::Supersession(s)) => return s.old,
-                Some(Payload::Outcome(o)) => return o.target,
-                _ => break,
-            }
-        }
-        id
-    }
-
-    fn event(&self, e: &Entry) -> HistoryEvent {
-        let mut ev = HistoryEvent {
-            at: e.record.created_at,
-            id: e.id,
-            kind: e.record.kind,
-            event: "added",
-            summary: e.record.summary(),
-            author: e.record.author.clone(),
-            status: e.status,
-            reason: None,
-            method: None,
-            score: None,
-            old: None,
-            new: None,
-            delta: None,
-        };
-        match &e.record.payload {
-            Payload::Supersession(s) => {
-                ev.event = if s.new.is_some() { "superseded" } else { "outdated" };
-                ev.reason = Some(s.reason.clone());
-                ev.method = Some(s.method);
-                ev.score = s.score.map(Milli::as_f64);
-                ev.old = Some(s.old);
-                ev.new = s.new;
-            }
-            Payload::Retraction(r) => {
-                let target_kind = self.state.entries.get(&r.target).map(|t| t.record.kind);
-                ev.event = if matches!(target_kind, Some(Kind::Supersession | Kind::Retraction)) {
-                    "reverted"
-                } else {
-                    "forgotten"
-                };
-                ev.reason = Some(r.reason.clone());
-                ev.old = Some(r.target);
-            }
-            Payload::Outcome(o) => {
-                ev.event = "outcome";
-                ev.reason = Some(o.signal.clone());
-                ev.delta = Some(o.delta.as_f64());
-            }
-            _ => {}
-        }
-        ev
     }
 }

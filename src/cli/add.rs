@@ -1,8 +1,7 @@
 //! `git neo add`: add a typed fact and print its id.
 
 use super::Ctx;
-use git_neo::api::{AddOutcome, AddRequest, Similarity, SimilarityCheck};
-use git_neo::record::{Record, RecordId};
+use git_neo::api::{AddRequest, SimilarityCheck};
 use git_neo::Error;
 use std::io::Read;
 use std::path::PathBuf;
@@ -93,8 +92,6 @@ fn read_body(args: &Args) -> Result<String, Error> {
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let body = read_body(&args)?;
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
     let req = AddRequest {
         fact_type: args.fact_type,
         subject: args.subject,
@@ -115,47 +112,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         reason: args.reason,
         suggestion: args.suggestion,
     };
-    let plan = {
-        let memory = &memory;
-        let out = &ctx.out;
-        // Only called when a similarity comparison is needed: the model loads lazily.
-        let mut similar = |record: &Record, candidates: &[RecordId]| -> Result<Similarity, Error> {
-            let mut embedder = match super::recall::load_embedder() {
-                Ok(e) => e,
-                Err(why) => return Ok(Similarity::Unavailable(why.to_string())),
-            };
-            let bar = out.progress(0, "embedding");
-            let opened = memory.open_indexes(Some(&mut *embedder), &mut |done, total| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            });
-            bar.finish_and_clear();
-            let scores =
-                opened.and_then(|(indexes, _)| memory.similarity_scores(&indexes, &mut *embedder, record, candidates));
-            match scores {
-                Ok(s) => Ok(Similarity::Scores(s)),
-                Err(Error::Index(git_neo::index::IndexError::Embed(e))) => {
-                    Ok(Similarity::Unavailable(format!("the embedding model failed: {e}")))
-                }
-                Err(e) => Err(e),
-            }
-        };
-        memory.plan_add(&req, &wc, &mut similar)?
-    };
-    let outcome = if args.dry_run {
-        AddOutcome {
-            id: plan.duplicate_of.map(|d| d.0).unwrap_or(plan.id),
-            deduplicated: plan.duplicate_of.is_some(),
-            proposed: plan.duplicate_of.is_some_and(|d| d.1),
-            commit: None,
-            path: git_neo::record::Record::path(git_neo::record::Kind::Fact, &plan.id),
-            superseded: plan.supersedes,
-            similarity: Some(plan.similarity),
-            dry_run: true,
-        }
-    } else {
-        memory.apply_add(plan, &wc)?
-    };
+    let outcome = ctx.session.add(&req, args.dry_run)?;
+    ctx.say_notices();
     if ctx.out.json {
         ctx.out.json(&outcome);
         return Ok(());
@@ -180,7 +138,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             outcome.id.short()
         ));
     } else {
-        ctx.out.note(&format!("added {} to {}", outcome.path, memory.store().ref_name()));
+        let ref_name = ctx.session.memory()?.store().ref_name().to_string();
+        ctx.out.note(&format!("added {} to {ref_name}", outcome.path));
     }
     Ok(())
 }

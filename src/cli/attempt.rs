@@ -2,7 +2,7 @@
 //! still holds.
 
 use super::Ctx;
-use git_neo::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
+use git_neo::api::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
 use git_neo::record::Payload;
 use git_neo::Error;
 use std::path::PathBuf;
@@ -73,8 +73,6 @@ fn shell() -> PathBuf {
 }
 
 pub fn attempt(ctx: &mut Ctx, args: AttemptArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
     let check = match (args.check, args.result, args.run) {
         (Some(command), Some(result), None) => CheckSpec::Reported { command, result },
         (None, None, Some(command)) => {
@@ -94,7 +92,7 @@ pub fn attempt(ctx: &mut Ctx, args: AttemptArgs) -> Result<(), Error> {
         retry_of: None,
         suggestion: args.suggestion,
     };
-    let outcome = memory.attempt(&req, &wc)?;
+    let outcome = ctx.session.attempt(&req)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else {

@@ -1,7 +1,7 @@
 //! `git neo construct lint | list | show | search`: the curated pattern library.
 
 use super::Ctx;
-use git_neo::construct::{self, Library, LintProblem, Source};
+use git_neo::construct::{self, LintProblem, Source};
 use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
 use std::path::PathBuf;
@@ -39,31 +39,19 @@ fn library_error(e: construct::ConstructError) -> Error {
     Error::invalid("construct", e.to_string())
 }
 
-/// Load the library, warning about project patterns that fail lint (they are left out).
-pub fn load_library(ctx: &Ctx) -> Result<Library, Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions::default()).ok();
-    let mut library =
-        Library::load(store.as_ref().and_then(|s| s.construct_dir()).as_deref()).map_err(library_error)?;
-    if let Some(s) = &store {
-        library.cache_vectors_in(s.common_dir().join("neo").join("construct-vectors.json"));
-    }
-    if let Some(first) = library.problems.first() {
-        ctx.out.warn(&format!(
-            "{} problem(s) in project patterns, which are left out (first: {}: {}: {}); run `git neo construct lint`",
-            library.problems.len(),
-            first.file,
-            first.field,
-            first.message
-        ));
-    }
-    Ok(library)
+/// Load the session's library, saying which project patterns fail lint (they are left out).
+fn load_library(ctx: &mut Ctx) -> Result<(), Error> {
+    ctx.session.library()?;
+    ctx.say_notices();
+    Ok(())
 }
 
 pub fn run(ctx: &mut Ctx, cmd: ConstructCommand) -> Result<(), Error> {
     match cmd {
         ConstructCommand::Lint { dirs } => lint(ctx, dirs),
         ConstructCommand::List => {
-            let library = load_library(ctx)?;
+            load_library(ctx)?;
+            let library = ctx.session.library()?;
             if ctx.out.json {
                 ctx.out.json(&library.patterns);
                 return Ok(());
@@ -79,7 +67,8 @@ pub fn run(ctx: &mut Ctx, cmd: ConstructCommand) -> Result<(), Error> {
             Ok(())
         }
         ConstructCommand::Show { name } => {
-            let library = load_library(ctx)?;
+            load_library(ctx)?;
+            let library = ctx.session.library()?;
             let Some(p) = library.get(&name) else {
                 return Err(Error::invalid(
                     "name",
@@ -99,9 +88,8 @@ pub fn run(ctx: &mut Ctx, cmd: ConstructCommand) -> Result<(), Error> {
             Ok(())
         }
         ConstructCommand::Search { query, k } => {
-            let mut library = load_library(ctx)?;
-            let mut embedder = super::recall::load_embedder().ok();
-            let hits = library.search(&query, k, embedder.as_deref_mut().map(|e| e as _)).map_err(library_error)?;
+            let hits = ctx.session.construct_search(&query, k)?;
+            ctx.say_notices();
             if ctx.out.json {
                 ctx.out.json(&hits);
                 return Ok(());

@@ -28,9 +28,7 @@ pub struct HistoryArgs {
 }
 
 pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.outdated(&args.id, &args.reason, &wc)?;
+    let outcome = ctx.session.outdated(&args.id, &args.reason)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else {
@@ -41,9 +39,8 @@ pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
 }
 
 pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let (outcome, restores) = memory.revert(&args.id, args.reason.as_deref(), &wc)?;
+    let (outcome, restores) = ctx.session.revert(&args.id, args.reason.as_deref())?;
+    let memory = ctx.session.memory()?;
     let now: Vec<serde_json::Value> = restores
         .iter()
         .filter_map(|id| memory.state().entries.get(id))

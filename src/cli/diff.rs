@@ -17,7 +17,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let from = store.resolve_commit(&args.from)?;
     let to_spec = args.to.clone().unwrap_or_else(|| store.ref_name().to_string());
     let to = store.resolve_commit(&to_spec)?;
-    let changes = git_neo::review::changes(&store, Some(from), to)?;
+    let changes = git_neo::api::changes::changes(&store, Some(from), to)?;
     if ctx.out.json {
         ctx.out.json(&changes);
         return Ok(());

@@ -13,9 +13,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.forget(&args.id, &args.reason, &wc)?;
+    let outcome = ctx.session.forget(&args.id, &args.reason)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else {

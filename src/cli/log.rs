@@ -42,7 +42,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         for c in &commits {
             let id = store.resolve_commit(&c.commit)?;
             let parent = c.parents.first().map(|p| store.resolve_commit(p)).transpose()?;
-            let changes = git_neo::review::changes(store, parent, id)?;
+            let changes = git_neo::api::changes::changes(store, parent, id)?;
             rendered.push((c, changes));
         }
         if ctx.out.json {
@@ -55,8 +55,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             ctx.out.line(&format!(
                 "### `{}` {} ({}, {})\n",
                 &c.commit[..12],
-                git_neo::review::md(subject),
-                git_neo::review::md(&c.author),
+                git_neo::markdown::md(subject),
+                git_neo::markdown::md(&c.author),
                 c.time
             ));
             for l in changes.to_markdown(4).lines() {

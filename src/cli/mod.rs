@@ -26,10 +26,11 @@ mod sync;
 mod verify;
 
 use clap::{Parser, Subcommand};
-use git_neo::api::{Memory, WriteContext};
+use git_neo::api::{Clock, Memory, Notice, Session, SessionOptions, WriteContext};
+use git_neo::embed::{EmbedderChoice, NoEmbedder};
 use git_neo::error::Category;
 use git_neo::record::Timestamp;
-use git_neo::store::{Store, StoreOptions};
+use git_neo::store::Store;
 use git_neo::Error;
 use output::Out;
 use std::ffi::OsString;
@@ -133,67 +134,96 @@ enum Command {
     Construct(construct::ConstructCommand),
 }
 
-/// What every command gets: output, and how to open the repository.
+/// What every command gets: output, the session over the repository, and how to open it.
 pub struct Ctx {
     pub out: Out,
     dir: PathBuf,
     ref_name: Option<String>,
+    /// The library session (memory, model, caches, clock), given its settings from our environment.
+    pub session: Session,
     /// A non-zero exit code for a command that ran to completion but found problems (verify).
     exit: Option<i32>,
 }
 
 impl Ctx {
-    /// Open the store and fold its records, warning once about anything unreadable on the ref.
+    /// Open the store and fold its records (anything unreadable on the ref is warned about once).
     pub fn memory(&mut self) -> Result<Memory, Error> {
-        let store = Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), lock_timeout: None })?;
-        let memory = Memory::load(store)?;
-        if let Some(first) = memory.invalid().first() {
-            self.out.warn(&format!(
-                "{} entr{} on the memory ref are not valid records and are ignored (first: {}: {})",
-                memory.invalid().len(),
-                if memory.invalid().len() == 1 { "y" } else { "ies" },
-                first.path,
-                first.problems
-            ));
-        }
-        Ok(memory)
+        let memory = self.session.load_memory();
+        self.say_notices();
+        memory
     }
 
-    /// Who is writing and when: `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` or git config `user.name`/
-    /// `user.email`; the time is now, or `GIT_NEO_NOW` (seconds or a UTC time) for reproducible runs.
+    /// Who is writing and when (see [`session_options`]).
     pub fn write_context(&self, memory: &Memory) -> Result<WriteContext, Error> {
-        self.write_context_for(memory.store())
+        self.session.write_context(memory.store())
     }
 
     /// [`Ctx::write_context`] for a store opened without loading the memory.
     pub fn write_context_for(&self, store: &Store) -> Result<WriteContext, Error> {
-        write_context_for(store)
+        self.session.write_context(store)
+    }
+
+    /// Say what the session queued for the person (on stderr, never in JSON).
+    pub fn say_notices(&mut self) {
+        for n in self.session.take_notices() {
+            match n {
+                Notice::SemanticOff(NoEmbedder::NotInstalled) => self
+                    .out
+                    .note("note: semantic recall is off (no embedding model); run scripts/install-model.sh to enable it"),
+                Notice::SemanticOff(NoEmbedder::Disabled) => {}
+                Notice::SemanticOff(NoEmbedder::Failed(e)) => {
+                    self.out.warn(&format!("{e}; falling back to lexical recall"))
+                }
+                Notice::Rebuilt { reason, records, embedded } => self
+                    .out
+                    .note(&format!("rebuilt the recall index ({reason}): {records} records, {embedded} embedded")),
+                Notice::InvalidEntries { count, first } => self.out.warn(&format!(
+                    "{count} entr{} on the memory ref are not valid records and are ignored (first: {first})",
+                    if count == 1 { "y" } else { "ies" },
+                )),
+                Notice::ConstructProblems { count, first } => self.out.warn(&format!(
+                    "{count} problem(s) in project patterns, which are left out (first: {first}); run `git neo construct lint`"
+                )),
+            }
+        }
     }
 }
 
-/// Who is writing and when (see [`Ctx::write_context`]); the MCP server calls it per write.
-pub fn write_context_for(store: &Store) -> Result<WriteContext, Error> {
+/// The cache root: `GIT_NEO_CACHE_DIR`, else `$XDG_CACHE_HOME/git-neo`, else `~/.cache/git-neo`.
+pub fn cache_root() -> PathBuf {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("GIT_NEO_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("git-neo")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("git-neo")))
+        .unwrap_or_else(|| PathBuf::from(".git-neo-cache"))
+}
+
+/// The session's settings from our environment, the only place the front ends read it:
+/// the author from `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` (else git config, read by the library);
+/// the clock from `GIT_NEO_NOW` (seconds or a UTC time, for reproducible runs) or the system;
+/// the embedder from `GIT_NEO_EMBEDDER` (`hash` for the deterministic test embedder, `none`) or
+/// the installed model under [`cache_root`].
+pub fn session_options(dir: PathBuf, ref_name: Option<String>) -> Result<SessionOptions, Error> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
-        (Some(name), Some(email)) => git_neo::store::Identity { name, email },
-        _ => store.configured_identity().ok_or_else(|| Error::Config {
-            key: "user.name".into(),
-            message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
-                .into(),
-        })?,
+        (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
+        _ => None,
     };
-    let now = match env("GIT_NEO_NOW") {
-        Some(v) => {
-            v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(|| Error::Config {
+    let clock = match env("GIT_NEO_NOW") {
+        Some(v) => Clock::Fixed(v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(
+            || Error::Config {
                 key: "GIT_NEO_NOW".into(),
                 message: format!("{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"),
-            })?
-        }
-        None => Timestamp(
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0),
-        ),
+            },
+        )?),
+        None => Clock::System,
     };
-    Ok(WriteContext { identity, now })
+    let embedder = match env("GIT_NEO_EMBEDDER").as_deref() {
+        Some("hash") => EmbedderChoice::Hash,
+        Some("none") => EmbedderChoice::Off,
+        _ => EmbedderChoice::Model { cache_root: cache_root() },
+    };
+    Ok(SessionOptions { dir, ref_name, identity, clock, embedder })
 }
 
 fn exit_code(e: &Error) -> i32 {
@@ -225,7 +255,24 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         },
     };
-    let mut ctx = Ctx { out: Out::new(cli.json), dir, ref_name: cli.ref_name, exit: None };
+    let mut out = Out::new(cli.json);
+    let opts = match session_options(dir.clone(), cli.ref_name.clone()) {
+        Ok(o) => o,
+        Err(e) => {
+            out.error(&e);
+            return exit_code(&e);
+        }
+    };
+    let mut session = Session::new(opts);
+    let bar = out.progress(0, "embedding");
+    session.set_progress(Box::new(move |_what, done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    }));
+    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, session, exit: None };
     let result = match cli.command {
         Command::Init => init::run(&mut ctx),
         Command::Add(a) => add::run(&mut ctx, a),
@@ -254,10 +301,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Outcomes(a) => outcomes::outcomes(&mut ctx, a),
         Command::Explain(a) => outcomes::explain(&mut ctx, a),
         Command::Hooks(c) => outcomes::hooks(&mut ctx, c),
-        Command::Mcp => crate::mcp::serve(ctx.dir.clone(), ctx.ref_name.clone()),
+        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone()) {
+            Ok(opts) => crate::mcp::serve(Session::new(opts)),
+            Err(e) => Err(e),
+        },
         Command::Setup(a) => setup::setup(&mut ctx, a),
         Command::Hook(c) => setup::hook(&mut ctx, c),
     };
+    ctx.say_notices();
     if let Some(code) = signals::pending() {
         return code;
     }

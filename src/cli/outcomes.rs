@@ -2,7 +2,6 @@
 //! follows what later commits did.
 
 use super::Ctx;
-use git_neo::outcomes::ScanOptions;
 use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
 
@@ -34,34 +33,7 @@ pub enum HooksCommand {
 }
 
 pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let store = memory.store();
-    let branch = match &args.branch {
-        Some(b) => b.trim().to_string(),
-        None => store.current_branch().unwrap_or_else(|| "HEAD".into()),
-    };
-    let tip_spec = if args.branch.is_some() { format!("refs/heads/{branch}") } else { "HEAD".to_string() };
-    let tip = store.resolve_commit(&tip_spec).map_err(|_| {
-        Error::invalid(
-            "branch",
-            format!("{tip_spec} does not name a commit here; commit something first or name a branch"),
-        )
-    })?;
-    let since = args.since.as_deref().map(|s| store.resolve_commit(s)).transpose()?;
-    let opts = ScanOptions {
-        branch,
-        tip,
-        since,
-        max_per_scan: store.config_u64("neo.outcomes.maxPerScan", ScanOptions::DEFAULT_MAX_PER_SCAN as u64)? as usize,
-        max_per_record_per_day: store
-            .config_u64("neo.outcomes.maxPerRecordPerDay", u64::from(ScanOptions::DEFAULT_MAX_PER_RECORD_PER_DAY))?
-            as u32,
-        survive_commits: store
-            .config_u64("neo.outcomes.surviveCommits", u64::from(ScanOptions::DEFAULT_SURVIVE_COMMITS))?
-            as u32,
-    };
-    let wc = ctx.write_context(&memory)?;
-    let report = match memory.outcomes(&opts, &wc) {
+    let report = match ctx.session.outcomes(args.branch.as_deref(), args.since.as_deref()) {
         Err(Error::Busy(_)) if args.quiet => return Ok(()),
         other => other?,
     };
@@ -86,7 +58,7 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
         }
     ));
     for o in &report.outcomes {
-        let summary = memory.state().entries.get(&o.target).map(|e| e.record.summary()).unwrap_or_default();
+        let summary = ctx.session.memory()?.state().entries.get(&o.target).map(|e| e.record.summary()).unwrap_or_default();
         let line = format!(
             "  {} {:<16} {:+.2} {} at {} {}",
             ctx.out.paint("33", &o.target.short()),
@@ -108,8 +80,7 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
 }
 
 pub fn explain(ctx: &mut Ctx, args: ExplainArgs) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let x = memory.explain(&args.id)?;
+    let x = ctx.session.explain(&args.id)?;
     if ctx.out.json {
         ctx.out.json(&x);
         return Ok(());
@@ -144,71 +115,18 @@ pub fn explain(ctx: &mut Ctx, args: ExplainArgs) -> Result<(), Error> {
     Ok(())
 }
 
-const BEGIN: &str = "# >>> git-neo outcomes >>>";
-const END: &str = "# <<< git-neo outcomes <<<";
-const SHEBANG: &str = "#!/bin/sh\n";
-const HOOKS: [&str; 2] = ["post-commit", "post-merge"];
-
-fn block() -> String {
-    format!(
-        "{BEGIN}\n# Added by `git neo hooks install`; `git neo hooks uninstall` removes it.\n\
-         # Runs in the background so the commit is never slowed or failed by it.\n\
-         (git-neo outcomes --quiet >/dev/null 2>&1 &) >/dev/null 2>&1 || true\n{END}\n"
-    )
-}
-
 pub fn hooks(ctx: &mut Ctx, cmd: HooksCommand) -> Result<(), Error> {
     let store = Store::discover(&ctx.dir, StoreOptions::default())?;
-    let dir = store.hooks_dir();
-    let mut report = Vec::new();
-    for name in HOOKS {
-        let path = dir.join(name);
-        let io = |e| Error::Io { context: format!("updating {}", path.display()), source: e };
-        let existing = std::fs::read_to_string(&path).ok();
-        let action = match &cmd {
-            HooksCommand::Install => match &existing {
-                Some(text) if text.contains(BEGIN) => "already installed",
-                Some(text) => {
-                    let sep = if text.ends_with('\n') || text.is_empty() { "" } else { "\n" };
-                    std::fs::write(&path, format!("{text}{sep}{}", block())).map_err(io)?;
-                    "added to your hook"
-                }
-                None => {
-                    std::fs::create_dir_all(&dir).map_err(io)?;
-                    std::fs::write(&path, format!("{SHEBANG}{}", block())).map_err(io)?;
-                    "created"
-                }
-            },
-            HooksCommand::Uninstall => match &existing {
-                Some(text) if text.contains(BEGIN) => {
-                    let (before, rest) = text.split_once(BEGIN).unwrap_or((text, ""));
-                    let after = rest.split_once(END).map(|(_, a)| a.strip_prefix('\n').unwrap_or(a)).unwrap_or("");
-                    let kept = format!("{before}{after}");
-                    if kept == SHEBANG || kept.trim().is_empty() {
-                        std::fs::remove_file(&path).map_err(io)?;
-                        "removed"
-                    } else {
-                        std::fs::write(&path, kept).map_err(io)?;
-                        "removed git-neo's part; your hook stays"
-                    }
-                }
-                _ => "not installed",
-            },
-        };
-        #[cfg(unix)]
-        if matches!(cmd, HooksCommand::Install) && path.exists() {
-            use std::os::unix::fs::PermissionsExt;
-            let mut perms = std::fs::metadata(&path).map_err(io)?.permissions();
-            perms.set_mode(perms.mode() | 0o755);
-            std::fs::set_permissions(&path, perms).map_err(io)?;
-        }
-        report.push(serde_json::json!({ "hook": name, "path": path, "action": action }));
-        if !ctx.out.json {
-            ctx.out.line(&format!("{name}: {action} ({})", path.display()));
-        }
-    }
+    let changes = match cmd {
+        HooksCommand::Install => git_neo::api::hooks::install(&store)?,
+        HooksCommand::Uninstall => git_neo::api::hooks::uninstall(&store)?,
+    };
     if ctx.out.json {
-        ctx.out.json(&report);
+        ctx.out.json(&changes);
+    } else {
+        for c in &changes {
+            ctx.out.line(&format!("{}: {} ({})", c.hook, c.action, c.path.display()));
+        }
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ fn on_signal(sig: i32) {
         PENDING.store(sig, Ordering::SeqCst);
         return;
     }
-    gix::tempfile::registry::cleanup_tempfiles_signal_safe();
+    git_neo::store::cleanup_tempfiles_signal_safe();
     let _ = signal_hook::low_level::emulate_default_handler(sig);
 }
 

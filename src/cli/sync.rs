@@ -29,7 +29,7 @@ fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
 
 pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
     let (store, wc) = open(ctx)?;
-    let outcome = git_neo::share::sync(&store, args.remote.as_deref(), &wc)?;
+    let outcome = git_neo::api::share::sync(&store, args.remote.as_deref(), &wc)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
         return Ok(());
@@ -51,7 +51,7 @@ pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
 
 pub fn propose(ctx: &mut Ctx, args: ProposeArgs) -> Result<(), Error> {
     let (store, wc) = open(ctx)?;
-    let outcome = git_neo::share::propose(&store, args.remote.as_deref(), args.name.as_deref(), &wc)?;
+    let outcome = git_neo::api::share::propose(&store, args.remote.as_deref(), args.name.as_deref(), &wc)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else if outcome.pushed {

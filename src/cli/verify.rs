@@ -1,7 +1,6 @@
 //! `git neo verify`: prove the memory's integrity; exit 3 with every problem listed when it is not.
 
 use super::Ctx;
-use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -25,8 +24,8 @@ fn gh_escape(s: &str, property: bool) -> String {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
-    let Some((name, tip, from)) = git_neo::verify::target(&store, args.range.as_deref())? else {
+    let Some((_, report)) = ctx.session.verify(args.range.as_deref())? else {
+        let store = ctx.session.store()?;
         if ctx.out.json {
             ctx.out.json(&serde_json::json!({ "ref_name": store.ref_name(), "records": 0, "problems": [] }));
         } else {
@@ -34,7 +33,6 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         }
         return Ok(());
     };
-    let report = git_neo::verify::verify(&store, &name, tip, from)?;
     if ctx.out.json {
         ctx.out.json(&report);
     } else if args.format == "github" {

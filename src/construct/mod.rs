@@ -356,7 +356,7 @@ impl Library {
 
     /// The best `k` patterns for `query`: BM25 alone, or fused with cosine similarity when an
     /// embedder is given (the same relevance as recall). Vector-only matches need
-    /// [`crate::recall::MIN_SIMILARITY`].
+    /// [`crate::rank::MIN_SIMILARITY`].
     pub fn search(
         &mut self,
         query: &str,
@@ -402,13 +402,13 @@ impl Library {
             .patterns
             .iter()
             .enumerate()
-            .filter(|(i, _)| bm25[*i].is_some() || similarity[*i].is_some_and(|s| s >= crate::recall::MIN_SIMILARITY))
+            .filter(|(i, _)| bm25[*i].is_some() || similarity[*i].is_some_and(|s| s >= crate::rank::MIN_SIMILARITY))
             .map(|(i, p)| Hit {
                 name: p.name.clone(),
                 title: p.title.clone(),
                 intent: p.section("Intent").to_string(),
                 tags: p.tags.clone(),
-                score: crate::recall::relevance(bm25[i], best, similarity[i], semantic),
+                score: crate::rank::relevance(bm25[i], best, similarity[i], semantic),
                 similarity: similarity[i],
                 source: p.source.clone(),
             })

@@ -83,3 +83,51 @@ pub fn normalize(v: &mut [f32]) {
         v.iter_mut().for_each(|x| *x /= n);
     }
 }
+
+/// Which embedder a session uses; the front end decides (from its flags and environment) and
+/// passes it as data.
+#[derive(Clone, Debug)]
+pub enum EmbedderChoice {
+    /// The installed model under this cache root (`<root>/models/…`, `<root>/onnxruntime/…`).
+    Model { cache_root: PathBuf },
+    /// The deterministic test embedder ([`HashEmbedder`], 384 dimensions).
+    Hash,
+    /// None: lexical recall only.
+    Off,
+}
+
+/// Why there is no embedder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NoEmbedder {
+    /// Turned off by the front end ([`EmbedderChoice::Off`]).
+    Disabled,
+    /// The model or ONNX Runtime is not installed.
+    NotInstalled,
+    /// It is installed but does not load, or it failed while embedding.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoEmbedder::Disabled => f.write_str("embeddings are turned off (GIT_NEO_EMBEDDER=none)"),
+            NoEmbedder::NotInstalled => {
+                f.write_str("no embedding model is installed (scripts/install-model.sh installs one)")
+            }
+            NoEmbedder::Failed(e) => write!(f, "the embedding model does not load: {e}"),
+        }
+    }
+}
+
+/// Load the embedder `choice` names, or say why there is none.
+pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
+    match choice {
+        EmbedderChoice::Hash => Ok(Box::new(HashEmbedder::new(MODEL_DIM))),
+        EmbedderChoice::Off => Err(NoEmbedder::Disabled),
+        EmbedderChoice::Model { cache_root } => match FastEmbedder::load(&ModelPaths::in_cache(cache_root)) {
+            Ok(e) => Ok(Box::new(e)),
+            Err(EmbedError::NotInstalled { .. }) => Err(NoEmbedder::NotInstalled),
+            Err(e) => Err(NoEmbedder::Failed(e.to_string())),
+        },
+    }
+}

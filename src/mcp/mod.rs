@@ -10,14 +10,8 @@
 
 pub mod tools;
 
-use crate::cli::recall::load_embedder;
-use git_neo::api::{AddRequest, Memory, Similarity};
-use git_neo::attempts::{AttemptRequest, CheckSpec};
-use git_neo::construct::Library;
-use git_neo::embed::Embedder;
-use git_neo::index::Indexes;
-use git_neo::record::{FactType, Record, RecordId, Timestamp};
-use git_neo::store::{Store, StoreOptions};
+use git_neo::api::attempts::{AttemptRequest, CheckSpec};
+use git_neo::api::{AddRequest, RecallQuery, Session};
 use git_neo::Error;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -26,7 +20,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde::de::DeserializeOwned;
-use std::path::PathBuf;
 use std::sync::Mutex;
 
 /// The most a reply carries, in bytes.
@@ -35,17 +28,9 @@ pub const MAX_OUTPUT: usize = 16_000;
 /// Recall's token budget when the caller gives none (smaller than the CLI's: it lands in a context).
 pub const DEFAULT_BUDGET: usize = 4_000;
 
-/// The memory, model, indexes and library, kept between calls.
+/// The session (memory, model, indexes, Construct) kept warm between calls.
 struct Warm {
-    dir: PathBuf,
-    ref_name: Option<String>,
-    memory: Option<Memory>,
-    /// The recall indexes and the tips they were opened at.
-    indexes: Option<(Indexes, Vec<String>)>,
-    embedder: Option<Box<dyn Embedder>>,
-    /// Why there is no embedder, once asked.
-    no_embedder: Option<String>,
-    library: Option<Library>,
+    session: Session,
 }
 
 /// The server: one warm state behind a lock (calls are handled one at a time).
@@ -83,122 +68,20 @@ fn json(v: &impl serde::Serialize) -> String {
 }
 
 impl Warm {
-    /// The memory, reloaded when any ref tip it was read from has moved.
-    fn memory(&mut self) -> Result<&mut Memory, Error> {
-        let stale = match &self.memory {
-            None => true,
-            Some(m) => {
-                let now: Vec<String> = m.store().tips()?.into_iter().map(|(_, c)| c.to_string()).collect();
-                now != m.tip_ids()
-            }
-        };
-        if stale {
-            let store =
-                Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), lock_timeout: None })?;
-            self.memory = Some(Memory::load(store)?);
-        }
-        Ok(self.memory.as_mut().expect("loaded above"))
-    }
-
-    /// Load the model once; remember why when there is none.
-    fn ensure_embedder(&mut self) {
-        if self.embedder.is_none() && self.no_embedder.is_none() {
-            match load_embedder() {
-                Ok(e) => self.embedder = Some(e),
-                Err(why) => self.no_embedder = Some(why.to_string()),
-            }
-        }
-    }
-
-    /// Bring the recall indexes to the memory's current tips (catching up, or building).
-    fn refresh_indexes(&mut self) -> Result<(), Error> {
-        self.memory()?;
-        self.ensure_embedder();
-        let memory = self.memory.as_ref().expect("loaded by memory()");
-        let tips = memory.tip_ids();
-        if self.indexes.as_ref().is_some_and(|(_, t)| *t == tips) {
-            return Ok(());
-        }
-        self.indexes = None;
-        let opened = memory.open_indexes(self.embedder.as_deref_mut().map(|e| e as _), &mut |_, _| {});
-        let (indexes, _) = match opened {
-            Err(Error::Index(git_neo::index::IndexError::Embed(e))) => {
-                // A model that fails must not take recall down: lexical from here on.
-                self.embedder = None;
-                self.no_embedder = Some(format!("the embedding model failed: {e}"));
-                memory.open_indexes(None, &mut |_, _| {})?
-            }
-            other => other?,
-        };
-        self.indexes = Some((indexes, tips));
-        Ok(())
-    }
-
-    fn library(&mut self) -> Result<&mut Library, Error> {
-        if self.library.is_none() {
-            let store = Store::discover(&self.dir, StoreOptions::default()).ok();
-            let dir = store.as_ref().and_then(|s| s.construct_dir());
-            let mut library = Library::load(dir.as_deref()).map_err(|e| Error::invalid("construct", e.to_string()))?;
-            if let Some(s) = &store {
-                library.cache_vectors_in(s.common_dir().join("neo").join("construct-vectors.json"));
-            }
-            self.library = Some(library);
-        }
-        Ok(self.library.as_mut().expect("loaded above"))
-    }
-
     fn recall(&mut self, a: tools::RecallArgs) -> ToolResult {
-        let mut types = Vec::new();
-        for t in &a.types {
-            types.push(FactType::from_word(t.trim()).ok_or_else(|| {
-                format!("error: types: {t:?} is not a fact type; use one of: {}", FactType::expected())
-            })?);
-        }
-        if a.query.trim().is_empty() {
-            return Err("error: query: is empty; say what the task is about".into());
-        }
-        self.refresh_indexes().map_err(err)?;
-        let memory = self.memory.as_ref().expect("refreshed");
-        let store = memory.store();
-        let now = crate::cli::write_context_for(store).map(|w| w.now).unwrap_or(Timestamp(0));
-        let as_of = match a.as_of.as_deref().map(str::trim) {
-            None => None,
-            Some(v) => Some(match Timestamp::parse(v) {
-                Some(t) => t,
-                None => memory.commit_time(v).map_err(|_| {
-                    format!("error: as_of: {v:?} is neither a date (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ) nor a commit")
-                })?,
-            }),
-        };
-        let req = git_neo::recall::Request {
+        let query = RecallQuery {
             query: a.query,
             k: a.k.unwrap_or(10).clamp(1, 50),
             budget: a.budget.unwrap_or(DEFAULT_BUDGET).clamp(200, 50_000),
-            types,
+            types: a.types,
             scope: a.scope,
-            now,
-            as_of,
+            as_of: a.as_of,
         };
-        let (indexes, _) = self.indexes.as_ref().expect("refreshed");
-        let mut result = memory.recall(indexes, self.embedder.as_deref_mut().map(|e| e as _), &req).map_err(err)?;
-        let mut embedder = self.embedder.take();
-        let hits = self
-            .library()
-            .and_then(|l| {
-                l.search_with(
-                    &req.query,
-                    result.query_vector.as_ref(),
-                    git_neo::construct::RECALL_PATTERNS,
-                    embedder.as_deref_mut().map(|e| e as _),
-                )
-                .map_err(|e| Error::invalid("construct", e.to_string()))
-            })
-            .map_err(err);
-        self.embedder = embedder;
-        result
-            .attach_construct(hits?.into_iter().filter(|h| h.score >= git_neo::construct::RECALL_MIN_SCORE).collect());
+        // The tool's argument is `types`; the library names the field of one value `type`.
+        let result = self.session.recall(&query).map_err(|e| err(e).replacen("error: type:", "error: types:", 1))?;
+        self.session.take_notices();
         let mut text = git_neo::recall::render::markdown(&result);
-        if let Some(why) = &self.no_embedder {
+        if let Some(why) = self.session.semantic_off() {
             text.push_str(&format!("_(semantic recall off: {why})_\n"));
         }
         Ok(text)
@@ -225,36 +108,7 @@ impl Warm {
             reason: None,
             suggestion: a.suggestion,
         };
-        self.memory().map_err(err)?;
-        // Similarity supersession needs the indexes at the current tips (kept warm, so this is a
-        // catch-up of the last write at most); without them the step is skipped and says why.
-        let opened = self.refresh_indexes();
-        let Warm { memory, indexes, embedder, no_embedder, .. } = self;
-        let memory = memory.as_mut().expect("loaded above");
-        let wc = crate::cli::write_context_for(memory.store()).map_err(err)?;
-        let plan = {
-            let memory: &Memory = memory;
-            let mut similar = |record: &Record, candidates: &[RecordId]| -> Result<Similarity, Error> {
-                let (Ok(()), Some((indexes, _)), Some(embedder)) = (&opened, indexes.as_ref(), embedder.as_deref_mut())
-                else {
-                    let why = match &opened {
-                        Err(e) => format!("the recall index could not be opened: {e}"),
-                        Ok(()) => no_embedder.clone().unwrap_or_else(|| "no embedding model".into()),
-                    };
-                    return Ok(Similarity::Unavailable(why));
-                };
-                match memory.similarity_scores(indexes, embedder, record, candidates) {
-                    Ok(s) => Ok(Similarity::Scores(s)),
-                    Err(Error::Index(git_neo::index::IndexError::Embed(e))) => {
-                        Ok(Similarity::Unavailable(format!("the embedding model failed: {e}")))
-                    }
-                    Err(e) => Err(e),
-                }
-            };
-            memory.plan_add(&req, &wc, &mut similar).map_err(err)?
-        };
-        let outcome = memory.apply_add(plan, &wc).map_err(err)?;
-        Ok(json(&outcome))
+        Ok(json(&self.session.add(&req, false).map_err(err)?))
     }
 
     fn record_attempt(&mut self, a: tools::AttemptArgs) -> ToolResult {
@@ -275,30 +129,24 @@ impl Warm {
             retry_of: None,
             suggestion: a.suggestion,
         };
-        let memory = self.memory().map_err(err)?;
-        let wc = crate::cli::write_context_for(memory.store()).map_err(err)?;
-        Ok(json(&memory.attempt(&req, &wc).map_err(err)?))
+        Ok(json(&self.session.attempt(&req).map_err(err)?))
     }
 
     fn mark_outdated(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        let memory = self.memory().map_err(err)?;
-        let wc = crate::cli::write_context_for(memory.store()).map_err(err)?;
-        Ok(json(&memory.outdated(&a.id, &a.reason, &wc).map_err(err)?))
+        Ok(json(&self.session.outdated(&a.id, &a.reason).map_err(err)?))
     }
 
     fn forget(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        let memory = self.memory().map_err(err)?;
-        let wc = crate::cli::write_context_for(memory.store()).map_err(err)?;
-        Ok(json(&memory.forget(&a.id, &a.reason, &wc).map_err(err)?))
+        Ok(json(&self.session.forget(&a.id, &a.reason).map_err(err)?))
     }
 
     fn show(&mut self, a: tools::IdArgs) -> ToolResult {
-        let memory = self.memory().map_err(err)?;
+        let memory = self.session.memory().map_err(err)?;
         Ok(json(&memory.show(&a.id).map_err(err)?))
     }
 
     fn task_history(&mut self, a: tools::TaskArgs) -> ToolResult {
-        let memory = self.memory().map_err(err)?;
+        let memory = self.session.memory().map_err(err)?;
         let history = memory.task_history(&a.task).map_err(err)?;
         let total = history.len();
         let limit = a.limit.unwrap_or(20).clamp(1, 200);
@@ -328,14 +176,9 @@ impl Warm {
     }
 
     fn construct_search(&mut self, a: tools::ConstructArgs) -> ToolResult {
-        self.ensure_embedder();
-        let mut embedder = self.embedder.take();
-        let hits = self.library().map_err(err).and_then(|l| {
-            l.search(&a.query, a.k.unwrap_or(5).clamp(1, 20), embedder.as_deref_mut().map(|e| e as _))
-                .map_err(|e| format!("error: {e}"))
-        });
-        self.embedder = embedder;
-        Ok(json(&hits?))
+        let hits = self.session.construct_search(&a.query, a.k.unwrap_or(5).clamp(1, 20)).map_err(err)?;
+        self.session.take_notices();
+        Ok(json(&hits))
     }
 
     fn call(&mut self, name: &str, raw: Option<serde_json::Map<String, serde_json::Value>>) -> Option<ToolResult> {
@@ -354,18 +197,8 @@ impl Warm {
 }
 
 impl NeoServer {
-    pub fn new(dir: PathBuf, ref_name: Option<String>) -> NeoServer {
-        NeoServer {
-            warm: Mutex::new(Warm {
-                dir,
-                ref_name,
-                memory: None,
-                indexes: None,
-                embedder: None,
-                no_embedder: None,
-                library: None,
-            }),
-        }
+    pub fn new(session: Session) -> NeoServer {
+        NeoServer { warm: Mutex::new(Warm { session }) }
     }
 }
 
@@ -412,14 +245,14 @@ impl ServerHandler for NeoServer {
 }
 
 /// Serve on stdin/stdout until the client closes the connection.
-pub fn serve(dir: PathBuf, ref_name: Option<String>) -> Result<(), Error> {
+pub fn serve(session: Session) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| io("starting the MCP server's runtime", e))?;
     runtime.block_on(async move {
-        let running = NeoServer::new(dir, ref_name)
+        let running = NeoServer::new(session)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| io("starting the MCP session", std::io::Error::other(e.to_string())))?;

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::store::{FileDiff, Store};
-use gix::ObjectId;
+use crate::store::ObjectId;
 use imara_diff::{Algorithm, Diff, InternedInput};
 use std::collections::HashMap;
 use std::ops::Range;

@@ -1,6 +1,7 @@
 //! Outcome detection: confidence that follows what later commits did to the code.
 //!
-//! `Memory::outcomes` walks the first-parent chain of a branch from a cursor (kept in
+//! `Memory::outcomes` (in `api/outcomes.rs`: the lock, the cursor file and the write) has
+//! [`detect`] walk the first-parent chain of a branch from a cursor (kept in
 //! `.git/neo/outcomes/<branch>.json`, with the derived tracking state below), diffs each commit
 //! against its first parent ([`diff`]), reads the signals, and writes outcome records through the
 //! same write path as every other record, in one commit per scan. Every outcome carries the
@@ -30,12 +31,11 @@
 pub mod diff;
 pub mod health;
 
-use crate::api::{Memory, WriteContext};
-use crate::error::{Error, Result};
-use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
-use crate::state::Status;
-use crate::store::CodeCommit;
-use gix::ObjectId;
+use crate::error::Result;
+use crate::record::{Milli, Payload, Record, RecordId, Timestamp};
+use crate::state::{State, Status};
+use crate::store::{CodeCommit, Store};
+use crate::store::ObjectId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -60,7 +60,7 @@ pub const MAX_GRAPH_FILES: usize = 5_000;
 /// The most commits one scan walks.
 pub const MAX_COMMITS: usize = 1_000_000;
 
-/// How a scan runs; the CLI fills it from flags and git config.
+/// How a scan runs ([`crate::api::Memory::scan_options`] fills it from flags and git config).
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
     /// The branch, for the cursor's name (`main`, or `HEAD` when detached).
@@ -75,9 +75,9 @@ pub struct ScanOptions {
 }
 
 impl ScanOptions {
-    pub const DEFAULT_MAX_PER_SCAN: usize = 100;
-    pub const DEFAULT_MAX_PER_RECORD_PER_DAY: u32 = 3;
-    pub const DEFAULT_SURVIVE_COMMITS: u32 = 10;
+    pub const DEFAULT_MAX_PER_SCAN: usize = crate::config::OutcomeCaps::DEFAULT.max_per_scan;
+    pub const DEFAULT_MAX_PER_RECORD_PER_DAY: u32 = crate::config::OutcomeCaps::DEFAULT.max_per_record_per_day;
+    pub const DEFAULT_SURVIVE_COMMITS: u32 = crate::config::OutcomeCaps::DEFAULT.survive_commits;
 }
 
 /// Where an anchor is now.
@@ -98,10 +98,10 @@ struct Pending {
     before: Vec<(String, Option<String>)>,
 }
 
-/// The scan's tracking state: derived, rebuildable by scanning again from `--since`.
+/// The scan's tracking state (saved between scans by the use case): derived, rebuildable by scanning again from `--since`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct ScanState {
-    cursor: Option<String>,
+pub struct ScanState {
+    pub cursor: Option<String>,
     /// `<record>#<anchor index>` -> position.
     anchors: BTreeMap<String, AnchorPos>,
     pending: Vec<Pending>,
@@ -200,7 +200,8 @@ fn reverted_commit(message: &str) -> Option<&str> {
 }
 
 struct Scan<'a> {
-    memory: &'a Memory,
+    store: &'a Store,
+    memory_state: &'a State,
     /// The valid facts and attempts that anchors or suggestions make scannable, found once per
     /// scan rather than once per commit (trailers name their records themselves).
     watched: Vec<(RecordId, &'a Record)>,
@@ -212,7 +213,7 @@ struct Scan<'a> {
 }
 
 /// (target, signal, delta, commit, paths, the commit's time)
-type Evidence = (RecordId, &'static str, Milli, ObjectId, Vec<String>, Timestamp);
+pub type Evidence = (RecordId, &'static str, Milli, ObjectId, Vec<String>, Timestamp);
 
 impl<'a> Scan<'a> {
     fn emit(&mut self, target: RecordId, signal: &'static str, delta: Milli, commit: ObjectId, paths: Vec<String>) {
@@ -226,7 +227,7 @@ impl<'a> Scan<'a> {
     }
 
     fn commit(&mut self, c: &CodeCommit) -> Result<()> {
-        let store = self.memory.store();
+        let store = self.store;
         self.at = c.time;
         let parent = c.parents.first().copied();
         let parent_tree = match parent {
@@ -248,7 +249,7 @@ impl<'a> Scan<'a> {
         changes: &[diff::Change],
         live: &[(RecordId, &Record)],
     ) -> Result<()> {
-        let store = self.memory.store();
+        let store = self.store;
         // Start following anchors of records seen for the first time, catching up from the
         // anchor's own commit to this commit's parent when they differ.
         for (id, record) in live {
@@ -385,7 +386,7 @@ impl<'a> Scan<'a> {
     /// Files of `lang` in an import cycle in `tree` (at most [`MAX_GRAPH_FILES`] files are read).
     fn cycles(&self, tree: Option<ObjectId>, lang: health::Lang) -> Result<usize> {
         let Some(tree) = tree else { return Ok(0) };
-        let store = self.memory.store();
+        let store = self.store;
         let files: Vec<(String, ObjectId)> = store
             .diff_files(None, Some(tree))?
             .into_iter()
@@ -404,7 +405,7 @@ impl<'a> Scan<'a> {
     }
 
     fn trailers(&mut self, c: &CodeCommit, parent: Option<ObjectId>, changes: &[diff::Change]) -> Result<()> {
-        let store = self.memory.store();
+        let store = self.store;
         // Earlier linked commits: reverted by this one, or one more commit survived.
         let touched: HashSet<&str> =
             changes.iter().flat_map(|ch| ch.old_path.iter().chain(ch.new_path.iter())).map(String::as_str).collect();
@@ -443,7 +444,7 @@ impl<'a> Scan<'a> {
         self.state.pending = still;
 
         // This commit applies records: remember it, and compare code health before and after.
-        let state = self.memory.state();
+        let state = self.memory_state;
         let ids = trailer_ids(&c.message, &|p| state.ids_with_prefix(p));
         if ids.is_empty() {
             return Ok(());
@@ -507,177 +508,80 @@ impl<'a> Scan<'a> {
     }
 }
 
-fn state_path(memory: &Memory, branch: &str) -> std::path::PathBuf {
-    let safe: String =
-        branch.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
-    memory.store().common_dir().join("neo").join("outcomes").join(format!("{safe}.json"))
+/// What [`detect`] found: the evidence kept under the caps, and where the scan stopped.
+pub struct Detection {
+    pub kept: Vec<Evidence>,
+    /// The tracking state to save once the outcomes are on the ref.
+    pub state: ScanState,
+    pub dropped: usize,
+    pub scanned: usize,
+    pub capped: bool,
+    pub cursor: Option<String>,
 }
 
-impl Memory {
-    /// Scan the branch's commits not yet scanned and write the outcomes found (see the module
-    /// docs). The cursor and tracking state are saved only after the outcomes are on the ref.
-    pub fn outcomes(&mut self, opts: &ScanOptions, ctx: &WriteContext) -> Result<ScanReport> {
-        let path = state_path(self, &opts.branch);
-        // One scan per branch at a time (hooks of quick successive commits can overlap): an OS
-        // lock, released when the process ends, however it ends.
-        let lock_path = path.with_extension("lock");
-        let io = |e| Error::Io { context: format!("locking {}", lock_path.display()), source: e };
-        std::fs::create_dir_all(lock_path.parent().expect("has a parent")).map_err(io)?;
-        let lock = std::fs::File::create(&lock_path).map_err(io)?;
-        if let Err(std::fs::TryLockError::WouldBlock) = lock.try_lock() {
-            return Err(Error::Busy(format!(
-                "another outcome scan of {} is running; it will cover these commits",
-                opts.branch
-            )));
-        }
-        let mut state: ScanState =
-            std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
-        let start = match opts.since {
-            Some(s) => Some(s),
-            None => state.cursor.as_deref().and_then(|h| ObjectId::from_hex(h.as_bytes()).ok()),
-        };
-        if opts.since.is_some() {
-            state = ScanState::default();
-        }
-        let store = self.store();
-        let mut commits = store.first_parent_chain(opts.tip, start, MAX_COMMITS)?;
-        // Without a cursor, commits older than every record cannot be evidence about them.
-        if start.is_none() {
-            let first = self.state().iter().map(|e| e.record.created_at).min();
-            match first {
-                Some(t) => commits.retain(|c| c.time >= t),
-                None => commits.clear(),
+/// Read `commits` (oldest first) for evidence about the valid records of `memory_state` that
+/// anchors or suggestions make scannable, applying both caps; `existing` holds the idempotency
+/// keys the memory already has, which do not count towards the per-scan cap.
+pub fn detect(
+    store: &Store,
+    memory_state: &State,
+    opts: &ScanOptions,
+    state: ScanState,
+    start: Option<ObjectId>,
+    commits: &[CodeCommit],
+    existing: &HashSet<String>,
+) -> Result<Detection> {
+    let watched = memory_state
+        .iter()
+        .filter(|e| e.status == Status::Valid)
+        .filter(|e| match &e.record.payload {
+            Payload::Fact(f) => !f.anchors.is_empty() || f.suggestion.is_some(),
+            Payload::Attempt(a) => a.suggestion.is_some(),
+            _ => false,
+        })
+        .map(|e| (e.id, &e.record))
+        .collect();
+    let mut scan = Scan { store, memory_state, watched, at: Timestamp(0), opts, state, found: Vec::new() };
+    let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
+    let mut kept: Vec<Evidence> = Vec::new();
+    let mut dropped = 0;
+    let mut scanned = 0;
+    let mut capped = false;
+    let mut cursor = start.map(|s| s.to_string()).or(scan.state.cursor.clone());
+    for c in commits {
+        let saved = scan.state.clone();
+        scan.found.clear();
+        scan.commit(c)?;
+        let mut batch = Vec::new();
+        for f in std::mem::take(&mut scan.found) {
+            let n = per_day.entry((f.0, day(c.time))).or_default();
+            if *n >= opts.max_per_record_per_day {
+                dropped += 1;
+                continue;
             }
+            *n += 1;
+            batch.push(f);
         }
-        let existing: HashSet<String> = self
-            .state()
-            .iter()
-            .filter_map(|e| match &e.record.payload {
-                Payload::Outcome(o) => Some(o.key.clone()),
-                _ => None,
-            })
-            .collect();
-
-        let watched = self
-            .state()
-            .iter()
-            .filter(|e| e.status == Status::Valid)
-            .filter(|e| match &e.record.payload {
-                Payload::Fact(f) => !f.anchors.is_empty() || f.suggestion.is_some(),
-                Payload::Attempt(a) => a.suggestion.is_some(),
-                _ => false,
-            })
-            .map(|e| (e.id, &e.record))
-            .collect();
-        let mut scan = Scan { memory: self, watched, at: Timestamp(0), opts, state, found: Vec::new() };
-        let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
-        let mut kept: Vec<Evidence> = Vec::new();
-        let mut dropped = 0;
-        let mut scanned = 0;
-        let mut capped = false;
-        let mut cursor = start.map(|s| s.to_string()).or(scan.state.cursor.clone());
-        for c in &commits {
-            let saved = scan.state.clone();
-            scan.found.clear();
-            scan.commit(c)?;
-            let mut batch = Vec::new();
-            for f in std::mem::take(&mut scan.found) {
-                let n = per_day.entry((f.0, day(c.time))).or_default();
-                if *n >= opts.max_per_record_per_day {
-                    dropped += 1;
-                    continue;
-                }
-                *n += 1;
-                batch.push(f);
-            }
-            let new_count = batch.iter().filter(|f| !existing.contains(&key(f))).count();
-            let so_far = kept.iter().filter(|f| !existing.contains(&key(f))).count();
-            if so_far + new_count > opts.max_per_scan && so_far > 0 {
-                // Stop before this commit: the next scan starts here, so nothing is lost.
-                scan.state = saved;
-                capped = true;
-                break;
-            }
-            kept.extend(batch);
-            scanned += 1;
-            cursor = Some(c.id.to_string());
+        let new_count = batch.iter().filter(|f| !existing.contains(&key(f))).count();
+        let so_far = kept.iter().filter(|f| !existing.contains(&key(f))).count();
+        if so_far + new_count > opts.max_per_scan && so_far > 0 {
+            // Stop before this commit: the next scan starts here, so nothing is lost.
+            scan.state = saved;
+            capped = true;
+            break;
         }
-        let mut state = scan.state;
-        state.cursor = cursor.clone();
-
-        let mut report = ScanReport {
-            branch: opts.branch.clone(),
-            commits: scanned,
-            outcomes: Vec::new(),
-            dropped,
-            capped,
-            cursor,
-            memory_commit: None,
-        };
-        let mut records = Vec::new();
-        let mut seen = HashSet::new();
-        for f in &kept {
-            let k = key(f);
-            let new = !existing.contains(&k) && seen.insert(k.clone());
-            report.outcomes.push(Found {
-                target: f.0,
-                signal: f.1,
-                delta: f.2.as_f64(),
-                commit: f.3.to_string(),
-                paths: f.4.clone(),
-                new,
-            });
-            if new {
-                records.push(Record {
-                    kind: Kind::Outcome,
-                    payload: Payload::Outcome(Outcome {
-                        target: f.0,
-                        signal: f.1.to_string(),
-                        delta: f.2,
-                        commits: vec![f.3.to_string()],
-                        paths: f.4.clone(),
-                        key: k,
-                    }),
-                    author: ctx.identity.author_field(),
-                    // Dated by the evidence (the commit), never before the record it is about:
-                    // explain and history then list outcomes in the order things happened.
-                    created_at: f.5.max(self.state().entries.get(&f.0).map(|e| e.record.created_at).unwrap_or(f.5)),
-                    body: String::new(),
-                });
-            }
-        }
-        for r in &records {
-            let problems = crate::record::validate::validate(r);
-            if !problems.is_empty() {
-                return Err(Error::Integrity(format!(
-                    "internal: an outcome record does not validate: {}",
-                    crate::record::Problems(problems)
-                )));
-            }
-        }
-        if !records.is_empty() {
-            let n = records.len();
-            let message = format!(
-                "neo: outcomes from {scanned} commit{} of {} ({n} outcome{})",
-                if scanned == 1 { "" } else { "s" },
-                opts.branch,
-                if n == 1 { "" } else { "s" }
-            );
-            report.memory_commit = self.write_all(records, message, ctx)?.commit;
-        }
-        if let Some(dir) = path.parent() {
-            let io = |e| Error::Io { context: format!("writing {}", path.display()), source: e };
-            std::fs::create_dir_all(dir).map_err(io)?;
-            let tmp = path.with_extension("tmp");
-            let bytes = serde_json::to_vec(&state).map_err(|e| Error::invalid("outcomes", e.to_string()))?;
-            std::fs::write(&tmp, bytes).map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
-        }
-        Ok(report)
+        kept.extend(batch);
+        scanned += 1;
+        cursor = Some(c.id.to_string());
     }
+    let mut state = scan.state;
+    state.cursor = cursor.clone();
+
+    Ok(Detection { kept, state, dropped, scanned, capped, cursor })
 }
 
-fn key(f: &Evidence) -> String {
+/// The idempotency key of a piece of evidence: `target:commit:signal`.
+pub fn key(f: &Evidence) -> String {
     format!("{}:{}:{}", f.0.to_hex(), f.3, f.1)
 }
 
@@ -708,93 +612,3 @@ mod tests {
     }
 }
 
-/// One step in how a record's confidence came to be.
-#[derive(Clone, Debug, Serialize)]
-pub struct Step {
-    pub outcome: RecordId,
-    pub at: Timestamp,
-    pub signal: String,
-    pub delta: f64,
-    pub commits: Vec<String>,
-    pub paths: Vec<String>,
-    /// False when an earlier outcome had the same idempotency key (the same evidence).
-    pub counted: bool,
-    /// The running sum after this step, before clamping.
-    pub running: f64,
-}
-
-/// How a record's current confidence came to be.
-#[derive(Clone, Debug, Serialize)]
-pub struct Explanation {
-    pub id: RecordId,
-    pub kind: Kind,
-    pub summary: String,
-    pub status: Status,
-    /// The confidence written in the record.
-    pub initial: f64,
-    /// Facts this one superseded, whose confidence it carried over (+0.05) unless given one.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub carried_from: Vec<RecordId>,
-    pub steps: Vec<Step>,
-    /// The sum clamped to 0.0..=1.0: the current confidence.
-    pub confidence: f64,
-    pub successes: u32,
-    /// The factor recall multiplies relevance by: `(0.5 + confidence) × (1 + 0.1 × min(log2(1 +
-    /// successes), 3))`.
-    pub recall_weight: f64,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub needs_review: Vec<String>,
-}
-
-impl Memory {
-    /// Explain a record's confidence: its initial value, carry-over, each outcome with its commit
-    /// and evidence (and whether it counted), the clamped result and its weight in recall.
-    pub fn explain(&self, prefix: &str) -> Result<Explanation> {
-        let id = self.resolve("id", prefix)?;
-        let e = &self.state().entries[&id];
-        let initial = e.record.as_fact().map(|f| f.confidence).unwrap_or_default();
-        let mut carried_from = Vec::new();
-        let mut steps = Vec::new();
-        let mut keys = HashSet::new();
-        let mut running = initial.0;
-        for other in self.state().iter() {
-            match &other.record.payload {
-                Payload::Supersession(s) if s.new == Some(id) && other.status == Status::Valid => {
-                    carried_from.push(s.old)
-                }
-                Payload::Outcome(o) if o.target == id && other.status == Status::Valid => {
-                    let counted = keys.insert(o.key.clone());
-                    if counted {
-                        running += o.delta.0;
-                    }
-                    steps.push(Step {
-                        outcome: other.id,
-                        at: other.record.created_at,
-                        signal: o.signal.clone(),
-                        delta: o.delta.as_f64(),
-                        commits: o.commits.clone(),
-                        paths: o.paths.clone(),
-                        counted,
-                        running: Milli(running).as_f64(),
-                    });
-                }
-                _ => {}
-            }
-        }
-        let confidence = if e.record.kind == Kind::Fact { e.confidence.as_f64() } else { 0.5 };
-        let success = 1.0 + 0.1 * (f64::from(e.successes) + 1.0).log2().min(3.0);
-        Ok(Explanation {
-            id,
-            kind: e.record.kind,
-            summary: e.record.summary(),
-            status: e.status,
-            initial: initial.as_f64(),
-            carried_from,
-            steps,
-            confidence: e.confidence.as_f64(),
-            successes: e.successes,
-            recall_weight: ((0.5 + confidence) * success * 1000.0).round() / 1000.0,
-            needs_review: e.needs_review.iter().map(|f| f.to_string()).collect(),
-        })
-    }
-}

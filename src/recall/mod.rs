@@ -13,6 +13,7 @@
 
 pub mod render;
 
+pub use crate::rank::{relevance, score, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
 use crate::state::{Entry, State, Status};
 use serde::Serialize;
@@ -20,9 +21,6 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Candidates taken from each index.
 pub const CANDIDATES: usize = 50;
-/// Least cosine similarity for a record found only by vector search to count as a match
-/// (all-MiniLM-L6-v2 puts unrelated sentences mostly below 0.2).
-pub const MIN_SIMILARITY: f32 = 0.25;
 
 /// Default token budget.
 pub const DEFAULT_BUDGET: usize = 12_000;
@@ -188,31 +186,6 @@ fn ranks_of(lexical: &[(RecordId, f32)], vector: &[(RecordId, f32)]) -> Ranks {
     ranks
 }
 
-/// Weight of the lexical match in hybrid relevance (the vector similarity has `1 - LEXICAL_WEIGHT`).
-pub const LEXICAL_WEIGHT: f64 = 0.1;
-
-/// How well a record matches the query, 0.0 to 1.0: with vectors, `0.9 × cosine + 0.1 × bm25 /
-/// best bm25`; lexical only, `bm25 / best bm25`. (Equal-weight reciprocal-rank fusion was
-/// measured first and lost to vector search alone on the recall fixture, as did a 0.3 lexical
-/// weight: weak lexical matches on common words dilute it. See docs/recall.md.)
-pub fn relevance(lexical: Option<f32>, best_lexical: f32, similarity: Option<f32>, semantic: bool) -> f64 {
-    let lex = match lexical {
-        Some(s) if best_lexical > 0.0 => f64::from(s / best_lexical),
-        _ => 0.0,
-    };
-    if semantic {
-        (1.0 - LEXICAL_WEIGHT) * f64::from(similarity.unwrap_or(0.0).max(0.0)) + LEXICAL_WEIGHT * lex
-    } else {
-        lex
-    }
-}
-
-/// The ranking score (see the module docs): relevance weighted by confidence and successes, plus a
-/// small recency term that only breaks near-ties.
-pub fn score(relevance: f64, confidence: f64, successes: u32, age_days: f64) -> f64 {
-    let success = 1.0 + 0.1 * (f64::from(successes) + 1.0).log2().min(3.0);
-    relevance * (0.5 + confidence) * success + 0.02 * (-age_days.max(0.0) / 180.0).exp()
-}
 
 fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool, now: Timestamp) -> Item {
     let Rank { lexical: lexical_rank, vector: vector_rank, similarity, bm25 } = rank;

@@ -1,7 +1,7 @@
 //! Recall as markdown: what an agent reads at the start of a task.
 
 use super::{Item, Recall};
-use crate::review::md;
+use crate::markdown::md;
 use std::fmt::Write;
 
 fn line(s: &mut String, i: &Item, with_body: bool) {

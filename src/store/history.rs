@@ -4,7 +4,8 @@
 //! record costs a handful of small tree reads whatever the size of the memory.
 
 use super::Store;
-use crate::error::{GitContext, Result};
+use super::GitContext;
+use crate::error::Result;
 use crate::record::{Kind, RecordId, Timestamp};
 use gix::ObjectId;
 use std::collections::BTreeMap;

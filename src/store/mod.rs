@@ -7,33 +7,38 @@
 //! a compare-and-swap, retrying on a race. Reads see the local ref and the remote-tracking copies
 //! of it (`refs/remotes/*/neo-memory`), so a fresh clone sees memory it has only fetched.
 
+mod freshness;
 mod history;
 mod purge;
 mod read;
 mod sync;
 mod write;
 
+/// Git object ids, re-exported so callers need not name gix (only `store` does).
+pub use gix::ObjectId;
+pub use freshness::{freshness, Freshness};
 pub use history::{AddedRecord, CodeCommit, CommitInfo, CommitMeta, FileDiff, TreeChange};
 pub use purge::{purge_trailers, scrub_texts, Rewrite};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
 pub use sync::{MergeKind, Push};
-pub use write::{ref_updates_in_flight, Identity, WriteOutcome};
+pub use write::{cleanup_tempfiles_signal_safe, ref_updates_in_flight, Identity, WriteOutcome};
 
-use crate::error::{Error, GitContext, Result};
+use crate::error::{Error, Result};
 use std::path::Path;
 use std::time::Duration;
+
+/// Who is writing, and when. The front ends fill this (identity from the environment or git
+/// config, the time from their clock); tests fix both.
+#[derive(Clone, Debug)]
+pub struct WriteContext {
+    pub identity: Identity,
+    pub now: crate::record::Timestamp,
+}
 
 /// The ref used when `git config neo.ref` is not set.
 pub const DEFAULT_REF: &str = "refs/heads/neo-memory";
 
-/// The git config key naming the memory ref.
-pub const REF_CONFIG_KEY: &str = "neo.ref";
-
-/// The git config key for how long a writer waits for the ref lock, in milliseconds.
-pub const LOCK_TIMEOUT_CONFIG_KEY: &str = "neo.lockTimeout";
-
-/// The git config key choosing how writes are handled: `auto`, `review` or `off`.
-pub const MODE_CONFIG_KEY: &str = "neo.mode";
+pub use crate::config::{LOCK_TIMEOUT as LOCK_TIMEOUT_CONFIG_KEY, MODE as MODE_CONFIG_KEY, REF as REF_CONFIG_KEY};
 
 /// How this repository takes memory writes (`git config neo.mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -73,7 +78,7 @@ pub struct Store {
 impl Store {
     /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
     pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
-        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: e })?;
+        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
         Store::from_repo(repo, options)
     }
 
@@ -207,40 +212,38 @@ fn parse_ref_name(name: &str) -> Result<gix::refs::FullName> {
 }
 
 impl Store {
+    /// A raw git config value (`None` when unset); [`crate::config`] says what each `neo.*` key means.
+    pub fn config_value(&self, key: &str) -> Option<String> {
+        self.repo.config_snapshot().string(key).map(|v| v.to_string())
+    }
+
+    /// The layout of this repository's `neo/` cache directory.
+    pub fn caches(&self) -> crate::layout::CacheDir {
+        crate::layout::CacheDir::in_git_dir(self.common_dir())
+    }
+
     /// The similarity threshold for superseding facts of `fact_type`: `git config
     /// neo.supersede.<type>` (a number from 0.0 to 1.0), else `default`.
     pub fn supersede_threshold(&self, fact_type: crate::record::FactType, default: f32) -> Result<f32> {
-        let key = format!("neo.supersede.{fact_type}");
-        let config = self.repo.config_snapshot();
-        let Some(v) = config.string(key.as_str()) else { return Ok(default) };
-        match v.to_string().trim().parse::<f32>() {
-            Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
-            _ => Err(Error::Config {
-                key,
-                message: format!("{v:?} is not a similarity threshold; use a number from 0.0 to 1.0, such as 0.85"),
-            }),
+        let key = crate::config::supersede_key(fact_type);
+        match self.config_value(&key) {
+            None => Ok(default),
+            Some(v) => crate::config::parse_threshold(&key, &v),
         }
     }
 
     /// The directory holding the project's own Construct patterns: `git config neo.construct.dir`
     /// (relative to the work tree root), default `.neo/construct`; `None` in a bare repository.
     pub fn construct_dir(&self) -> Option<std::path::PathBuf> {
-        let config = self.repo.config_snapshot();
-        let dir = config.string("neo.construct.dir").map(|s| s.to_string()).unwrap_or_else(|| ".neo/construct".into());
+        let dir = self
+            .config_value(crate::config::CONSTRUCT_DIR)
+            .unwrap_or_else(|| crate::config::DEFAULT_CONSTRUCT_DIR.into());
         self.work_dir().map(|w| w.join(dir.trim()))
     }
 
-    /// A whole-number git config value, or `default`; a value that is not one is an error naming it.
-    pub fn config_u64(&self, key: &str, default: u64) -> Result<u64> {
-        let config = self.repo.config_snapshot();
-        match config.string(key) {
-            None => Ok(default),
-            Some(v) => v
-                .to_string()
-                .trim()
-                .parse()
-                .map_err(|_| Error::Config { key: key.into(), message: format!("{v:?} is not a whole number") }),
-        }
+    /// The outcome scan's caps from git config.
+    pub fn outcome_caps(&self) -> Result<crate::config::OutcomeCaps> {
+        crate::config::OutcomeCaps::from_config(&|k| self.config_value(k))
     }
 
     /// The short name of the branch HEAD is on (`None` when detached or unborn).
@@ -265,5 +268,16 @@ impl Store {
         let name = config.string("user.name")?.to_string();
         let email = config.string("user.email")?.to_string();
         (!name.trim().is_empty()).then(|| Identity { name: name.trim().to_string(), email: email.trim().to_string() })
+    }
+}
+
+/// Attach context to gix results, turning gix's error into [`crate::error::GitError`].
+pub(crate) trait GitContext<T> {
+    fn git(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: Into<gix::Error>> GitContext<T> for std::result::Result<T, E> {
+    fn git(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::Git { context: context(), source: Box::new(e.into()) })
     }
 }

@@ -9,7 +9,8 @@
 //! so a write that lands meanwhile makes the purge fail cleanly instead of being lost.
 
 use super::{Identity, Store};
-use crate::error::{Error, GitContext, Result};
+use super::GitContext;
+use crate::error::{Error, Result};
 use crate::record::{Kind, Record, RecordId, Timestamp};
 use gix::ObjectId;
 use std::collections::{BTreeSet, HashMap};
@@ -218,7 +219,7 @@ impl Store {
     /// Where this clone lists the records purged here or applied from a remote: reads skip them
     /// in remote-tracking copies that still hold them until the rewritten history is pushed.
     fn purged_list(&self) -> std::path::PathBuf {
-        self.common_dir().join("neo").join("purged")
+        self.caches().purged()
     }
 
     /// Add `ids` to this clone's purged list.

@@ -2,7 +2,8 @@
 //! entries of a commit's tree, and the parallel load that hashes and parses every record.
 
 use super::Store;
-use crate::error::{Error, GitContext, Result};
+use super::GitContext;
+use crate::error::{Error, Result};
 use crate::record::{parse, Kind, Problems, Record, RecordId};
 use gix::ObjectId;
 use rayon::prelude::*;
@@ -68,7 +69,7 @@ impl Store {
         for r in platform.remote_branches().git(|| "listing remote-tracking references".into())? {
             let mut r = r.map_err(|e| Error::Git {
                 context: "reading a remote-tracking reference".into(),
-                source: gix::Error::from_error(e),
+                source: Box::new(gix::Error::from_error(e)),
             })?;
             let name = r.name().as_bstr().to_string();
             let rest = name.strip_prefix("refs/remotes/").unwrap_or_default();

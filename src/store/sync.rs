@@ -7,7 +7,8 @@
 //! facts superseding one, say) is the fold's job.
 
 use super::{Identity, Store};
-use crate::error::{Error, GitContext, Result};
+use super::GitContext;
+use crate::error::{Error, Result};
 use crate::record::Timestamp;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
@@ -214,7 +215,7 @@ impl Store {
                 age_secs: None,
                 waited_ms: self.lock_timeout.as_millis(),
             }),
-            Err(e) => Err(Error::Git { context: format!("updating {}", self.ref_name()), source: e }),
+            Err(e) => Err(Error::Git { context: format!("updating {}", self.ref_name()), source: Box::new(e) }),
         }
     }
 

@@ -7,7 +7,8 @@
 //! that outlives it (a crashed writer's) becomes a clear [`Error::Locked`], never an endless spin.
 
 use super::Store;
-use crate::error::{Error, GitContext, Result};
+use super::GitContext;
+use crate::error::{Error, Result};
 use crate::record::{Kind, Record, RecordId, Timestamp};
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
@@ -54,6 +55,12 @@ pub struct WriteOutcome {
 /// between taking the ref lock and committing is the one way to leave a stale lock behind. The
 /// binary's signal handler reads it; the library itself never deals with signals.
 static REF_UPDATES_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+/// Remove the temporary and lock files this process holds; safe to call from a signal handler
+/// (lock-free, no allocation).
+pub fn cleanup_tempfiles_signal_safe() {
+    gix::tempfile::registry::cleanup_tempfiles_signal_safe();
+}
 
 /// The number of ref updates in progress (see [`REF_UPDATES_IN_FLIGHT`]).
 pub fn ref_updates_in_flight() -> usize {
@@ -278,7 +285,7 @@ impl Store {
                     }
                     std::thread::sleep(Duration::from_micros(500 + jitter.below(5_000)));
                 }
-                Err(err) => return Err(Error::Git { context: format!("updating {ref_name}"), source: err }),
+                Err(err) => return Err(Error::Git { context: format!("updating {ref_name}"), source: Box::new(err) }),
             }
         }
     }

@@ -17,6 +17,7 @@ pub fn model_root() -> std::path::PathBuf {
 }
 
 #[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
 fn hybrid_beats_lexical_and_vector_on_the_fixture() {
     let paths = ModelPaths::in_cache(&model_root());
     assert!(paths.missing().is_empty(), "the embedding model is not installed: run scripts/install-model.sh");

@@ -5,7 +5,7 @@ use crate::api::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 use crate::store::{MergeKind, Push, Store};
-use gix::ObjectId;
+use crate::store::ObjectId;
 use serde::Serialize;
 
 /// How many times sync retries after losing a push race before giving up.

@@ -15,7 +15,7 @@
 use crate::error::{Error, Result};
 use crate::record::{Kind, Payload, Record, RecordId};
 use crate::store::Store;
-use gix::ObjectId;
+use crate::store::ObjectId;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

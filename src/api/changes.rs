@@ -10,9 +10,10 @@ use crate::error::Result;
 use crate::record::{Milli, Payload, Record, RecordId};
 use crate::state::{self, State};
 use crate::store::{Store, TreeChange, TreeEntry};
-use gix::ObjectId;
+use crate::store::ObjectId;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use crate::markdown::md;
 use std::fmt::Write;
 
 /// A fact that was added.
@@ -172,18 +173,6 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
         }
     }
     Ok(out)
-}
-
-/// Escape text for inline markdown, so subjects cannot inject links, HTML or formatting.
-pub fn md(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\`*_[]<>#|~!".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn signed(m: Milli) -> String {

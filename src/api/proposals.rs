@@ -1,0 +1,84 @@
+//! Review mode: the proposals ref, and approving or rejecting what waits in it.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::record::{
+    Record,
+    RecordId,
+};
+use crate::state::Entry;
+use crate::store::WriteMode;
+
+/// What `approve` or `reject` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReviewOutcome {
+    /// The proposals approved or rejected.
+    pub ids: Vec<RecordId>,
+    /// The new commit on the memory ref (approve only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Memory {
+    /// Records waiting in the review-mode proposals ref, oldest first.
+    pub fn proposed(&mut self) -> Result<Vec<Entry>> {
+        Ok(self.ensure_proposals()?.state.iter().cloned().collect())
+    }
+
+    fn pick_proposals(&mut self, prefixes: &[String], all: bool) -> Result<Vec<RecordId>> {
+        let proposals = self.ensure_proposals()?;
+        if all {
+            return Ok(proposals.state.order.clone());
+        }
+        if prefixes.is_empty() {
+            return Err(Error::invalid(
+                "id",
+                "name the proposals to act on (ids from `git neo list --proposed`), or pass --all",
+            ));
+        }
+        prefixes.iter().map(|p| proposals.resolve("id", p)).collect()
+    }
+
+    /// Move proposals onto the memory ref (one commit), then drop them from the proposals ref.
+    pub fn approve(&mut self, prefixes: &[String], all: bool, ctx: &WriteContext) -> Result<ReviewOutcome> {
+        if self.store.write_mode() == WriteMode::Off {
+            self.target()?;
+        }
+        let ids = self.pick_proposals(prefixes, all)?;
+        if ids.is_empty() {
+            return Ok(ReviewOutcome { ids, commit: None });
+        }
+        let proposals = self.proposals.as_deref().expect("picked from loaded proposals");
+        let mut records = Vec::with_capacity(ids.len());
+        let mut encoded = Vec::with_capacity(ids.len());
+        for id in &ids {
+            let entry = &proposals.state.entries[id];
+            let blob = proposals.blobs[id];
+            encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
+            records.push((*id, entry.record.clone()));
+        }
+        let paths: Vec<String> = encoded.iter().map(|(k, id, _)| Record::path(*k, id)).collect();
+        let message = format!("neo: approve {} proposed record{}", ids.len(), if ids.len() == 1 { "" } else { "s" });
+        let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+        for (_, id, bytes) in &encoded {
+            self.blobs.insert(*id, self.store.hash_blob(bytes)?);
+        }
+        self.state = std::mem::take(&mut self.state).with_records(records);
+        let store = self.store.proposals()?;
+        store.remove_records(&paths, &format!("neo: approved {}", ids.len()), &ctx.identity, ctx.now)?;
+        self.proposals = None;
+        Ok(ReviewOutcome { ids, commit: written.commit.map(|c| c.to_string()) })
+    }
+
+    /// Drop proposals without moving them to the memory ref.
+    pub fn reject(&mut self, prefixes: &[String], ctx: &WriteContext) -> Result<ReviewOutcome> {
+        let ids = self.pick_proposals(prefixes, false)?;
+        let proposals = self.proposals.as_deref().expect("picked from loaded proposals");
+        let paths: Vec<String> =
+            ids.iter().map(|id| Record::path(proposals.state.entries[id].record.kind, id)).collect();
+        let store = self.store.proposals()?;
+        store.remove_records(&paths, &format!("neo: reject {}", ids.len()), &ctx.identity, ctx.now)?;
+        self.proposals = None;
+        Ok(ReviewOutcome { ids, commit: None })
+    }
+}

@@ -1,0 +1,176 @@
+//! Recall and the caches behind it: opening, catching up and rebuilding the indexes, similarity
+//! scores for supersession, recall itself with attempts' freshness, and memory as of a time.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::record::{
+    Payload, Record,
+    RecordId, Timestamp,
+};
+use crate::state::{self, State};
+use crate::store::ObjectId;
+
+impl Memory {
+    /// Where the derived caches live: `<common git dir>/neo/index`, shared by linked worktrees.
+    pub fn index_dir(&self) -> std::path::PathBuf {
+        self.store.caches().index()
+    }
+
+    /// The tips this memory was read from, as commit ids (what the caches are stamped with).
+    pub fn tip_ids(&self) -> Vec<String> {
+        self.tips.iter().map(|(_, c)| c.to_string()).collect()
+    }
+
+    /// Open (catch up, or rebuild) the recall indexes for this memory.
+    pub fn open_indexes(
+        &self,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
+        let added_since = |old: &[String]| self.records_added_since(old);
+        Ok(crate::index::Indexes::open(
+            &self.index_dir(),
+            &self.state,
+            &self.tip_ids(),
+            &added_since,
+            embedder,
+            progress,
+        )?)
+    }
+
+    /// The records added between the single old tip `old` and the single current tip, from a tree
+    /// diff; `None` when that cannot be told that way (several tips, unrelated history, or a change
+    /// that is not an addition).
+    fn records_added_since(&self, old: &[String]) -> Option<Vec<RecordId>> {
+        let ([old], [(_, new)]) = (old, self.tips.as_slice()) else { return None };
+        let old = ObjectId::from_hex(old.as_bytes()).ok()?;
+        if !self.store.is_ancestor(old, *new).ok()? {
+            return None;
+        }
+        let changes =
+            self.store.diff_trees(Some(self.store.tree_of(old).ok()?), Some(self.store.tree_of(*new).ok()?)).ok()?;
+        let mut added = Vec::new();
+        for c in changes {
+            if c.change != "added" {
+                return None;
+            }
+            if let Some(id) = c.path.rsplit('/').next().and_then(|f| f.strip_suffix(".md")).and_then(RecordId::from_hex)
+            {
+                added.push(id);
+            }
+        }
+        added.sort_by_key(|id| self.state.entries.get(id).map(|e| (e.record.created_at, *id)));
+        Some(added)
+    }
+
+    /// Delete the caches and build them again.
+    pub fn reindex(
+        &self,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
+        let dir = self.index_dir();
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| Error::Io { context: format!("removing {}", dir.display()), source: e })?;
+        }
+        self.open_indexes(embedder, progress)
+    }
+
+    /// The memory as it stood at `t`: the fold of the records written by then.
+    pub fn state_as_of(&self, t: Timestamp) -> State {
+        state::fold(self.state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())))
+    }
+
+    /// The time of a commit (for `--as-of <commit>`).
+    pub fn commit_time(&self, spec: &str) -> Result<Timestamp> {
+        let id = self.store.resolve_commit(spec)?;
+        self.store.commit_time(id)
+    }
+
+    /// Cosine similarity of `record` to the closest of `candidates`: the vector index shortlists
+    /// the nearest [`SIMILARITY_SHORTLIST`] candidates, which are then embedded again on their
+    /// subject and body alone (the indexed text also holds type, scope and tags, which every
+    /// candidate shares with the new fact and which would inflate the score) and compared exactly.
+    pub fn similarity_scores(
+        &self,
+        indexes: &crate::index::Indexes,
+        embedder: &mut dyn crate::embed::Embedder,
+        record: &Record,
+        candidates: &[RecordId],
+    ) -> Result<Vec<(RecordId, f32)>> {
+        let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
+        let Some(text) = crate::index::index_text(record) else { return Ok(Vec::new()) };
+        let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
+        let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
+        let shortlist: Vec<RecordId> = indexes
+            .search_vectors(&q, 256)?
+            .into_iter()
+            .filter(|(id, _)| wanted.contains(id))
+            .take(SIMILARITY_SHORTLIST)
+            .map(|(id, _)| id)
+            .collect();
+        if shortlist.is_empty() {
+            return Ok(Vec::new());
+        }
+        let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
+        let mut texts = vec![own(record)];
+        texts.extend(shortlist.iter().map(|id| own(&self.state.entries[id].record)));
+        let vectors = embedder.embed(&texts).map_err(embed_err)?;
+        let cosine = |a: &[f32], b: &[f32]| {
+            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let n = norm(a) * norm(b);
+            if n > 0.0 {
+                dot / n
+            } else {
+                0.0
+            }
+        };
+        Ok(shortlist.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, cosine(&vectors[0], v))).collect())
+    }
+
+    /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.
+    pub fn recall(
+        &self,
+        indexes: &crate::index::Indexes,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        req: &crate::recall::Request,
+    ) -> Result<crate::recall::Recall> {
+        let lexical = indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
+        let (vector, semantic, query_vector) = match (embedder, &indexes.vectors) {
+            (Some(e), Some(_)) => {
+                let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
+                let q = q.into_iter().next().unwrap_or_default();
+                let found = indexes.search_vectors(&q, crate::recall::CANDIDATES)?;
+                (found, true, Some((e.model_id().to_string(), q)))
+            }
+            _ => (Vec::new(), false, None),
+        };
+        let then;
+        let (state, req) = match req.as_of {
+            Some(t) => {
+                then = (self.state_as_of(t), crate::recall::Request { now: t, ..req.clone() });
+                (&then.0, &then.1)
+            }
+            None => (&self.state, req),
+        };
+        let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
+        out.query_vector = query_vector;
+        // Attempts say whether their check still applies, and where their task stands now.
+        for item in &mut out.attempts {
+            if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {
+                item.freshness =
+                    Some(crate::store::freshness(&self.store, a.check.commit.as_deref(), &a.files)?.to_string());
+                item.task_status = state
+                    .iter()
+                    .filter_map(|e| match &e.record.payload {
+                        Payload::Attempt(x) if x.task == a.task => Some(x.check.result.to_string()),
+                        _ => None,
+                    })
+                    .last();
+            }
+        }
+        Ok(out)
+    }
+}

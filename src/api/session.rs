@@ -1,0 +1,470 @@
+//! The session: what a front end holds while it serves one repository, and the one place where
+//! the use cases that need more than the memory are put together.
+//!
+//! Both front ends use it the same way: the CLI makes a session for one command, the MCP server
+//! keeps one warm across calls. It owns
+//! - the memory, reloaded when a tip it was read from has moved (another process wrote);
+//! - the embedder, loaded lazily on first need, with the lexical fallback when it is missing or
+//!   fails (then it says why once, as a [`Notice`]);
+//! - the recall indexes, caught up to the memory's tips;
+//! - the Construct library with its cached pattern vectors;
+//! - the clock ([`Clock`], for validity windows and ages: it needs no identity) apart from the
+//!   author ([`SessionOptions::identity`], needed only to write);
+//! - and the configuration the front end read from its environment, as plain data.
+//!
+//! Recall (with the Construct layer attached), add (with supersession), attempts, corrections,
+//! outcomes and verify are each one call here. Nothing here prints: what a person should be told
+//! (a rebuilt cache, semantic recall off) is queued as a [`Notice`] for the front end to render.
+
+use super::attempts::AttemptRequest;
+use super::verify::Report;
+use super::{AddOutcome, AddRequest, Explanation, History, Memory, Similarity, WriteContext};
+use crate::construct::{self, Hit, Library};
+use crate::embed::{self, Embedder, EmbedderChoice, NoEmbedder};
+use crate::error::{Error, Result};
+use crate::index::{IndexError, Indexes, Refresh};
+use crate::outcomes::ScanReport;
+use crate::recall::{Recall, Request};
+use crate::record::{FactType, Record, RecordId, Timestamp};
+use crate::store::{Identity, Store, StoreOptions};
+use std::path::PathBuf;
+
+/// Where "now" comes from. Recall needs it for validity windows and ages; writes date records
+/// with it. It is separate from the author: reading memory needs no git identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// The system clock.
+    System,
+    /// A fixed time (tests, reproducible runs).
+    Fixed(Timestamp),
+}
+
+impl Clock {
+    /// The current time by this clock.
+    pub fn now(&self) -> Timestamp {
+        match self {
+            Clock::Fixed(t) => *t,
+            Clock::System => Timestamp(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs() as i64)
+                    .unwrap_or(0),
+            ),
+        }
+    }
+}
+
+/// What a front end tells a session, read by the front end from its flags and environment.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// A directory inside the repository.
+    pub dir: PathBuf,
+    /// The memory ref (`--ref`); `None` reads `git config neo.ref`.
+    pub ref_name: Option<String>,
+    /// The author of writes; `None` uses git config `user.name` and `user.email`.
+    pub identity: Option<Identity>,
+    pub clock: Clock,
+    pub embedder: EmbedderChoice,
+}
+
+/// Something the person at the front end should be told, once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// Recall runs lexical only, and why.
+    SemanticOff(NoEmbedder),
+    /// The recall index was rebuilt (a missing, outdated or corrupt cache is rebuilt, never an error).
+    Rebuilt { reason: String, records: usize, embedded: usize },
+    /// Entries on the memory ref that are not valid records (they are ignored).
+    InvalidEntries { count: usize, first: String },
+    /// Project Construct patterns that fail lint (they are left out).
+    ConstructProblems { count: usize, first: String },
+}
+
+/// A recall as a front end receives it: strings, validated here, each problem naming its field.
+#[derive(Clone, Debug)]
+pub struct RecallQuery {
+    pub query: String,
+    /// Relevant facts to show at most.
+    pub k: usize,
+    /// Token budget for the whole answer.
+    pub budget: usize,
+    /// Fact types to keep (empty: all).
+    pub types: Vec<String>,
+    pub scope: Option<String>,
+    /// A date, a UTC time, or a commit.
+    pub as_of: Option<String>,
+}
+
+/// Called with `(what, done, total)` while something long runs (embedding a whole memory).
+pub type Progress = Box<dyn FnMut(&str, usize, usize) + Send>;
+
+/// A front end's hold on one repository's memory (see the module docs).
+pub struct Session {
+    opts: SessionOptions,
+    memory: Option<Memory>,
+    warm: Warm,
+}
+
+/// Everything kept warm beside the memory; split from it so a use case can read the memory while
+/// the similarity search it calls back into uses the model and indexes.
+struct Warm {
+    /// The recall indexes and the tips they were opened at.
+    indexes: Option<(Indexes, Vec<String>)>,
+    embedder: Option<Box<dyn Embedder>>,
+    /// Why there is no embedder, once asked.
+    no_embedder: Option<NoEmbedder>,
+    said_semantic_off: bool,
+    library: Option<Library>,
+    notices: Vec<Notice>,
+    progress: Progress,
+}
+
+fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> Result<WriteContext> {
+    let identity = match identity {
+        Some(i) => i.clone(),
+        None => store.configured_identity().ok_or_else(|| Error::Config {
+            key: "user.name".into(),
+            message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
+                .into(),
+        })?,
+    };
+    Ok(WriteContext { identity, now })
+}
+
+/// Lend the boxed embedder for one call (shortening its trait-object lifetime to the borrow's).
+fn reborrow(e: &mut Option<Box<dyn Embedder>>) -> Option<&mut dyn Embedder> {
+    e.as_mut().map(|b| &mut **b as &mut dyn Embedder)
+}
+
+impl Warm {
+    /// Load the embedder once; remember why when there is none.
+    fn ensure_embedder(&mut self, choice: &EmbedderChoice) {
+        if self.embedder.is_none() && self.no_embedder.is_none() {
+            match embed::load(choice) {
+                Ok(e) => self.embedder = Some(e),
+                Err(why) => self.no_embedder = Some(why),
+            }
+        }
+    }
+
+    /// Say once that recall is lexical, and why (nothing when embeddings were turned off on purpose).
+    fn say_semantic_off(&mut self) {
+        if let Some(why) = &self.no_embedder {
+            if !self.said_semantic_off && *why != NoEmbedder::Disabled {
+                self.notices.push(Notice::SemanticOff(why.clone()));
+            }
+            self.said_semantic_off = true;
+        }
+    }
+
+    /// Bring the recall indexes to `memory`'s tips (catching up, or building). A model that fails
+    /// while embedding does not take recall down: lexical from then on.
+    fn refresh_indexes(&mut self, memory: &Memory, choice: &EmbedderChoice) -> Result<()> {
+        self.ensure_embedder(choice);
+        let tips = memory.tip_ids();
+        if self.indexes.as_ref().is_some_and(|(_, t)| *t == tips) {
+            return Ok(());
+        }
+        self.indexes = None;
+        let Warm { embedder, no_embedder, progress, .. } = self;
+        let mut report = |done: usize, total: usize| progress("embedding", done, total);
+        let (indexes, refresh) = match memory.open_indexes(reborrow(embedder), &mut report) {
+            Err(Error::Index(IndexError::Embed(e))) => {
+                *embedder = None;
+                *no_embedder = Some(NoEmbedder::Failed(e.to_string()));
+                memory.open_indexes(None, &mut report)?
+            }
+            other => other?,
+        };
+        if let Refresh::Rebuilt { reason, records, embedded } = &refresh {
+            self.notices.push(Notice::Rebuilt { reason: reason.clone(), records: *records, embedded: *embedded });
+        }
+        self.indexes = Some((indexes, tips));
+        Ok(())
+    }
+
+    /// How similar `record` is to the closest `candidates` (for supersession on write), or why
+    /// that cannot be told.
+    fn similarity(
+        &mut self,
+        memory: &Memory,
+        choice: &EmbedderChoice,
+        record: &Record,
+        candidates: &[RecordId],
+    ) -> Result<Similarity> {
+        let opened = self.refresh_indexes(memory, choice);
+        let (Ok(()), Some((indexes, _)), Some(embedder)) =
+            (&opened, self.indexes.as_ref(), self.embedder.as_deref_mut())
+        else {
+            let why = match &opened {
+                Err(e) => format!("the recall index could not be opened: {e}"),
+                Ok(()) => self.no_embedder.as_ref().map(|n| n.to_string()).unwrap_or_else(|| "no embedding model".into()),
+            };
+            return Ok(Similarity::Unavailable(why));
+        };
+        match memory.similarity_scores(indexes, embedder, record, candidates) {
+            Ok(s) => Ok(Similarity::Scores(s)),
+            Err(Error::Index(IndexError::Embed(e))) => Ok(Similarity::Unavailable(format!("the embedding model failed: {e}"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The Construct library (see [`Session::library`]).
+    fn library(&mut self, dir: &std::path::Path) -> Result<&mut Library> {
+        if self.library.is_none() {
+            let store = Store::discover(dir, StoreOptions::default()).ok();
+            let project = store.as_ref().and_then(|s| s.construct_dir());
+            let mut library =
+                Library::load(project.as_deref()).map_err(|e| Error::invalid("construct", e.to_string()))?;
+            if let Some(s) = &store {
+                library.cache_vectors_in(s.caches().construct_vectors());
+            }
+            if let Some(first) = library.problems.first() {
+                self.notices.push(Notice::ConstructProblems {
+                    count: library.problems.len(),
+                    first: format!("{}: {}: {}", first.file, first.field, first.message),
+                });
+            }
+            self.library = Some(library);
+        }
+        Ok(self.library.as_mut().expect("loaded above"))
+    }
+
+    /// Construct patterns for `query` (with its vector when recall already embedded it).
+    fn construct_hits(
+        &mut self,
+        dir: &std::path::Path,
+        query: &str,
+        query_vector: Option<&(String, Vec<f32>)>,
+        k: usize,
+    ) -> Result<Vec<Hit>> {
+        let mut embedder = self.embedder.take();
+        let hits = self.library(dir).and_then(|l| {
+            l.search_with(query, query_vector, k, reborrow(&mut embedder))
+                .map_err(|e| Error::invalid("construct", e.to_string()))
+        });
+        self.embedder = embedder;
+        hits
+    }
+}
+
+impl Session {
+    pub fn new(opts: SessionOptions) -> Session {
+        Session {
+            opts,
+            memory: None,
+            warm: Warm {
+                indexes: None,
+                embedder: None,
+                no_embedder: None,
+                said_semantic_off: false,
+                library: None,
+                notices: Vec::new(),
+                progress: Box::new(|_, _, _| {}),
+            },
+        }
+    }
+
+    /// Report long work through `progress` from now on.
+    pub fn set_progress(&mut self, progress: Progress) {
+        self.warm.progress = progress;
+    }
+
+    /// What the front end should say, oldest first; each is returned once.
+    pub fn take_notices(&mut self) -> Vec<Notice> {
+        std::mem::take(&mut self.warm.notices)
+    }
+
+    /// The current time by the session's clock.
+    pub fn now(&self) -> Timestamp {
+        self.opts.clock.now()
+    }
+
+    /// Open the store (without loading the memory).
+    pub fn store(&self) -> Result<Store> {
+        Store::discover(&self.opts.dir, StoreOptions { ref_name: self.opts.ref_name.clone(), lock_timeout: None })
+    }
+
+    /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
+    pub fn write_context(&self, store: &Store) -> Result<WriteContext> {
+        write_context(self.opts.identity.as_ref(), self.now(), store)
+    }
+
+    /// Read the memory afresh, apart from the session's warm copy (for a caller that owns it).
+    pub fn load_memory(&mut self) -> Result<Memory> {
+        let memory = Memory::load(self.store()?)?;
+        if let Some(first) = memory.invalid().first() {
+            self.warm.notices.push(Notice::InvalidEntries {
+                count: memory.invalid().len(),
+                first: format!("{}: {}", first.path, first.problems),
+            });
+        }
+        Ok(memory)
+    }
+
+    /// The memory, read on first use and again whenever a tip it was read from has moved.
+    pub fn memory(&mut self) -> Result<&mut Memory> {
+        let stale = match &self.memory {
+            None => true,
+            Some(m) => {
+                let now: Vec<String> = m.store().tips()?.into_iter().map(|(_, c)| c.to_string()).collect();
+                now != m.tip_ids()
+            }
+        };
+        if stale {
+            let memory = self.load_memory()?;
+            self.memory = Some(memory);
+        }
+        Ok(self.memory.as_mut().expect("loaded above"))
+    }
+
+    /// The memory and a write context for it.
+    fn writing(&mut self) -> Result<(&mut Memory, WriteContext)> {
+        let (identity, now) = (self.opts.identity.clone(), self.now());
+        let memory = self.memory()?;
+        let wc = write_context(identity.as_ref(), now, memory.store())?;
+        Ok((memory, wc))
+    }
+
+    /// Why recall is lexical, if it is.
+    pub fn semantic_off(&self) -> Option<&NoEmbedder> {
+        self.warm.no_embedder.as_ref()
+    }
+
+    /// The Construct library: shipped patterns and the project's (those failing lint are left out
+    /// and reported), with pattern vectors cached in the repository's cache directory.
+    pub fn library(&mut self) -> Result<&mut Library> {
+        self.warm.library(&self.opts.dir)
+    }
+
+    /// Search the Construct for `query` (semantic when the model is there).
+    pub fn construct_search(&mut self, query: &str, k: usize) -> Result<Vec<Hit>> {
+        self.warm.ensure_embedder(&self.opts.embedder);
+        self.warm.construct_hits(&self.opts.dir, query, None, k)
+    }
+
+    /// Recall for a query: the memory's layers, attempts with their freshness, and the Construct
+    /// patterns that clearly match ([`construct::RECALL_MIN_SCORE`]).
+    pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
+        if q.query.trim().is_empty() {
+            return Err(Error::invalid("query", "is empty; say what the task is about"));
+        }
+        let mut types = Vec::new();
+        for t in &q.types {
+            types.push(FactType::from_word(t.trim()).ok_or_else(|| {
+                Error::invalid("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected()))
+            })?);
+        }
+        let now = self.now();
+        let memory = self.memory()?;
+        let as_of = match q.as_of.as_deref().map(str::trim) {
+            None => None,
+            Some(v) => Some(match Timestamp::parse(v) {
+                Some(t) => t,
+                None => memory.commit_time(v).map_err(|_| {
+                    Error::invalid(
+                        "as_of",
+                        format!(
+                            "{v:?} is neither a date (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ) nor a commit in this repository"
+                        ),
+                    )
+                })?,
+            }),
+        };
+        let memory = self.memory.as_ref().expect("loaded above");
+        self.warm.refresh_indexes(memory, &self.opts.embedder)?;
+        self.warm.say_semantic_off();
+        let req = Request { query: q.query.clone(), k: q.k, budget: q.budget, types, scope: q.scope.clone(), now, as_of };
+        let (indexes, _) = self.warm.indexes.as_ref().expect("refreshed");
+        let mut result = memory.recall(indexes, reborrow(&mut self.warm.embedder), &req)?;
+        // The Construct comes after the project's own memory: a few patterns that clearly match.
+        let hits = self.warm.construct_hits(
+            &self.opts.dir,
+            &req.query,
+            result.query_vector.as_ref(),
+            construct::RECALL_PATTERNS,
+        )?;
+        result.attach_construct(hits.into_iter().filter(|h| h.score >= construct::RECALL_MIN_SCORE).collect());
+        Ok(result)
+    }
+
+    /// Delete the recall indexes and build them again.
+    pub fn reindex(&mut self) -> Result<(Indexes, Refresh)> {
+        self.memory()?;
+        let memory = self.memory.as_ref().expect("loaded above");
+        let warm = &mut self.warm;
+        warm.ensure_embedder(&self.opts.embedder);
+        warm.say_semantic_off();
+        warm.indexes = None;
+        let Warm { embedder, progress, .. } = warm;
+        memory.reindex(reborrow(embedder), &mut |done, total| progress("embedding", done, total))
+    }
+
+    /// Add a fact, superseding by explicit id, by key, and (with the model) by similarity to the
+    /// current facts of the same type and scope. `dry_run` decides everything and writes nothing.
+    /// The model and indexes are opened only when a similarity comparison is needed.
+    pub fn add(&mut self, req: &AddRequest, dry_run: bool) -> Result<AddOutcome> {
+        let (_, wc) = self.writing()?;
+        let memory = self.memory.as_mut().expect("loaded by writing()");
+        let (warm, choice) = (&mut self.warm, &self.opts.embedder);
+        let plan = {
+            let reader: &Memory = memory;
+            let mut similar = |record: &Record, candidates: &[RecordId]| warm.similarity(reader, choice, record, candidates);
+            reader.plan_add(req, &wc, &mut similar)?
+        };
+        if dry_run {
+            return Ok(plan.into_dry_run());
+        }
+        memory.apply_add(plan, &wc)
+    }
+
+    /// Record an attempt (a reported check, or one git-neo ran).
+    pub fn attempt(&mut self, req: &AttemptRequest) -> Result<AddOutcome> {
+        let (memory, wc) = self.writing()?;
+        memory.attempt(req, &wc)
+    }
+
+    /// Forget a record: append a retraction.
+    pub fn forget(&mut self, id: &str, reason: &str) -> Result<AddOutcome> {
+        let (memory, wc) = self.writing()?;
+        memory.forget(id, reason, &wc)
+    }
+
+    /// Mark a fact or attempt outdated, with a reason.
+    pub fn outdated(&mut self, id: &str, reason: &str) -> Result<AddOutcome> {
+        let (memory, wc) = self.writing()?;
+        memory.outdated(id, reason, &wc)
+    }
+
+    /// Undo a supersession, an outdated mark or a forget; returns the records it restores.
+    pub fn revert(&mut self, id: &str, reason: Option<&str>) -> Result<(AddOutcome, Vec<RecordId>)> {
+        let (memory, wc) = self.writing()?;
+        memory.revert(id, reason, &wc)
+    }
+
+    /// The whole chain around a record or key.
+    pub fn history(&mut self, what: &str) -> Result<History> {
+        self.memory()?.history(what)
+    }
+
+    /// Scan `branch` (default: the current one) after `since` (default: its cursor) and write the
+    /// outcomes found.
+    pub fn outcomes(&mut self, branch: Option<&str>, since: Option<&str>) -> Result<ScanReport> {
+        let (memory, wc) = self.writing()?;
+        let opts = memory.scan_options(branch, since)?;
+        memory.outcomes(&opts, &wc)
+    }
+
+    /// How a record's confidence came to be.
+    pub fn explain(&mut self, id: &str) -> Result<Explanation> {
+        self.memory()?.explain(id)
+    }
+
+    /// Verify the memory (or a range `A..B` of its history); `None` when there is no memory yet.
+    pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
+        let store = self.store()?;
+        let Some((name, tip, from)) = super::verify::target(&store, range)? else { return Ok(None) };
+        let report = super::verify::verify(&store, &name, tip, from)?;
+        Ok(Some((name, report)))
+    }
+}

@@ -1,0 +1,375 @@
+//! The write path: fact requests built into validated records (every problem at once, each naming
+//! its field), the write-time filter, write modes (auto, review, off), one commit per write, init.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::record::{
+    self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
+    RecordId, Relation, RelationType, Retraction, Timestamp,
+};
+use crate::store::WriteMode;
+
+/// A request to add a fact. Strings are parsed and validated here so that every problem is
+/// reported at once, each naming its field.
+#[derive(Clone, Debug, Default)]
+pub struct AddRequest {
+    pub fact_type: String,
+    pub subject: String,
+    pub body: String,
+    pub scope: Option<String>,
+    pub tags: Vec<String>,
+    pub key: Option<String>,
+    pub confidence: Option<f64>,
+    pub provenance: Option<String>,
+    /// Id prefixes of facts this one depends on.
+    pub depends_on: Vec<String>,
+    /// `PATH` or `PATH:START-END`, relative to the repository root.
+    pub anchors: Vec<String>,
+    pub valid_from: Option<String>,
+    pub valid_to: Option<String>,
+    /// Id prefixes of facts this one replaces explicitly (`--supersedes`, `--updates`).
+    pub supersedes: Vec<String>,
+    /// Id prefixes of facts this one extends (both stay valid, linked).
+    pub extends: Vec<String>,
+    /// Id prefixes of the sources this fact is inferred from.
+    pub derives_from: Vec<String>,
+    /// Do not supersede anything by key or similarity.
+    pub no_supersede: bool,
+    /// Why it supersedes what it supersedes (default: the method's own wording).
+    pub reason: Option<String>,
+    /// A code snippet the fact recommends (outcome detection looks for it in later commits).
+    pub suggestion: Option<String>,
+}
+
+/// What `add` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AddOutcome {
+    pub id: RecordId,
+    /// True when an identical valid fact already existed and its id was returned; nothing was written.
+    pub deduplicated: bool,
+    /// True when the record went to the review-mode proposals ref instead of the memory ref.
+    pub proposed: bool,
+    /// The new commit on the memory ref, when something was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    pub path: String,
+    /// Facts this one superseded, written in the same commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<PlannedSupersession>,
+    /// Whether similarity-based supersession ran, and if not, why (facts only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<SimilarityCheck>,
+    /// True when this was a dry run and nothing was written.
+    pub dry_run: bool,
+}
+
+impl AddOutcome {
+    pub(super) fn written(id: RecordId, kind: Kind, commit: Option<String>) -> AddOutcome {
+        AddOutcome {
+            id,
+            deduplicated: false,
+            proposed: false,
+            commit,
+            path: Record::path(kind, &id),
+            superseded: Vec::new(),
+            similarity: None,
+            dry_run: false,
+        }
+    }
+}
+
+/// What `init` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InitOutcome {
+    pub ref_name: String,
+    pub created: bool,
+    pub tip: String,
+}
+
+/// Parse `PATH[:START-END]`.
+fn parse_anchor_spec(spec: &str, field: &str, problems: &mut Vec<Problem>) -> Option<(String, Option<LineRange>)> {
+    let (path, lines) = match spec.rsplit_once(':') {
+        Some((p, range)) if !range.is_empty() && range.chars().all(|c| c.is_ascii_digit() || c == '-') => {
+            let (a, b) = range.split_once('-').unwrap_or((range, range));
+            match (a.parse::<u32>(), b.parse::<u32>()) {
+                (Ok(start), Ok(end)) if start >= 1 && end >= start => (p, Some(LineRange { start, end })),
+                _ => {
+                    problems.push(Problem::new(
+                        field,
+                        format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END"),
+                    ));
+                    return None;
+                }
+            }
+        }
+        _ => (spec, None),
+    };
+    let before = problems.len();
+    record::validate::check_repo_path(problems, field, path);
+    (problems.len() == before).then(|| (path.to_string(), lines))
+}
+
+impl Memory {
+    fn anchor(&self, spec: &str, field: &str, problems: &mut Vec<Problem>) -> Result<Option<Anchor>> {
+        let Some((path, lines)) = parse_anchor_spec(spec, field, problems) else { return Ok(None) };
+        let head = self.store.head_commit()?;
+        let mut blob = self.store.blob_at_head(&path)?;
+        if blob.is_none() {
+            if let Some(work) = self.store.work_dir() {
+                if let Ok(bytes) = std::fs::read(work.join(&path)) {
+                    blob = Some(self.store.hash_blob(&bytes)?);
+                }
+            }
+        }
+        if blob.is_none() {
+            problems.push(Problem::new(
+                field,
+                format!("{path} does not exist at HEAD or in the work tree; anchor to a file that exists"),
+            ));
+            return Ok(None);
+        }
+        Ok(Some(Anchor { path, lines, blob: blob.map(|b| b.to_string()), commit: head.map(|h| h.to_string()) }))
+    }
+
+    /// Build and validate the fact record for `req` without writing it.
+    pub fn prepare_fact(&self, req: &AddRequest, ctx: &WriteContext) -> Result<Record> {
+        let mut problems = Vec::new();
+        let record = self.build_fact(req, ctx, &mut problems)?;
+        if problems.is_empty() {
+            Ok(record)
+        } else {
+            Err(Error::Invalid(Problems(problems)))
+        }
+    }
+
+    /// The fact record for `req`, with every problem found added to `problems` (the record is
+    /// only meaningful when none were); errors are for failures to read the repository.
+    pub(super) fn build_fact(&self, req: &AddRequest, ctx: &WriteContext, problems: &mut Vec<Problem>) -> Result<Record> {
+        let fact_type = FactType::from_word(req.fact_type.trim());
+        if fact_type.is_none() {
+            problems.push(Problem::new(
+                "type",
+                format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected()),
+            ));
+        }
+        let provenance = match &req.provenance {
+            None => Some(Provenance::Observed),
+            Some(p) => {
+                let v = Provenance::from_word(p.trim());
+                if v.is_none() {
+                    problems.push(Problem::new(
+                        "provenance",
+                        format!("{p:?} is not a provenance; use one of: {}", Provenance::expected()),
+                    ));
+                }
+                v
+            }
+        };
+        let confidence = match req.confidence {
+            None => provenance.map(default_confidence).unwrap_or_default(),
+            Some(c) if (0.0..=1.0).contains(&c) => Milli::from_f64(c).unwrap_or_default(),
+            Some(c) => {
+                problems
+                    .push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
+                Milli(0)
+            }
+        };
+        let mut time = |field: &str, v: &Option<String>| {
+            v.as_ref().and_then(|s| {
+                let t = Timestamp::parse(s.trim());
+                if t.is_none() {
+                    problems.push(Problem::new(
+                        field,
+                        format!("{s:?} is not a date; use YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ"),
+                    ));
+                }
+                t
+            })
+        };
+        let valid_from = time("valid_from", &req.valid_from);
+        let valid_to = time("valid_to", &req.valid_to);
+        let depends_on: Vec<RecordId> =
+            req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, problems)).collect();
+        let mut relations = Vec::new();
+        for (field, rel, prefixes) in [
+            ("extends", RelationType::Extends, &req.extends),
+            ("derives_from", RelationType::Derives, &req.derives_from),
+        ] {
+            for p in prefixes {
+                let Some(id) = self.resolve_into(field, p, problems) else { continue };
+                if self.state.entries[&id].record.kind != Kind::Fact {
+                    problems.push(Problem::new(field, format!("{} is not a fact; link facts to facts", id.short())));
+                } else if !relations.iter().any(|r: &Relation| r.id == id) {
+                    relations.push(Relation { rel, id });
+                }
+            }
+        }
+        let mut anchors = Vec::new();
+        for (i, spec) in req.anchors.iter().enumerate() {
+            if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), problems)? {
+                anchors.push(a);
+            }
+        }
+        let mut tags: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
+        tags.sort();
+        tags.dedup();
+        // Unparseable words get placeholders so the remaining rules still run: every problem at once.
+        let (fact_type, provenance) =
+            (fact_type.unwrap_or(FactType::Constraint), provenance.unwrap_or(Provenance::Observed));
+        let record = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(Fact {
+                fact_type,
+                subject: req.subject.trim().to_string(),
+                scope: req.scope.as_deref().map(str::trim).unwrap_or(DEFAULT_SCOPE).to_string(),
+                tags,
+                key: req.key.as_deref().map(|k| k.trim().to_string()),
+                provenance,
+                confidence,
+                valid_from,
+                valid_to,
+                depends_on,
+                relations,
+                anchors,
+                suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
+            }),
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: canonical::normalize_body(&req.body),
+        };
+        problems.extend(record::validate::validate(&record));
+        problems.extend(crate::redact::check(&record));
+        Ok(record)
+    }
+
+    /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
+    /// written again: its id is returned with `deduplicated: true`. Supersession runs by explicit
+    /// id and by key; similarity needs a model, so [`Memory::plan_add`] with a similarity function
+    /// is the full path.
+    pub fn add(&mut self, req: &AddRequest, ctx: &WriteContext) -> Result<AddOutcome> {
+        let plan = self.plan_add(req, ctx, &mut no_similarity("no embedding model was given"))?;
+        self.apply_add(plan, ctx)
+    }
+
+    /// Forget a record: append a retraction. The record stays in history.
+    pub fn forget(&mut self, prefix: &str, reason: &str, ctx: &WriteContext) -> Result<AddOutcome> {
+        let target = self.resolve("id", prefix)?;
+        let entry = &self.state.entries[&target];
+        if let Some(by) = entry.retracted_by {
+            return Err(Error::invalid(
+                "id",
+                format!("{} is already forgotten (by retraction {})", target.short(), by.short()),
+            ));
+        }
+        let summary = entry.record.summary();
+        let message = format!("neo: forget {} \"{}\" ({{id}})", target.short(), short_message(&summary));
+        let payload = Payload::Retraction(Retraction { target, reason: reason.trim().to_string() });
+        self.write_checked(Kind::Retraction, payload, message, ctx)
+    }
+
+    /// Build a body-less record of `kind` written by `ctx`, validate it and pass it through the
+    /// write-time filter (every problem at once), then write it.
+    pub(crate) fn write_checked(
+        &mut self,
+        kind: Kind,
+        payload: Payload,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        let record =
+            Record { kind, payload, author: ctx.identity.author_field(), created_at: ctx.now, body: String::new() };
+        let mut problems = record::validate::validate(&record);
+        problems.extend(crate::redact::check(&record));
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        self.write(record, message, ctx)
+    }
+
+    /// Write one prepared record through the write mode (auto, review, off). `{id}` in `message`
+    /// becomes the short id.
+    pub(crate) fn write(&mut self, record: Record, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        self.write_all(vec![record], message, ctx)
+    }
+
+    /// Write several records in one commit (a fact and the supersessions it brings); the outcome
+    /// names the first. `{id}` in `message` becomes the first record's short id.
+    pub(crate) fn write_all(
+        &mut self,
+        records: Vec<Record>,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        let review = self.store.write_mode() == WriteMode::Review;
+        let mut outcome = self.target()?.write_here(records, message, ctx)?;
+        outcome.proposed = review;
+        Ok(outcome)
+    }
+
+    /// Where writes go under the repository's `neo.mode`: here, the proposals, or nowhere.
+    pub(super) fn target(&mut self) -> Result<&mut Memory> {
+        match self.store.write_mode() {
+            WriteMode::Auto => Ok(self),
+            WriteMode::Off => Err(Error::Config {
+                key: crate::store::MODE_CONFIG_KEY.into(),
+                message: "is off: this repository takes no memory writes; `git config neo.mode auto` turns them on"
+                    .into(),
+            }),
+            WriteMode::Review => Ok(self.ensure_proposals()?),
+        }
+    }
+
+    pub(super) fn ensure_proposals(&mut self) -> Result<&mut Memory> {
+        if self.proposals.is_none() {
+            self.proposals = Some(Box::new(Memory::load(self.store.proposals()?)?));
+        }
+        Ok(self.proposals.as_deref_mut().expect("just loaded"))
+    }
+
+    pub(super) fn write_here(&mut self, records: Vec<Record>, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+        let mut encoded = Vec::with_capacity(records.len());
+        for record in &records {
+            let (id, bytes) = record.encode();
+            // The writer must never emit bytes its own reader rejects.
+            if let Err(problems) = record::parse::parse(&bytes) {
+                return Err(Error::Integrity(format!(
+                    "internal: the canonical form of a new record does not parse: {problems}"
+                )));
+            }
+            encoded.push((record.kind, id, bytes));
+        }
+        let (first_kind, id) = match encoded.first() {
+            Some((kind, id, _)) => (*kind, *id),
+            None => return Err(Error::Integrity("internal: a write with no records".into())),
+        };
+        let message = message.replace("{id}", &id.short());
+        let outcome = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+        for (_, rid, bytes) in &encoded {
+            self.blobs.insert(*rid, self.store.hash_blob(bytes)?);
+        }
+        if let Some(commit) = outcome.commit {
+            self.tips.retain(|(name, _)| name != self.store.ref_name());
+            self.tips.insert(0, (self.store.ref_name().to_string(), commit));
+        }
+        let added = encoded.iter().map(|(_, rid, _)| *rid).zip(records).collect();
+        self.state = std::mem::take(&mut self.state).with_records(added);
+        Ok(AddOutcome::written(id, first_kind, outcome.commit.map(|c| c.to_string())))
+    }
+
+    /// Create the memory ref with only `FORMAT`, if it does not exist yet.
+    pub fn init(&mut self, ctx: &WriteContext) -> Result<InitOutcome> {
+        let ref_name = self.store.ref_name().to_string();
+        if let Some(tip) = self.store.local_tip()? {
+            return Ok(InitOutcome { ref_name, created: false, tip: tip.to_string() });
+        }
+        let outcome = self.store.write_records(&[], "neo: initialise memory", &ctx.identity, ctx.now, true)?;
+        let tip = match outcome.commit {
+            Some(c) => c,
+            None => self
+                .store
+                .local_tip()?
+                .ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
+        };
+        Ok(InitOutcome { ref_name, created: outcome.commit.is_some(), tip: tip.to_string() })
+    }
+}
