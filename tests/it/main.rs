@@ -1,6 +1,7 @@
 //! The one integration test binary: a module per area, all on real temporary git repositories.
 
 mod attempts;
+mod boundaries;
 mod cli;
 mod concurrency;
 mod fold;
