@@ -3,6 +3,7 @@
 mod attempts;
 mod boundaries;
 mod cli;
+mod code_corpus;
 mod concurrency;
 mod fold;
 mod format;
