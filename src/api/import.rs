@@ -18,26 +18,44 @@ pub struct ImportOutcome {
     pub duplicates: usize,
     /// Commits made on the memory ref.
     pub commits: usize,
-    /// The id of every request, in input order (existing ids for duplicates).
+    /// The id of every request written or already stored, in input order (existing ids for
+    /// duplicates; skipped requests have none).
     pub ids: Vec<RecordId>,
+    /// Requests left out because they were invalid (only with `skip_invalid`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A request `import` left out, and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Skipped {
+    /// Its position in the requests, from 0.
+    pub index: usize,
+    /// Every problem found, `field: message`.
+    pub problems: Vec<String>,
 }
 
 impl Memory {
     /// Add many facts: validate all of them first (every problem, prefixed with its request's
-    /// number), then write them `batch_size` records per commit. `progress(done, total)` is called
+    /// number, and nothing written), or with `skip_invalid` leave the invalid ones out and report
+    /// each in [`ImportOutcome::skipped`]; then write them `batch_size` records per commit. `progress(done, total)` is called
     /// after each commit. If the process dies midway, the ref holds the batches that landed.
     pub fn import(
         &mut self,
         requests: &[AddRequest],
         batch_size: usize,
+        skip_invalid: bool,
         ctx: &WriteContext,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<ImportOutcome> {
         let mut problems = Vec::new();
+        let mut skipped = Vec::new();
         let mut prepared = Vec::with_capacity(requests.len());
         for (i, req) in requests.iter().enumerate() {
             match self.prepare_fact(req, ctx) {
                 Ok(r) => prepared.push(r),
+                Err(Error::Invalid(p)) if skip_invalid => skipped
+                    .push(Skipped { index: i, problems: p.0.iter().map(|p| format!("{}: {}", p.field, p.message)).collect() }),
                 Err(Error::Invalid(p)) => problems
                     .extend(p.0.into_iter().map(|p| Problem::new(format!("record {}: {}", i + 1, p.field), p.message))),
                 Err(e) => return Err(e),
@@ -46,7 +64,7 @@ impl Memory {
         if !problems.is_empty() {
             return Err(Error::Invalid(Problems(problems)));
         }
-        let mut outcome = ImportOutcome::default();
+        let mut outcome = ImportOutcome { skipped, ..ImportOutcome::default() };
         let mut fresh: Vec<(RecordId, Record)> = Vec::new();
         let mut seen: HashMap<String, RecordId> = HashMap::new();
         for record in prepared {

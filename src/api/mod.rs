@@ -32,7 +32,7 @@ mod write;
 pub use correct::{History, HistoryEvent};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
-pub use import::ImportOutcome;
+pub use import::{ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;

@@ -14,6 +14,17 @@ pub struct Args {
     /// Records per commit.
     #[arg(long, default_value_t = 500)]
     batch_size: usize,
+    /// Write the valid lines and report each invalid one with its reason (default: an invalid
+    /// line stops the import before anything is written).
+    #[arg(long)]
+    skip_invalid: bool,
+}
+
+/// A line left out by `--skip-invalid`.
+#[derive(serde::Serialize)]
+struct SkippedLine {
+    line: usize,
+    reasons: Vec<String>,
 }
 
 /// One line of input: the same fields as `git neo add`, snake_case.
@@ -50,10 +61,14 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let text = String::from_utf8(bytes)
         .map_err(|e| Error::invalid("file", format!("is not valid UTF-8 (offset {})", e.utf8_error().valid_up_to())))?;
     let mut requests = Vec::new();
+    // The input line of each request, for reporting.
+    let mut lines = Vec::new();
     let mut problems = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         match serde_json::from_str::<Line>(line) {
-            Ok(l) => requests.push(AddRequest {
+            Ok(l) => {
+                lines.push(n + 1);
+                requests.push(AddRequest {
                 fact_type: l.fact_type,
                 subject: l.subject,
                 body: l.body,
@@ -67,9 +82,17 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
                 valid_from: l.valid_from,
                 valid_to: l.valid_to,
                 ..AddRequest::default()
-            }),
+                })
+            }
             Err(e) => problems.push(Problem::new(format!("line {}", n + 1), format!("{e}"))),
         }
+    }
+    let mut skipped = Vec::new();
+    if args.skip_invalid {
+        skipped.extend(problems.drain(..).map(|p| SkippedLine {
+            line: p.field.strip_prefix("line ").and_then(|n| n.parse().ok()).unwrap_or(0),
+            reasons: vec![p.message],
+        }));
     }
     if !problems.is_empty() {
         return Err(Error::Invalid(git_neo::record::Problems(problems)));
@@ -77,7 +100,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let mut memory = ctx.memory()?;
     let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");
-    let outcome = memory.import(&requests, args.batch_size, &wc, &mut |done, total| {
+    let outcome = memory.import(&requests, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
         // A signal that arrived during the last commit stops the import here, between commits.
@@ -87,12 +110,22 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         }
     })?;
     bar.finish_and_clear();
+    skipped.extend(outcome.skipped.iter().map(|s| SkippedLine { line: lines[s.index], reasons: s.problems.clone() }));
+    skipped.sort_by_key(|s| s.line);
     if ctx.out.json {
-        ctx.out.json(&outcome);
+        let mut v = serde_json::to_value(&outcome).unwrap_or_default();
+        v["skipped"] = serde_json::to_value(&skipped).unwrap_or_default();
+        ctx.out.json(&v);
     } else {
+        for s in &skipped {
+            ctx.out.warn(&format!("skipped line {}: {}", s.line, s.reasons.join("; ")));
+        }
         ctx.out.line(&format!(
-            "added {} facts in {} commits ({} already stored)",
-            outcome.added, outcome.commits, outcome.duplicates
+            "added {} facts in {} commits ({} already stored{})",
+            outcome.added,
+            outcome.commits,
+            outcome.duplicates,
+            if skipped.is_empty() { String::new() } else { format!(", {} invalid lines skipped", skipped.len()) }
         ));
     }
     Ok(())

@@ -181,3 +181,38 @@ fn bulk_imports_end_healthy_and_readable() {
     assert_eq!(again["duplicates"], 2000);
     assert_eq!(sb.tip(&repo), tip);
 }
+
+#[test]
+fn import_refuses_a_file_with_a_bad_line_unless_told_to_skip_it() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let file = sb.path("mixed.jsonl");
+    std::fs::write(
+        &file,
+        "{\"type\":\"pattern\",\"subject\":\"good one\"}\n\
+         {\"type\":\"gossip\",\"subject\":\"bad type\"}\n\
+         \n\
+         {\"type\":\"decision\"}\n\
+         {\"type\":\"decision\",\"subject\":\"good two\"}\n",
+    )
+    .expect("write import file");
+    let path = file.to_str().expect("utf-8 path");
+    // Default: validate everything first, write nothing, name every problem.
+    let out = sb.neo(&repo, &["import", path]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("line 4: missing field `subject`"), "{}", stderr(&out));
+    assert_eq!(sb.tip(&repo), None);
+    // --skip-invalid: the two good lines land, each bad one is reported with its line and reason.
+    let out = json(&sb.neo_ok(&repo, &["import", path, "--skip-invalid", "--json"]));
+    assert_eq!(out["added"], 2, "{out}");
+    let skipped: Vec<(u64, String)> = out["skipped"]
+        .as_array()
+        .expect("skipped lines")
+        .iter()
+        .map(|s| (s["line"].as_u64().unwrap_or(0), s["reasons"].to_string()))
+        .collect();
+    assert_eq!(skipped.iter().map(|s| s.0).collect::<Vec<_>>(), vec![2, 4], "{out}");
+    assert!(skipped[0].1.contains("gossip") && skipped[1].1.contains("subject"), "{skipped:?}");
+    let listed = sb.neo_ok(&repo, &["list", "--json"]);
+    assert!(listed.contains("good one") && listed.contains("good two") && !listed.contains("bad type"));
+}
