@@ -57,6 +57,34 @@ fn apply_purges(store: &Store, theirs: ObjectId, ctx: &WriteContext) -> Result<O
     Ok(store.rewrite_history(theirs, &paths, &scrub)?.0)
 }
 
+/// Refuse to merge a fetched tip that holds a record a purge note in its own history names: it came back through a plain `git push` or `git merge` from a clone that
+/// still had it, and merging would re-add it here too. Nothing is merged or pushed.
+fn refuse_purged(store: &Store, theirs: ObjectId, remote: &str) -> Result<()> {
+    // Only purges their history already records: a purge made here and not yet pushed is applied
+    // to their history by `apply_purges`, which is the normal way a purge travels.
+    let purged = store.purged_ids(theirs)?;
+    if purged.is_empty() {
+        return Ok(());
+    }
+    let (entries, _) = store.entries_of_tree(store.tree_of(theirs)?)?;
+    let back: Vec<String> = entries
+        .iter()
+        .filter_map(|e| e.name_id)
+        .filter(|id| purged.iter().any(|p| id.to_hex().starts_with(p.as_str())))
+        .map(|id| id.short())
+        .collect();
+    if back.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Integrity(format!(
+        "{remote}'s memory holds purged record{} {} again (pushed or merged with plain git by a clone that still had it); \
+         nothing was merged or pushed. Purge it there again (`git neo purge <id>` and `git push --force-with-lease`) and sync \
+         from that clone with `git neo sync`",
+        if back.len() == 1 { "" } else { "s" },
+        back.join(", ")
+    )))
+}
+
 /// Fetch the remote's memory, merge it into the local memory, and push the result with a lease,
 /// retrying when another clone pushed in between.
 pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<SyncOutcome> {
@@ -73,6 +101,7 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
         let theirs = store.fetch_memory(&remote)?;
         let local = match theirs {
             Some(t) => {
+                refuse_purged(store, t, &remote)?;
                 let merge_with = apply_purges(store, t, ctx)?;
                 let (kind, tip) =
                     store.merge_into_local(merge_with, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;

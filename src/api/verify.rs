@@ -97,9 +97,26 @@ pub fn verify(store: &Store, ref_name: &str, tip: ObjectId, range_from: Option<O
             problems.push(find(&bad.path, &p.field, p.message));
         }
     }
-    // Records purged on purpose (a `Neo-Purge` note in the history) may still be named by
-    // others, such as the retraction that hid them first; read the notes only when needed.
-    let mut purged: Option<Vec<String>> = None;
+    // A record a `Neo-Purge` commit removed must stay gone: a plain `git push` or `git merge`
+    // from a clone that still had it brings it back, with the purge note still in the history.
+    let purge_notes = store.purged_ids(tip)?;
+    for r in &records {
+        if purge_notes.iter().any(|p| r.id.to_hex().starts_with(p.as_str())) {
+            problems.push(find(
+                &Record::path(r.record.kind, &r.id),
+                "id",
+                format!(
+                    "{} was purged (a Neo-Purge commit names it) and is back, likely through a plain git push or merge \
+                     from a clone that still had it; run `git neo purge {}` again and `git neo sync` from that clone",
+                    r.id.short(),
+                    r.id.short()
+                ),
+            ));
+        }
+    }
+    // Records purged on purpose may still be named by others, such as the retraction that hid
+    // them first.
+    let mut purged: Option<Vec<String>> = Some(purge_notes);
     for r in &records {
         let path = Record::path(r.record.kind, &r.id);
         for p in crate::redact::check(&r.record) {

@@ -1,7 +1,7 @@
 //! Sharing through a bare remote: clones converge, leases protect concurrent pushes, fresh clones
 //! see fetched memory, and proposals carry exactly the new records.
 
-use crate::support::{json, stderr, Sandbox};
+use crate::support::{json, stderr, stdout, Sandbox};
 use std::path::{Path, PathBuf};
 
 fn remote_and_clones(sb: &Sandbox, n: usize) -> Vec<PathBuf> {
@@ -161,4 +161,41 @@ fn propose_pushes_exactly_the_new_records_to_a_proposal_branch() {
     sb.neo_ok(b, &["sync"]);
     let again = json(&sb.neo_ok(b, &["propose", "--json"]));
     assert_eq!(again["pushed"], false);
+}
+
+#[test]
+fn a_purged_record_brought_back_by_plain_git_is_reported_and_not_synced() {
+    let sb = Sandbox::new();
+    let clones = remote_and_clones(&sb, 2);
+    let (a, b) = (&clones[0], &clones[1]);
+    sb.neo_ok(a, &["add", "-t", "pattern", "-s", "Keep this"]);
+    let gone = sb.neo_ok(a, &["add", "-t", "pattern", "-s", "Mentions Jane Customer by name"]);
+    sb.neo_ok(a, &["sync"]);
+    sb.neo_ok(b, &["sync"]);
+    // `a` purges it and syncs the rewritten history; `b` still holds the old one.
+    sb.neo_ok(a, &["purge", &gone[..8], "--reason", "personal data", "--yes"]);
+    sb.neo_ok(a, &["sync"]);
+    // `b` merges with plain git and pushes with plain git: the record is back on the remote,
+    // with the purge note in its history.
+    sb.git(b, &["fetch", "-q", "origin"]);
+    sb.git(b, &["checkout", "-q", "neo-memory"]);
+    sb.git(b, &["merge", "-q", "--no-edit", "origin/neo-memory"]);
+    sb.git(b, &["push", "-q", "origin", "neo-memory"]);
+    let files = sb.git(b, &["ls-tree", "-r", "--name-only", "origin/neo-memory"]);
+    assert!(files.contains(&gone), "the plain merge kept it: {files}");
+    // verify names it.
+    let out = sb.neo(b, &["verify", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("was purged") && stdout(&out).contains(&gone[..12]), "{}", stdout(&out));
+    // `a`'s sync refuses to take it back, and leaves its own memory as it was.
+    let tip = sb.tip(a);
+    let refused = sb.neo(a, &["sync"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("purged record") && stderr(&refused).contains(&gone[..12]), "{}", stderr(&refused));
+    assert_eq!(sb.tip(a), tip);
+    assert!(!files_at(&sb, a).contains(&gone));
+}
+
+fn files_at(sb: &Sandbox, repo: &Path) -> String {
+    sb.git(repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"])
 }
