@@ -1,22 +1,16 @@
 //! git-neo: a git-native memory for coding agents and the people who work beside them.
 //!
-//! The library holds every use case ([`api`]); the binary and the MCP server only parse input,
-//! call it, and print. Module map (see `docs/ARCHITECTURE.md`):
-//! - [`record`]: PURE. Record types, canonical bytes, parsing, validation, identity.
-//! - [`store`]: the only module that names gix. The memory ref, its layout, reads and CAS writes.
-//! - [`state`]: PURE. The fold from all records to current meaning.
-//! - [`redact`]: PURE. The write-time filter for secrets and injection-like text.
-//! - [`api`]: use cases (init, add, show, list, log, forget).
-//! - [`attempts`]: attempts with observed or reported checks, task history, freshness, recheck.
-//! - [`construct`]: the curated pattern library shipped with git-neo: format, lint, search.
-//! - [`verify`]: the integrity check run in CI.
-//! - [`share`]: sync and propose through git remotes.
-//! - [`setup`]: PURE. Agent configuration merged into a user's existing files.
-//! - [`review`]: memory changes as a semantic changelog (diff, log --markdown).
-//! - [`embed`]: embedders (fastembed + ONNX Runtime, and a deterministic one for tests).
-//! - [`index`]: derived caches: lexical (tantivy) and vector (usearch) indexes, stamped and rebuildable.
-//! - [`recall`]: fusion, ranking, layers and budget; markdown rendering.
-//! - [`error`]: typed errors and their categories.
+//! The library holds every use case ([`api`], with [`api::Session`] the one entry both front ends
+//! hold); the binary's CLI and MCP server only parse input, call it, and render. Modules from the
+//! bottom up (the layer of each is enforced by `tests/it/boundaries.rs`; see `docs/ARCHITECTURE.md`):
+//! - [`record`], [`markdown`], [`rank`], [`layout`], [`setup`]: PURE leaves (record types and
+//!   identity; markdown escaping; relevance scoring; the `.git/neo/` layout; agent configuration).
+//! - [`config`], [`redact`], [`embed`]: `neo.*` keys; the write-time filter; embedders.
+//! - [`store`]: the only module that names gix. [`state`]: PURE, the fold.
+//! - [`index`]: derived caches. [`outcomes`]: detection from commit diffs.
+//! - [`construct`]: the curated pattern library. [`recall`]: PURE ranking, layers, budget.
+//! - [`api`]: use cases, and the session.
+//! - [`error`]: typed errors and their categories, shared by all.
 
 pub mod api;
 pub mod config;

@@ -543,3 +543,37 @@ fn the_real_model_supersedes_a_reworded_fact_and_nothing_unrelated() {
     assert!(new["superseded"][0]["score"].as_f64().is_some_and(|s| s >= 0.85), "{new}");
     assert_eq!(status(&sb, &repo, utc["id"].as_str().expect("id"))["status"], "valid");
 }
+
+#[test]
+fn recall_takes_now_from_the_clock_even_without_a_git_identity() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let freeze = sb.neo_ok(
+        &repo,
+        &["add", "-t", "constraint", "-s", "Code freeze for the launch", "--valid-to", "2026-02-15"],
+    );
+    // A reader with no identity at all (no GIT_AUTHOR_*, no user.name): recall still measures the
+    // window at the clock's time, so the expired freeze is not shown as in effect.
+    let out = sb
+        .neo_cmd(&repo)
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .env("GIT_NEO_EMBEDDER", "none")
+        .args(["recall", "launch freeze", "--json"])
+        .output()
+        .expect("run git-neo");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    assert!(ids(&v["constraints"]).is_empty(), "expired on 2026-02-15, now is 2026-03-01: {v}");
+    assert_eq!(ids(&v["invalidated"]), vec![freeze]);
+    // Writing still needs an identity, and says which setting is missing.
+    let out = sb
+        .neo_cmd(&repo)
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .args(["add", "-t", "decision", "-s", "Anonymous"])
+        .output()
+        .expect("run git-neo");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("user.name"), "{}", stderr(&out));
+}
