@@ -14,6 +14,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod manpages;
 mod outcomes;
 mod output;
 mod purge;
@@ -52,7 +53,7 @@ pub const EXIT_ENVIRONMENT: i32 = 5;
     version,
     about = "A git-native memory for coding agents and the people who work beside them"
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Print machine-readable JSON on stdout.
     #[arg(long, global = true)]
     json: bool,
@@ -132,6 +133,8 @@ enum Command {
     /// The Construct: curated patterns shipped with git-neo, and the project's own.
     #[command(subcommand)]
     Construct(construct::ConstructCommand),
+    /// Write man pages for git-neo and each command (so `git neo --help` works).
+    InstallManPages(manpages::Args),
 }
 
 /// What every command gets: output, the session over the repository, and how to open it.
@@ -307,6 +310,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         },
         Command::Setup(a) => setup::setup(&mut ctx, a),
         Command::Hook(c) => setup::hook(&mut ctx, c),
+        Command::InstallManPages(a) => manpages::run(&mut ctx, a),
     };
     ctx.say_notices();
     if let Some(code) = signals::pending() {
