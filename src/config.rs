@@ -41,7 +41,10 @@ pub fn parse_threshold(key: &str, value: &str) -> Result<f32> {
 
 /// A whole number.
 pub fn parse_u64(key: &str, value: &str) -> Result<u64> {
-    value.trim().parse().map_err(|_| Error::Config { key: key.into(), message: format!("{value:?} is not a whole number") })
+    value
+        .trim()
+        .parse()
+        .map_err(|_| Error::Config { key: key.into(), message: format!("{value:?} is not a whole number") })
 }
 
 /// The outcome scan's caps, read from [`OUTCOMES_MAX_PER_SCAN`] and its siblings.

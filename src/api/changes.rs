@@ -7,13 +7,13 @@
 //! never makes such changes, so a reviewer should ask why.
 
 use crate::error::Result;
+use crate::markdown::md;
 use crate::record::{Milli, Payload, Record, RecordId};
 use crate::state::{self, State};
-use crate::store::{Store, TreeChange, TreeEntry};
 use crate::store::ObjectId;
+use crate::store::{Store, TreeChange, TreeEntry};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use crate::markdown::md;
 use std::fmt::Write;
 
 /// A fact that was added.

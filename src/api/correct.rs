@@ -3,10 +3,7 @@
 
 use super::{short_message, AddOutcome, Memory, WriteContext};
 use crate::error::{Error, Result};
-use crate::record::{
-    Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod,
-    Timestamp,
-};
+use crate::record::{Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
 use crate::state::{Entry, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

@@ -20,7 +20,6 @@ fn block() -> String {
     )
 }
 
-
 /// What happened to one hook file.
 #[derive(Clone, Debug, Serialize)]
 pub struct HookChange {

@@ -2,10 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::record::{
-    Kind, Problem, Problems, Record,
-    RecordId,
-};
+use crate::record::{Kind, Problem, Problems, Record, RecordId};
 use crate::state::{self};
 use std::collections::HashMap;
 
@@ -54,8 +51,10 @@ impl Memory {
         for (i, req) in requests.iter().enumerate() {
             match self.prepare_fact(req, ctx) {
                 Ok(r) => prepared.push(r),
-                Err(Error::Invalid(p)) if skip_invalid => skipped
-                    .push(Skipped { index: i, problems: p.0.iter().map(|p| format!("{}: {}", p.field, p.message)).collect() }),
+                Err(Error::Invalid(p)) if skip_invalid => skipped.push(Skipped {
+                    index: i,
+                    problems: p.0.iter().map(|p| format!("{}: {}", p.field, p.message)).collect(),
+                }),
                 Err(Error::Invalid(p)) => problems
                     .extend(p.0.into_iter().map(|p| Problem::new(format!("record {}: {}", i + 1, p.field), p.message))),
                 Err(e) => return Err(e),

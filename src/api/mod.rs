@@ -5,13 +5,10 @@
 //! every problem at once. Nothing here prints or reads the environment.
 
 use crate::error::{Error, Result};
-use crate::record::{
-    self, FactType, Kind, Milli, Payload, Problem, Problems, Provenance, Record,
-    RecordId,
-};
+use crate::record::{self, FactType, Kind, Milli, Payload, Problem, Problems, Provenance, Record, RecordId};
 use crate::state::{self, Entry, State, Status};
-use crate::store::{CommitInfo, Store, StrayEntry, WriteMode};
 use crate::store::ObjectId;
+use crate::store::{CommitInfo, Store, StrayEntry, WriteMode};
 use std::collections::HashMap;
 
 pub mod attempts;
@@ -23,9 +20,9 @@ mod outcomes;
 mod proposals;
 mod purge;
 mod recall;
-mod supersede;
 pub mod session;
 pub mod share;
+mod supersede;
 pub mod verify;
 mod write;
 
@@ -36,11 +33,11 @@ pub use import::{ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;
-pub use write::{AddOutcome, AddRequest, InitOutcome};
 pub use supersede::{
-    no_similarity, AddPlan, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
-    CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
+    no_similarity, AddPlan, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn, CARRY_OVER_BONUS,
+    DEFAULT_THRESHOLD,
 };
+pub use write::{AddOutcome, AddRequest, InitOutcome};
 
 pub use crate::store::WriteContext;
 
@@ -178,7 +175,6 @@ impl Memory {
             }
         }
     }
-
 
     /// A record's file text and derived state.
     pub fn show(&self, prefix: &str) -> Result<Shown> {

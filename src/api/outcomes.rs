@@ -160,7 +160,6 @@ impl Memory {
     }
 }
 
-
 /// One step in how a record's confidence came to be.
 #[derive(Clone, Debug, Serialize)]
 pub struct Step {

@@ -2,10 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::record::{
-    Record,
-    RecordId,
-};
+use crate::record::{Record, RecordId};
 use crate::state::Entry;
 use crate::store::WriteMode;
 

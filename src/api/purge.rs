@@ -2,10 +2,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::record::{
-    self, Problem, Problems, Record,
-    RecordId,
-};
+use crate::record::{self, Problem, Problems, Record, RecordId};
 use crate::state::{self};
 use crate::store::WriteMode;
 

@@ -3,10 +3,7 @@
 
 use super::*;
 use crate::error::{Error, Result};
-use crate::record::{
-    Payload, Record,
-    RecordId, Timestamp,
-};
+use crate::record::{Payload, Record, RecordId, Timestamp};
 use crate::state::{self, State};
 use crate::store::ObjectId;
 

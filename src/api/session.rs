@@ -198,13 +198,17 @@ impl Warm {
         else {
             let why = match &opened {
                 Err(e) => format!("the recall index could not be opened: {e}"),
-                Ok(()) => self.no_embedder.as_ref().map(|n| n.to_string()).unwrap_or_else(|| "no embedding model".into()),
+                Ok(()) => {
+                    self.no_embedder.as_ref().map(|n| n.to_string()).unwrap_or_else(|| "no embedding model".into())
+                }
             };
             return Ok(Similarity::Unavailable(why));
         };
         match memory.similarity_scores(indexes, embedder, record, candidates) {
             Ok(s) => Ok(Similarity::Scores(s)),
-            Err(Error::Index(IndexError::Embed(e))) => Ok(Similarity::Unavailable(format!("the embedding model failed: {e}"))),
+            Err(Error::Index(IndexError::Embed(e))) => {
+                Ok(Similarity::Unavailable(format!("the embedding model failed: {e}")))
+            }
             Err(e) => Err(e),
         }
     }
@@ -374,7 +378,8 @@ impl Session {
         let memory = self.memory.as_ref().expect("loaded above");
         self.warm.refresh_indexes(memory, &self.opts.embedder)?;
         self.warm.say_semantic_off();
-        let req = Request { query: q.query.clone(), k: q.k, budget: q.budget, types, scope: q.scope.clone(), now, as_of };
+        let req =
+            Request { query: q.query.clone(), k: q.k, budget: q.budget, types, scope: q.scope.clone(), now, as_of };
         let (indexes, _) = self.warm.indexes.as_ref().expect("refreshed");
         let mut result = memory.recall(indexes, reborrow(&mut self.warm.embedder), &req)?;
         // The Construct comes after the project's own memory: a few patterns that clearly match.
@@ -409,7 +414,8 @@ impl Session {
         let (warm, choice) = (&mut self.warm, &self.opts.embedder);
         let plan = {
             let reader: &Memory = memory;
-            let mut similar = |record: &Record, candidates: &[RecordId]| warm.similarity(reader, choice, record, candidates);
+            let mut similar =
+                |record: &Record, candidates: &[RecordId]| warm.similarity(reader, choice, record, candidates);
             reader.plan_add(req, &wc, &mut similar)?
         };
         if dry_run {

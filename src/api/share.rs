@@ -4,8 +4,8 @@
 use crate::api::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
-use crate::store::{MergeKind, Push, Store};
 use crate::store::ObjectId;
+use crate::store::{MergeKind, Push, Store};
 use serde::Serialize;
 
 /// How many times sync retries after losing a push race before giving up.

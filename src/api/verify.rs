@@ -14,8 +14,8 @@
 
 use crate::error::{Error, Result};
 use crate::record::{Kind, Payload, Record, RecordId};
-use crate::store::Store;
 use crate::store::ObjectId;
+use crate::store::Store;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

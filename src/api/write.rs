@@ -144,7 +144,12 @@ impl Memory {
 
     /// The fact record for `req`, with every problem found added to `problems` (the record is
     /// only meaningful when none were); errors are for failures to read the repository.
-    pub(super) fn build_fact(&self, req: &AddRequest, ctx: &WriteContext, problems: &mut Vec<Problem>) -> Result<Record> {
+    pub(super) fn build_fact(
+        &self,
+        req: &AddRequest,
+        ctx: &WriteContext,
+        problems: &mut Vec<Problem>,
+    ) -> Result<Record> {
         let fact_type = FactType::from_word(req.fact_type.trim());
         if fact_type.is_none() {
             problems.push(Problem::new(
@@ -326,7 +331,12 @@ impl Memory {
         Ok(self.proposals.as_deref_mut().expect("just loaded"))
     }
 
-    pub(super) fn write_here(&mut self, records: Vec<Record>, message: String, ctx: &WriteContext) -> Result<AddOutcome> {
+    pub(super) fn write_here(
+        &mut self,
+        records: Vec<Record>,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
         let mut encoded = Vec::with_capacity(records.len());
         for record in &records {
             let (id, bytes) = record.encode();

@@ -69,19 +69,19 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             Ok(l) => {
                 lines.push(n + 1);
                 requests.push(AddRequest {
-                fact_type: l.fact_type,
-                subject: l.subject,
-                body: l.body,
-                scope: l.scope,
-                tags: l.tags,
-                key: l.key,
-                confidence: l.confidence,
-                provenance: l.provenance,
-                depends_on: l.depends_on,
-                anchors: l.anchors,
-                valid_from: l.valid_from,
-                valid_to: l.valid_to,
-                ..AddRequest::default()
+                    fact_type: l.fact_type,
+                    subject: l.subject,
+                    body: l.body,
+                    scope: l.scope,
+                    tags: l.tags,
+                    key: l.key,
+                    confidence: l.confidence,
+                    provenance: l.provenance,
+                    depends_on: l.depends_on,
+                    anchors: l.anchors,
+                    valid_from: l.valid_from,
+                    valid_to: l.valid_to,
+                    ..AddRequest::default()
                 })
             }
             Err(e) => problems.push(Problem::new(format!("line {}", n + 1), format!("{e}"))),

@@ -42,7 +42,9 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         None => std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| PathBuf::from(h).join(".local/share/man/man1"))
-            .ok_or_else(|| Error::invalid("dir", "HOME is not set; name the directory: git neo install-man-pages DIR"))?,
+            .ok_or_else(|| {
+                Error::invalid("dir", "HOME is not set; name the directory: git neo install-man-pages DIR")
+            })?,
     };
     let io = |e| Error::Io { context: format!("writing man pages to {}", dir.display()), source: e };
     std::fs::create_dir_all(&dir).map_err(io)?;

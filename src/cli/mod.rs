@@ -212,15 +212,18 @@ pub fn session_options(dir: PathBuf, ref_name: Option<String>) -> Result<Session
         (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
         _ => None,
     };
-    let clock = match env("GIT_NEO_NOW") {
-        Some(v) => Clock::Fixed(v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(
-            || Error::Config {
-                key: "GIT_NEO_NOW".into(),
-                message: format!("{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"),
-            },
-        )?),
-        None => Clock::System,
-    };
+    let clock =
+        match env("GIT_NEO_NOW") {
+            Some(v) => Clock::Fixed(v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(
+                || Error::Config {
+                    key: "GIT_NEO_NOW".into(),
+                    message: format!(
+                        "{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"
+                    ),
+                },
+            )?),
+            None => Clock::System,
+        };
     let embedder = match env("GIT_NEO_EMBEDDER").as_deref() {
         Some("hash") => EmbedderChoice::Hash,
         Some("none") => EmbedderChoice::Off,

@@ -58,7 +58,8 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
         }
     ));
     for o in &report.outcomes {
-        let summary = ctx.session.memory()?.state().entries.get(&o.target).map(|e| e.record.summary()).unwrap_or_default();
+        let summary =
+            ctx.session.memory()?.state().entries.get(&o.target).map(|e| e.record.summary()).unwrap_or_default();
         let line = format!(
             "  {} {:<16} {:+.2} {} at {} {}",
             ctx.out.paint("33", &o.target.short()),

@@ -6,8 +6,8 @@
 //! file's lines survive in the added one (git's default rename threshold is 50%).
 
 use crate::error::Result;
-use crate::store::{FileDiff, Store};
 use crate::store::ObjectId;
+use crate::store::{FileDiff, Store};
 use imara_diff::{Algorithm, Diff, InternedInput};
 use std::collections::HashMap;
 use std::ops::Range;

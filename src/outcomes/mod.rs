@@ -34,8 +34,8 @@ pub mod health;
 use crate::error::Result;
 use crate::record::{Milli, Payload, Record, RecordId, Timestamp};
 use crate::state::{State, Status};
-use crate::store::{CodeCommit, Store};
 use crate::store::ObjectId;
+use crate::store::{CodeCommit, Store};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -611,4 +611,3 @@ mod tests {
         assert_eq!(reverted_commit("nothing"), None);
     }
 }
-

@@ -186,7 +186,6 @@ fn ranks_of(lexical: &[(RecordId, f32)], vector: &[(RecordId, f32)]) -> Ranks {
     ranks
 }
 
-
 fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool, now: Timestamp) -> Item {
     let Rank { lexical: lexical_rank, vector: vector_rank, similarity, bm25 } = rank;
     let (fact_type, subject, scope, task, check) = match &e.record.payload {

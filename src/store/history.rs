@@ -3,8 +3,8 @@
 //! The tree comparison descends only into subtrees whose ids differ, so a commit that adds one
 //! record costs a handful of small tree reads whatever the size of the memory.
 
-use super::Store;
 use super::GitContext;
+use super::Store;
 use crate::error::Result;
 use crate::record::{Kind, RecordId, Timestamp};
 use gix::ObjectId;

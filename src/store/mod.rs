@@ -14,9 +14,9 @@ mod read;
 mod sync;
 mod write;
 
+pub use freshness::{freshness, Freshness};
 /// Git object ids, re-exported so callers need not name gix (only `store` does).
 pub use gix::ObjectId;
-pub use freshness::{freshness, Freshness};
 pub use history::{AddedRecord, CodeCommit, CommitInfo, CommitMeta, FileDiff, TreeChange};
 pub use purge::{purge_trailers, scrub_texts, Rewrite};
 pub use read::{LoadedRecord, Snapshot, StrayEntry, TreeEntry};
@@ -78,7 +78,8 @@ pub struct Store {
 impl Store {
     /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
     pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
-        let repo = gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
+        let repo =
+            gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
         Store::from_repo(repo, options)
     }
 

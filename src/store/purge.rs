@@ -8,8 +8,8 @@
 //! that changes nothing carries the note. The ref moves with a compare-and-swap from the old tip,
 //! so a write that lands meanwhile makes the purge fail cleanly instead of being lost.
 
-use super::{Identity, Store};
 use super::GitContext;
+use super::{Identity, Store};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Record, RecordId, Timestamp};
 use gix::ObjectId;

@@ -1,8 +1,8 @@
 //! Reading memory back: the tips to read (the local ref and its remote-tracking copies), the record
 //! entries of a commit's tree, and the parallel load that hashes and parses every record.
 
-use super::Store;
 use super::GitContext;
+use super::Store;
 use crate::error::{Error, Result};
 use crate::record::{parse, Kind, Problems, Record, RecordId};
 use gix::ObjectId;

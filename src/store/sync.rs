@@ -6,8 +6,8 @@
 //! a file was tampered with, which is an integrity error. The meaning of the merged records (two
 //! facts superseding one, say) is the fold's job.
 
-use super::{Identity, Store};
 use super::GitContext;
+use super::{Identity, Store};
 use crate::error::{Error, Result};
 use crate::record::Timestamp;
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};

@@ -6,8 +6,8 @@
 //! the new tree. A held lock is waited for with jittered backoff, up to the lock timeout; a lock
 //! that outlives it (a crashed writer's) becomes a clear [`Error::Locked`], never an endless spin.
 
-use super::Store;
 use super::GitContext;
+use super::Store;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Record, RecordId, Timestamp};
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};

@@ -228,12 +228,18 @@ fn man_pages_are_generated_for_every_command() {
     let out = json(&sb.neo_ok(&repo, &["install-man-pages", dir.to_str().expect("utf-8"), "--json"]));
     let pages: Vec<String> =
         out["pages"].as_array().expect("pages").iter().map(|p| p.as_str().unwrap_or("").to_string()).collect();
-    for want in ["git-neo.1", "git-neo-add.1", "git-neo-recall.1", "git-neo-construct-search.1", "git-neo-hooks-install.1"] {
+    for want in
+        ["git-neo.1", "git-neo-add.1", "git-neo-recall.1", "git-neo-construct-search.1", "git-neo-hooks-install.1"]
+    {
         assert!(pages.iter().any(|p| p == want), "{want} missing from {pages:?}");
         assert!(dir.join(want).is_file(), "{want} not written");
     }
     let main = std::fs::read_to_string(dir.join("git-neo.1")).expect("main page");
-    assert!(main.starts_with(".ie") || main.contains(".TH git-neo"), "not a roff page: {}", &main[..200.min(main.len())]);
+    assert!(
+        main.starts_with(".ie") || main.contains(".TH git-neo"),
+        "not a roff page: {}",
+        &main[..200.min(main.len())]
+    );
     assert!(main.contains("recall") && main.contains("verify"), "the main page lists the commands");
     let add = std::fs::read_to_string(dir.join("git-neo-add.1")).expect("add page");
     assert!(add.contains("git neo add") && add.contains("supersedes"), "{add}");

@@ -548,10 +548,8 @@ fn the_real_model_supersedes_a_reworded_fact_and_nothing_unrelated() {
 fn recall_takes_now_from_the_clock_even_without_a_git_identity() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let freeze = sb.neo_ok(
-        &repo,
-        &["add", "-t", "constraint", "-s", "Code freeze for the launch", "--valid-to", "2026-02-15"],
-    );
+    let freeze =
+        sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Code freeze for the launch", "--valid-to", "2026-02-15"]);
     // A reader with no identity at all (no GIT_AUTHOR_*, no user.name): recall still measures the
     // window at the clock's time, so the expired freeze is not shown as in effect.
     let out = sb

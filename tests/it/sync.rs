@@ -191,7 +191,11 @@ fn a_purged_record_brought_back_by_plain_git_is_reported_and_not_synced() {
     let tip = sb.tip(a);
     let refused = sb.neo(a, &["sync"]);
     assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
-    assert!(stderr(&refused).contains("purged record") && stderr(&refused).contains(&gone[..12]), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("purged record") && stderr(&refused).contains(&gone[..12]),
+        "{}",
+        stderr(&refused)
+    );
     assert_eq!(sb.tip(a), tip);
     assert!(!files_at(&sb, a).contains(&gone));
 }
