@@ -28,61 +28,71 @@ pub struct HookChange {
     pub action: &'static str,
 }
 
-/// Add git-neo's block to each hook (idempotent).
-pub fn install(store: &Store) -> Result<Vec<HookChange>> {
+fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Io { context: format!("updating {}", path.display()), source: e }
+}
+
+/// Apply `change(path, current text)` to each hook file, collecting what it did.
+fn each_hook(
+    store: &Store,
+    mut change: impl FnMut(&std::path::Path, Option<String>) -> Result<&'static str>,
+) -> Result<Vec<HookChange>> {
     let dir = store.hooks_dir();
     let mut out = Vec::new();
     for hook in HOOKS {
         let path = dir.join(hook);
-        let io = |e| Error::Io { context: format!("updating {}", path.display()), source: e };
-        let action = match std::fs::read_to_string(&path).ok() {
+        let action = change(&path, std::fs::read_to_string(&path).ok())?;
+        out.push(HookChange { hook, path, action });
+    }
+    Ok(out)
+}
+
+/// Add git-neo's block to each hook (idempotent).
+pub fn install(store: &Store) -> Result<Vec<HookChange>> {
+    each_hook(store, |path, existing| {
+        let io = io(path);
+        let action = match existing {
             Some(text) if text.contains(BEGIN) => "already installed",
             Some(text) => {
                 let sep = if text.ends_with('\n') || text.is_empty() { "" } else { "\n" };
-                std::fs::write(&path, format!("{text}{sep}{}", block())).map_err(io)?;
+                std::fs::write(path, format!("{text}{sep}{}", block())).map_err(&io)?;
                 "added to your hook"
             }
             None => {
-                std::fs::create_dir_all(&dir).map_err(io)?;
-                std::fs::write(&path, format!("{SHEBANG}{}", block())).map_err(io)?;
+                std::fs::create_dir_all(path.parent().unwrap_or(path)).map_err(&io)?;
+                std::fs::write(path, format!("{SHEBANG}{}", block())).map_err(&io)?;
                 "created"
             }
         };
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mut perms = std::fs::metadata(&path).map_err(io)?.permissions();
+            let mut perms = std::fs::metadata(path).map_err(&io)?.permissions();
             perms.set_mode(perms.mode() | 0o755);
-            std::fs::set_permissions(&path, perms).map_err(io)?;
+            std::fs::set_permissions(path, perms).map_err(&io)?;
         }
-        out.push(HookChange { hook, path, action });
-    }
-    Ok(out)
+        Ok(action)
+    })
 }
 
 /// Remove git-neo's block from each hook, deleting a hook that held nothing else.
 pub fn uninstall(store: &Store) -> Result<Vec<HookChange>> {
-    let dir = store.hooks_dir();
-    let mut out = Vec::new();
-    for hook in HOOKS {
-        let path = dir.join(hook);
-        let io = |e| Error::Io { context: format!("updating {}", path.display()), source: e };
-        let action = match std::fs::read_to_string(&path).ok() {
+    each_hook(store, |path, existing| {
+        let io = io(path);
+        Ok(match existing {
             Some(text) if text.contains(BEGIN) => {
                 let (before, rest) = text.split_once(BEGIN).unwrap_or((&text, ""));
                 let after = rest.split_once(END).map(|(_, a)| a.strip_prefix('\n').unwrap_or(a)).unwrap_or("");
                 let kept = format!("{before}{after}");
                 if kept == SHEBANG || kept.trim().is_empty() {
-                    std::fs::remove_file(&path).map_err(io)?;
+                    std::fs::remove_file(path).map_err(&io)?;
                     "removed"
                 } else {
-                    std::fs::write(&path, kept).map_err(io)?;
+                    std::fs::write(path, kept).map_err(&io)?;
                     "removed git-neo's part; your hook stays"
                 }
             }
             _ => "not installed",
-        };
-        out.push(HookChange { hook, path, action });
-    }
-    Ok(out)
+        })
+    })
 }
