@@ -348,7 +348,7 @@ impl Session {
     }
 
     /// Recall for a query: the memory's layers, attempts with their freshness, and the Construct
-    /// patterns that clearly match ([`construct::RECALL_MIN_SCORE`]).
+    /// patterns that clearly match ([`construct::for_recall`]).
     pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
         if q.query.trim().is_empty() {
             return Err(Error::invalid("query", "is empty; say what the task is about"));
@@ -389,7 +389,7 @@ impl Session {
             result.query_vector.as_ref(),
             construct::RECALL_PATTERNS,
         )?;
-        result.attach_construct(hits.into_iter().filter(|h| h.score >= construct::RECALL_MIN_SCORE).collect());
+        result.attach_construct(construct::for_recall(hits));
         Ok(result)
     }
 

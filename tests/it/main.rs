@@ -5,6 +5,7 @@ mod boundaries;
 mod cli;
 mod code_corpus;
 mod concurrency;
+mod construct;
 mod fold;
 mod format;
 mod mcp;
