@@ -26,16 +26,23 @@ pub const SECTIONS: [&str; 5] = ["Intent", "Forces", "Solution", "Consequences",
 /// Patterns recall shows at most, after the project's own memory.
 pub const RECALL_PATTERNS: usize = 3;
 
-/// The least search score for a pattern to appear in recall (relevance, 0 to 1). Calibrated with
-/// the real model on fixtures/construct/queries.jsonl (questions a pattern answers, and the recall
-/// fixture's questions about a project's own facts, which should show none): at 0.45 with
-/// [`RECALL_MARGIN`], 69% of the answerable questions show their pattern and 3% of all questions
-/// show one that does not apply; the old 0.3 showed a stray pattern for 40% of them.
+/// The least search score for a pattern to appear in recall (relevance, 0 to 1, with the model).
+/// Calibrated with the real model on fixtures/construct/queries.jsonl (questions a pattern answers,
+/// and the recall fixture's questions about a project's own facts, which should show none): at
+/// 0.45 with [`RECALL_MARGIN`], 69% of the answerable questions show their pattern and 3.4% of all
+/// questions show one that does not apply; the old 0.3 showed a stray pattern for 40% of them.
 pub const RECALL_MIN_SCORE: f64 = 0.45;
 
 /// How far below the best pattern another may score and still be shown beside it: a runner-up
 /// well behind the best is usually a neighbour on the same vocabulary, not a second answer.
 pub const RECALL_MARGIN: f64 = 0.1;
+
+/// Without the model: the least raw BM25 score, and the share of the best match's, for a pattern
+/// to appear in recall. A relative score cannot be the threshold (any best match scores 1.0, so a
+/// single shared word such as "checkout" would attach a pattern). Calibrated on the same fixture:
+/// 58% answered, 2.2% stray, against 92% and 89% with the relative score alone.
+pub const RECALL_MIN_BM25: f32 = 6.0;
+const RECALL_BM25_SHARE: f32 = 0.9;
 
 /// The longest a pattern may be, in lines.
 pub const MAX_LINES: usize = 300;
@@ -213,6 +220,10 @@ pub struct Hit {
     pub score: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f32>,
+    /// The raw BM25 score, when the pattern matched lexically: recall's lexical-only threshold is
+    /// absolute, since `score` is relative to the best match and so is 1.0 for any best match.
+    #[serde(skip)]
+    pub bm25: Option<f32>,
     #[serde(flatten)]
     pub source: Source,
 }
@@ -418,6 +429,7 @@ impl Library {
                 tags: p.tags.clone(),
                 score: crate::rank::relevance(bm25[i], best, similarity[i], semantic),
                 similarity: similarity[i],
+                bm25: bm25[i],
                 source: p.source.clone(),
             })
             .collect();
@@ -428,11 +440,17 @@ impl Library {
 }
 
 /// The hits recall shows, from a search's best-first hits: at most [`RECALL_PATTERNS`], each
-/// scoring at least [`RECALL_MIN_SCORE`] and within [`RECALL_MARGIN`] of the best.
+/// scoring at least [`RECALL_MIN_SCORE`] and within [`RECALL_MARGIN`] of the best; without the
+/// model (no similarity on the hits), at least [`RECALL_MIN_BM25`] and 90% of the best BM25.
 pub fn for_recall(hits: Vec<Hit>) -> Vec<Hit> {
+    let semantic = hits.iter().any(|h| h.similarity.is_some());
     let best = hits.iter().map(|h| h.score).fold(f64::MIN, f64::max);
+    let best_bm25 = hits.iter().filter_map(|h| h.bm25).fold(0.0, f32::max);
     hits.into_iter()
-        .filter(|h| h.score >= RECALL_MIN_SCORE && h.score >= best - RECALL_MARGIN)
+        .filter(|h| match semantic {
+            true => h.score >= RECALL_MIN_SCORE && h.score >= best - RECALL_MARGIN,
+            false => h.bm25.is_some_and(|b| b >= RECALL_MIN_BM25 && b >= RECALL_BM25_SHARE * best_bm25),
+        })
         .take(RECALL_PATTERNS)
         .collect()
 }

@@ -1,10 +1,34 @@
-//! The lexical index: tantivy with BM25, one document per fact or attempt.
+//! The lexical index: tantivy with BM25, one document per fact or attempt (and the Construct's
+//! in-memory index of patterns). Text is split into words, lowercased, and common English function
+//! words are dropped, so that a query's "how", "to" and "the" do not match every record.
 
 use std::path::Path;
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
-use tantivy::schema::{Field, Schema, Value, INDEXED, STORED, TEXT};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, INDEXED, STORED};
+use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, StopWordFilter, TextAnalyzer};
 use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument};
+
+/// The analyzer's name in the schema: a cache built with another analyzer fails the schema
+/// check in [`Lexical::open`] and is rebuilt.
+const ANALYZER: &str = "neo_en";
+
+/// Words too common to tell records apart (Lucene's English list, plus the question words and
+/// pronouns that queries are made of).
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+    "do", "does", "did", "how", "what", "where", "when", "which", "who", "why", "we", "our", "us", "i", "my", "me",
+    "you", "your", "can", "should", "would", "could", "has", "have", "had", "been", "from", "so", "its",
+];
+
+fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(40))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
+        .build()
+}
 
 /// A tantivy index of record texts keyed by ordinal.
 pub struct Lexical {
@@ -17,7 +41,9 @@ pub struct Lexical {
 fn schema() -> (Schema, Field, Field) {
     let mut b = Schema::builder();
     let key = b.add_u64_field("key", INDEXED | STORED);
-    let text = b.add_text_field("text", TEXT);
+    let indexing =
+        TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let text = b.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
     (b.build(), key, text)
 }
 
@@ -45,6 +71,7 @@ impl Lexical {
     }
 
     fn with(index: Index, key: Field, text: Field) -> tantivy::Result<Lexical> {
+        index.tokenizers().register(ANALYZER, analyzer());
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         Ok(Lexical { index, reader, key, text })
     }

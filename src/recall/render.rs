@@ -9,7 +9,7 @@ fn line(s: &mut String, i: &Item, with_body: bool) {
     if i.kind == crate::record::Kind::Fact {
         let _ = write!(s, " (confidence {:.2}", i.confidence);
         if i.successes > 0 {
-            let _ = write!(s, ", {} successes", i.successes);
+            let _ = write!(s, ", {} {}", i.successes, if i.successes == 1 { "success" } else { "successes" });
         }
         s.push(')');
     }

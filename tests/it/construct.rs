@@ -46,6 +46,28 @@ fn rates(fixture: &[Labelled], shown: &[Vec<String>]) -> (f64, f64) {
     (answered as f64 / answerable as f64, stray as f64 / fixture.len() as f64)
 }
 
+/// Without the model recall falls back to BM25 alone, with its own absolute threshold.
+#[test]
+fn without_the_model_only_strong_lexical_matches_show() {
+    let mut library = Library::load(None).expect("shipped patterns");
+    let fixture = fixture();
+    let shown: Vec<Vec<String>> = fixture
+        .iter()
+        .map(|q| {
+            let hits = library.search(&q.query, RECALL_PATTERNS, None).expect("search");
+            for_recall(hits).into_iter().map(|h| h.name).collect()
+        })
+        .collect();
+    let (answered, stray) = rates(&fixture, &shown);
+    assert!(answered >= 0.5, "patterns shown for {answered:.3} of the questions they answer");
+    assert!(stray <= 0.06, "a pattern that does not apply shown for {stray:.3} of the questions");
+    let everything: Vec<Vec<String>> = fixture
+        .iter()
+        .map(|q| library.search(&q.query, RECALL_PATTERNS, None).expect("search").into_iter().map(|h| h.name).collect())
+        .collect();
+    assert!(rates(&fixture, &everything).1 > 0.5, "every lexical hit would show a stray pattern for most questions");
+}
+
 #[test]
 #[ignore = "needs the model: scripts/install-model.sh"]
 fn patterns_show_for_questions_they_answer_and_not_for_project_facts() {

@@ -15,6 +15,7 @@ mod quality;
 mod recall;
 mod review;
 mod setup;
+mod snapshots;
 mod store;
 mod supersede;
 mod support;

@@ -1,7 +1,7 @@
-//! `git neo diff` and `git neo log --markdown` on a fixed history: a snapshot of the markdown a
-//! reviewer sees in a pull request.
+//! `git neo diff` and `git neo log --markdown` on a fixed history: snapshots (tests/snapshots/) of
+//! the markdown a reviewer sees in a pull request. The history is shared with tests/it/snapshots.rs.
 
-use crate::support::{json, Sandbox};
+use crate::support::{assert_snapshot, json, Sandbox};
 use git_neo::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
 use git_neo::store::{Identity, Store, StoreOptions};
 use std::path::Path;
@@ -24,7 +24,7 @@ fn write(repo: &Path, payload: Payload, kind: Kind, secs: i64) -> RecordId {
 }
 
 /// Builds the fixture history; returns (base commit, ids of the facts added after it).
-fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
+pub fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
     let repo = sb.repo("r");
     let old = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Deploy target is Heroku", "--key", "deploy target"]);
     let flaky = sb.neo_ok(&repo, &["add", "-t", "failure", "-s", "Integration tests flake on CI"]);
@@ -99,39 +99,12 @@ fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
     (repo, base)
 }
 
-const SNAPSHOT: &str = "## Memory changes `e6f228dbf232..ec7939ffb530`
-
-**2 facts added · 1 supersession · 1 forget · 1 confidence change**
-
-### Facts added
-
-#### constraint
-
-- `d87844a93eee` Never log card numbers (PCI) \\*ever\\* _(scope payments, confidence 0.7)_
-
-#### decision
-
-- `8b47dcf70254` Deploy target is Fly.io _(scope project, confidence 0.7)_
-
-### Superseded
-
-- `8f5e24f394b0` Deploy target is Heroku → `8b47dcf70254` Deploy target is Fly.io: moved to Fly.io in March _(key)_
-
-### Forgotten
-
-- `16e457356916` Integration tests flake on CI: fixed by retrying the DB container start
-
-### Confidence changes
-
-- `8b47dcf70254` Deploy target is Fly.io: +0.2 accepted (now 0.9), from `1234567890ab`
-";
-
 #[test]
 fn diff_renders_a_pull_request_comment() {
     let sb = Sandbox::new();
     let (repo, base) = history(&sb);
     let out = sb.neo_ok(&repo, &["diff", &base]);
-    assert_eq!(out, SNAPSHOT.trim_end());
+    assert_snapshot("diff", &out);
     let data = json(&sb.neo_ok(&repo, &["diff", &base, "neo-memory", "--json"]));
     assert_eq!(data["facts"].as_array().map(|a| a.len()), Some(2));
     assert_eq!(data["superseded"][0]["reason"], "moved to Fly.io in March");
@@ -144,6 +117,7 @@ fn log_markdown_renders_each_commit_and_takes_a_range() {
     let sb = Sandbox::new();
     let (repo, base) = history(&sb);
     let md = sb.neo_ok(&repo, &["log", "--markdown", &format!("{base}..")]);
+    assert_snapshot("log", &md);
     assert_eq!(md.matches("### `").count(), 5, "one section per commit in the range:\n{md}");
     assert!(md.contains("#### Superseded") && md.contains("moved to Fly.io in March"), "{md}");
     assert!(md.contains("Never log card numbers (PCI) \\*ever\\*"), "markdown in subjects is escaped:\n{md}");

@@ -137,3 +137,27 @@ pub fn installed_model_root() -> PathBuf {
     assert!(missing.is_empty(), "the embedding model is not installed ({missing:?}): run scripts/install-model.sh");
     root
 }
+
+/// Compare `actual` with the pinned snapshot `tests/snapshots/<name>.md`: what a user sees is
+/// reviewed in the diff of that file. `UPDATE_SNAPSHOTS=1 cargo test` rewrites the files; a
+/// missing or different snapshot fails and leaves the new output beside it as `<name>.md.new`.
+pub fn assert_snapshot(name: &str, actual: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
+    let path = dir.join(format!("{name}.md"));
+    let actual = format!("{}\n", actual.trim_end());
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some_and(|v| v == "1") {
+        std::fs::create_dir_all(&dir).expect("create tests/snapshots");
+        std::fs::write(&path, &actual).expect("write the snapshot");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    if expected != actual {
+        let new = dir.join(format!("{name}.md.new"));
+        std::fs::write(&new, &actual).expect("write the new snapshot");
+        panic!(
+            "snapshot {name} differs from {} (new output in {}; review it and run with UPDATE_SNAPSHOTS=1 to accept)\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display(),
+            new.display()
+        );
+    }
+}
