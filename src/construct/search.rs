@@ -3,12 +3,12 @@
 //! disk by model and text), and [`for_recall`], the calibrated rule for which hits recall shows.
 
 use super::{parse, read_dir, ConstructError, LintProblem, Pattern, Source, RECALL_PATTERNS, SHIPPED};
+use crate::embed::Embedder;
+use crate::index::lexical::Lexical;
 use crate::record::RecordId;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use crate::embed::Embedder;
-use crate::index::lexical::Lexical;
 
 /// The least search score for a pattern to appear in recall (relevance, 0 to 1, with the model).
 /// Calibrated with the real model on fixtures/construct/queries.jsonl (questions a pattern answers,

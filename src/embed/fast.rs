@@ -1,4 +1,14 @@
-//! The real embedder: fastembed's user-defined model API on ONNX Runtime loaded at run time.
+//! The real embedder: fastembed's user-defined model API on ONNX Runtime loaded at run time,
+//! driven so that real text (long documents beside one-line facts) embeds in bounded memory.
+//!
+//! Why the pipeline looks like this (measured in `cargo bench --bench embed`, on READMEs of
+//! public crates): fastembed pads every batch to its longest member and its default window is
+//! 512 tokens, so an unsorted batch of 64 with one long text allocates attention tensors for
+//! 64 × 512 × 512 per head, and ONNX Runtime's arena keeps what it grew. Here texts are tokenised
+//! first, cut at [`MAX_TOKENS`] (all-MiniLM-L6-v2 was trained on at most 256; what lies past that
+//! only dilutes the vector), sorted by length, and cut into batches by a token budget
+//! ([`TOKEN_BUDGET`]) rather than a count, so padding is small and the largest tensor is bounded
+//! whatever the input. Results come back in the caller's order.
 
 use super::{normalize, EmbedError, Embedder, ModelPaths, MODEL_DIM, MODEL_ID};
 use std::sync::OnceLock;
@@ -6,15 +16,49 @@ use std::sync::OnceLock;
 /// ONNX Runtime allows one environment per process; it is created once and kept.
 static RUNTIME: OnceLock<Result<ort::environment::Environment, String>> = OnceLock::new();
 
+/// The model's window: longer texts are cut to their first 256 tokens.
+pub const MAX_TOKENS: usize = 256;
+
+/// Padded tokens (batch size × longest member) per model call.
+pub const TOKEN_BUDGET: usize = 8_192;
+
+/// Texts per model call at most, however short.
+pub const MAX_BATCH: usize = 256;
+
+/// How the model is run. The defaults are what the bench chose; the bench varies them.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Intra-op threads (default: the machine's cores).
+    pub threads: Option<usize>,
+    /// Let ONNX Runtime's idle threads spin-wait between operators. Off by default: spinning
+    /// wins a little on an idle machine and loses most when the cores are shared (an editor, a
+    /// compiler, the agent itself).
+    pub spin: bool,
+    /// Padded tokens per model call.
+    pub token_budget: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions { threads: None, spin: false, token_budget: TOKEN_BUDGET }
+    }
+}
+
 /// all-MiniLM-L6-v2 (int8), mean pooling, 384 dimensions.
 pub struct FastEmbedder {
     model: fastembed::TextEmbedding,
+    token_budget: usize,
 }
 
 impl FastEmbedder {
-    /// Load the runtime and the model from `paths`. Errors (never panics) when files are
-    /// missing or the runtime cannot be loaded.
+    /// Load the runtime and the model from `paths` with the default [`RunOptions`]. Errors
+    /// (never panics) when files are missing or the runtime cannot be loaded.
     pub fn load(paths: &ModelPaths) -> Result<FastEmbedder, EmbedError> {
+        FastEmbedder::load_with(paths, &RunOptions::default())
+    }
+
+    /// [`FastEmbedder::load`] with explicit run options.
+    pub fn load_with(paths: &ModelPaths, run: &RunOptions) -> Result<FastEmbedder, EmbedError> {
         let missing = paths.missing();
         if !missing.is_empty() {
             return Err(EmbedError::NotInstalled { missing });
@@ -40,20 +84,45 @@ impl FastEmbedder {
         };
         let model = fastembed::UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer_files)
             .with_pooling(fastembed::Pooling::Mean);
-        let model = fastembed::TextEmbedding::try_new_from_user_defined(
-            model,
-            fastembed::InitOptionsUserDefined::default().with_environment(environment),
-        )
-        .map_err(|e| EmbedError::Model(e.to_string()))?;
-        Ok(FastEmbedder { model })
+        let threads = run.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let spin = if run.spin { "1" } else { "0" };
+        let options = fastembed::InitOptionsUserDefined::default()
+            .with_environment(environment)
+            .with_max_length(MAX_TOKENS)
+            .with_intra_threads(threads)
+            .with_session_config("session.intra_op.allow_spinning", spin)
+            .with_session_config("session.inter_op.allow_spinning", spin);
+        let model = fastembed::TextEmbedding::try_new_from_user_defined(model, options)
+            .map_err(|e| EmbedError::Model(e.to_string()))?;
+        Ok(FastEmbedder { model, token_budget: run.token_budget.max(MAX_TOKENS) })
     }
-}
 
-impl FastEmbedder {
     /// The underlying fastembed model, for measuring git-neo's overhead against it.
     pub fn raw(&mut self) -> &mut fastembed::TextEmbedding {
         &mut self.model
     }
+}
+
+/// Batches of indices into the texts, shortest first: each batch's size times its longest
+/// member's length stays within `budget` (a text longer than the budget goes alone), and no
+/// batch holds more than [`MAX_BATCH`].
+pub fn plan_batches(lengths: &[usize], budget: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut batches: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in order {
+        // Sorted ascending, so this text is the longest of the batch it joins.
+        let padded = (current.len() + 1) * lengths[i].max(1);
+        if !current.is_empty() && (padded > budget || current.len() == MAX_BATCH) {
+            batches.push(std::mem::take(&mut current));
+        }
+        current.push(i);
+    }
+    if !current.is_empty() {
+        batches.push(current);
+    }
+    batches
 }
 
 impl Embedder for FastEmbedder {
@@ -66,16 +135,58 @@ impl Embedder for FastEmbedder {
     }
 
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut out = self.model.embed(texts, Some(64)).map_err(|e| EmbedError::Model(e.to_string()))?;
-        for v in &mut out {
-            if v.len() != MODEL_DIM {
-                return Err(EmbedError::Model(format!(
-                    "the model returned {} dimensions, expected {MODEL_DIM}",
-                    v.len()
-                )));
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let model_err = |e: String| EmbedError::Model(e);
+        // Token counts (cut at the window). One text alone is not worth the extra pass.
+        let lengths: Vec<usize> = if texts.len() == 1 {
+            vec![MAX_TOKENS]
+        } else {
+            let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let encodings = self.model.tokenizer.encode_batch(inputs, true).map_err(|e| model_err(e.to_string()))?;
+            encodings.iter().map(|e| e.get_attention_mask().iter().filter(|&&m| m == 1).count()).collect()
+        };
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for batch in plan_batches(&lengths, self.token_budget) {
+            let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
+            let vectors = self.model.embed(&inputs, Some(inputs.len())).map_err(|e| model_err(e.to_string()))?;
+            for (i, mut v) in batch.into_iter().zip(vectors) {
+                if v.len() != MODEL_DIM {
+                    return Err(EmbedError::Model(format!(
+                        "the model returned {} dimensions, expected {MODEL_DIM}",
+                        v.len()
+                    )));
+                }
+                normalize(&mut v);
+                out[i] = v;
             }
-            normalize(v);
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_are_sorted_bounded_by_the_budget_and_cover_every_text() {
+        let lengths = [256, 3, 40, 256, 12, 7, 100, 256, 5];
+        let batches = plan_batches(&lengths, 512);
+        let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>(), "every text once");
+        for b in &batches {
+            let longest = b.iter().map(|&i| lengths[i]).max().unwrap_or(0);
+            assert!(b.len() == 1 || b.len() * longest <= 512, "{b:?} exceeds the budget");
+        }
+        let flat: Vec<usize> = batches.iter().flatten().map(|&i| lengths[i]).collect();
+        assert!(flat.windows(2).all(|w| w[0] <= w[1]), "shortest first: {flat:?}");
+        // Short texts share a batch; long ones go two at a time.
+        assert_eq!(batches[0].len(), 5, "{batches:?}");
+        assert_eq!(batches.len(), 3, "{batches:?}");
+        assert!(plan_batches(&[], 512).is_empty());
+        assert_eq!(plan_batches(&[1; 600], 1_000_000).iter().map(Vec::len).max(), Some(MAX_BATCH));
     }
 }

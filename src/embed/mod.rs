@@ -8,7 +8,7 @@
 mod fast;
 mod hash;
 
-pub use fast::FastEmbedder;
+pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
 pub use hash::HashEmbedder;
 
 use std::path::{Path, PathBuf};

@@ -25,8 +25,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// Bumped whenever the on-disk layout of the caches changes.
-pub const CACHE_FORMAT: u32 = 1;
+/// Bumped whenever the on-disk layout of the caches changes (2: the lexical analyzer drops
+/// English function words; vectors may fall short of the records after an interrupted build).
+pub const CACHE_FORMAT: u32 = 2;
+
+/// Records embedded between saves while building vectors: an interrupted build loses at most
+/// this much work.
+const SAVE_EVERY: usize = 2_048;
 
 /// Errors from the caches. Most are handled by rebuilding; these are what is left.
 #[derive(Debug, thiserror::Error)]
@@ -120,9 +125,13 @@ impl Indexes {
         let want_model = embedder.as_ref().map(|e| (e.model_id().to_string(), e.dim()));
         let reason = match Self::try_open(dir, want_model.as_ref()) {
             Ok(mut idx) => {
+                // Vectors fall short of the records after an interrupted build (each finished part
+                // is saved as it completes): catching up embeds only the rest.
+                let vectors_complete = idx.vectors.as_ref().is_none_or(|v| v.len() == idx.ids.len());
                 if idx.stamp.tips == tips
                     && idx.stamp.records == idx.ids.len()
                     && (want_model.is_none() || idx.stamp.model.is_some())
+                    && vectors_complete
                 {
                     return Ok((idx, Refresh::UpToDate));
                 }
@@ -209,11 +218,18 @@ impl Indexes {
         self.ids.extend(missing.iter().map(|(id, _)| *id));
         // Vectors: everything indexed but not yet embedded (new records, or all of them when the
         // model appeared after the cache was built).
+        // The lexical index and the id list are complete now: stamp them before the slow part, so
+        // that a build interrupted while embedding keeps every part it saved (see `open`).
+        self.stamp.tips = tips.to_vec();
+        self.stamp.records = self.ids.len();
         let mut embedded = 0;
-        if let (Some(vectors), Some(embedder)) = (self.vectors.as_mut(), embedder) {
+        if let (Some(_), Some(embedder)) = (self.vectors.as_ref(), embedder) {
+            self.stamp.model = Some(embedder.model_id().to_string());
+            self.stamp.dim = embedder.dim();
+            let vectors = self.vectors.as_ref().expect("checked above");
             // When every earlier record has its vector, only the new keys need one.
             let from = if vectors_complete { first_key as usize } else { 0 };
-            let texts: Vec<(u64, String)> = self
+            let mut texts: Vec<(u64, String)> = self
                 .ids
                 .iter()
                 .enumerate()
@@ -221,15 +237,24 @@ impl Indexes {
                 .filter(|(k, _)| !vectors.contains(*k as u64))
                 .filter_map(|(k, id)| state.entries.get(id).and_then(|e| index_text(&e.record)).map(|t| (k as u64, t)))
                 .collect();
-            embedded = vectors.add_texts(&texts, embedder, progress).map_err(|e| match e {
-                vectors::VectorError::Embed(e) => IndexError::Embed(e),
-                other => cache_err(&self.dir, other),
-            })?;
-            self.stamp.model = Some(embedder.model_id().to_string());
-            self.stamp.dim = embedder.dim();
+            // Shortest first across the whole set, saved part by part.
+            texts.sort_by_key(|(k, t)| (t.len(), *k));
+            let total = texts.len();
+            for part in texts.chunks(SAVE_EVERY) {
+                let vectors = self.vectors.as_mut().expect("checked above");
+                let before = embedded;
+                embedded +=
+                    vectors.add_texts(part, embedder, &mut |done, _| progress(before + done, total)).map_err(|e| {
+                        match e {
+                            vectors::VectorError::Embed(e) => IndexError::Embed(e),
+                            other => cache_err(&self.dir, other),
+                        }
+                    })?;
+                if embedded < total {
+                    self.save()?;
+                }
+            }
         }
-        self.stamp.tips = tips.to_vec();
-        self.stamp.records = self.ids.len();
         self.save()?;
         Ok(Some(Refresh::CaughtUp { added: missing.len(), embedded }))
     }
@@ -335,4 +360,85 @@ fn write_ids(path: &Path, ids: &[RecordId]) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::HashEmbedder;
+    use crate::record::{Fact, FactType, Kind, Milli, Provenance, Timestamp};
+
+    fn fact(i: usize) -> (RecordId, Record) {
+        let r = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(Fact {
+                fact_type: FactType::Pattern,
+                subject: format!("Fact number {i} about subsystem {}", i % 13),
+                scope: "project".into(),
+                tags: vec![],
+                key: None,
+                provenance: Provenance::Observed,
+                confidence: Milli(700),
+                valid_from: None,
+                valid_to: None,
+                depends_on: vec![],
+                relations: vec![],
+                anchors: vec![],
+                suggestion: None,
+            }),
+            author: "Ada <ada@example.com>".into(),
+            created_at: Timestamp(1_770_000_000 + i as i64),
+            body: "x".repeat(i % 700),
+        };
+        (r.encode().0, r)
+    }
+
+    /// Fails once it has embedded `left` texts, as a reindex cut off part-way would stop.
+    struct Failing {
+        inner: HashEmbedder,
+        left: usize,
+    }
+
+    impl Embedder for Failing {
+        fn model_id(&self) -> &str {
+            self.inner.model_id()
+        }
+        fn dim(&self) -> usize {
+            self.inner.dim()
+        }
+        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            if texts.len() > self.left {
+                return Err(EmbedError::Model("cut off".into()));
+            }
+            self.left -= texts.len();
+            self.inner.embed(texts)
+        }
+    }
+
+    #[test]
+    fn an_interrupted_build_keeps_the_parts_it_saved_and_embeds_only_the_rest() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("index");
+        let n = SAVE_EVERY * 2 + 500;
+        let state = crate::state::fold((0..n).map(fact));
+        let tips = vec!["tip".to_string()];
+        let mut failing = Failing { inner: HashEmbedder::new(32), left: SAVE_EVERY + 100 };
+        let cut = Indexes::open(&dir, &state, &tips, &|_| None, Some(&mut failing), &mut |_, _| {});
+        assert!(matches!(cut, Err(IndexError::Embed(_))), "the embedder stopped part-way");
+
+        let mut embedder = HashEmbedder::new(32);
+        let mut calls = Vec::new();
+        let (idx, refresh) =
+            Indexes::open(&dir, &state, &tips, &|_| Some(vec![]), Some(&mut embedder), &mut |d, t| calls.push((d, t)))
+                .expect("reopen");
+        match refresh {
+            Refresh::CaughtUp { added: 0, embedded } => assert_eq!(embedded, n - SAVE_EVERY, "only the unsaved rest"),
+            other => panic!("expected a catch-up of vectors only, got {other:?}"),
+        }
+        assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(n));
+        assert_eq!(calls.last().copied(), Some((n - SAVE_EVERY, n - SAVE_EVERY)), "progress counts the whole rest");
+        let (_, again) = Indexes::open(&dir, &state, &tips, &|_| Some(vec![]), Some(&mut embedder), &mut |_, _| {})
+            .expect("open again");
+        assert!(matches!(again, Refresh::UpToDate), "{again:?}");
+    }
 }

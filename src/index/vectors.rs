@@ -37,8 +37,16 @@ fn options(dim: usize) -> usearch::IndexOptions {
 /// Candidate list size during search.
 const EXPANSION_SEARCH: usize = 256;
 
-/// Records embedded per model call.
-const BATCH: usize = 64;
+/// Estimated tokens handed to the embedder per call (it cuts each call into model batches by its
+/// own token budget): enough for the embedder to batch well, small enough for a progress bar to
+/// move every few seconds on long texts.
+const CALL_TOKENS: usize = 16_384;
+
+/// A text's length in tokens, estimated from its bytes (about four per token in English prose
+/// and code), cut at the model's window.
+fn estimated_tokens(text: &str) -> usize {
+    (text.len() / 4).clamp(1, crate::embed::MAX_TOKENS)
+}
 
 /// A usearch index of unit vectors keyed by ordinal, in a main part and a new part.
 pub struct Vectors {
@@ -104,7 +112,9 @@ impl Vectors {
         self.len() == 0
     }
 
-    /// Embed and add `texts` under their keys; returns how many were added.
+    /// Embed and add `texts` under their keys; returns how many were added. Texts are taken
+    /// shortest first, so each call to the embedder holds texts of similar length (little
+    /// padding), in calls of about [`CALL_TOKENS`] estimated tokens.
     pub fn add_texts(
         &mut self,
         texts: &[(u64, String)],
@@ -116,8 +126,20 @@ impl Vectors {
         }
         // usearch needs capacity reserved before adding.
         self.new.reserve(self.new.size() + texts.len()).map_err(us)?;
+        let mut order: Vec<&(u64, String)> = texts.iter().collect();
+        order.sort_by_key(|(key, t)| (t.len(), *key));
+        let mut chunks: Vec<Vec<&(u64, String)>> = vec![Vec::new()];
+        let mut tokens = 0;
+        for t in order {
+            if tokens >= CALL_TOKENS {
+                chunks.push(Vec::new());
+                tokens = 0;
+            }
+            tokens += estimated_tokens(&t.1);
+            chunks.last_mut().expect("one chunk at least").push(t);
+        }
         let mut done = 0;
-        for chunk in texts.chunks(BATCH) {
+        for chunk in chunks {
             let batch: Vec<String> = chunk.iter().map(|(_, t)| t.clone()).collect();
             let vectors = embedder.embed(&batch).map_err(VectorError::Embed)?;
             for ((key, _), v) in chunk.iter().zip(vectors) {
