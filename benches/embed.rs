@@ -1,0 +1,264 @@
+//! Embedding on real text, printed as a table (`cargo bench --bench embed`; `-- --quick` for
+//! fewer texts, `-- --reindex N` to add a whole-process `git neo reindex` of N long records).
+//!
+//! Needs the real model (scripts/install-model.sh). The texts are not ours: paragraphs of the
+//! READMEs of the crates in the local cargo registry cache, as short texts (one paragraph of one
+//! to three sentences) and long ones (consecutive paragraphs merged to about 300 tokens). Each
+//! configuration runs in a child process of its own, so its peak RSS (VmHWM) is its own:
+//! - `before`: fastembed as git-neo drove it before (512-token window, unsorted batches of 64,
+//!   ONNX Runtime's default spin-waiting);
+//! - `raw-256`: raw fastembed at git-neo's settings (256-token window, same threads, no spinning),
+//!   unsorted batches of 64: the baseline the pipeline is held to;
+//! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
+//! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+fn registry_root() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
+    home.join("registry/src")
+}
+
+/// Every file under `dir` whose name ends with `ext`, sorted.
+fn files(dir: &std::path::Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files(&p, ext, out);
+        } else if p.to_string_lossy().ends_with(ext) {
+            out.push(p);
+        }
+    }
+}
+
+/// The crates' markdown (READMEs first), then their Rust sources.
+fn registry_texts() -> Vec<PathBuf> {
+    let root = registry_root();
+    let (mut readmes, mut md, mut rs) = (Vec::new(), Vec::new(), Vec::new());
+    files(&root, ".md", &mut md);
+    files(&root, ".rs", &mut rs);
+    md.retain(|p| {
+        let readme = p.file_name().is_some_and(|n| n == "README.md");
+        if readme {
+            readmes.push(p.clone());
+        }
+        !readme
+    });
+    readmes.into_iter().chain(md).chain(rs).collect()
+}
+
+/// (short texts, long texts) from the registry's markdown and sources, deterministic.
+pub fn corpus(short_n: usize, long_n: usize) -> (Vec<String>, Vec<String>) {
+    let (mut short, mut long) = (Vec::new(), Vec::new());
+    for path in registry_texts() {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let paragraphs: Vec<String> = text
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|p| p.len() > 40 && !p.starts_with('[') && !p.starts_with('<') && !p.starts_with('|'))
+            .collect();
+        for p in &paragraphs {
+            if short.len() < short_n
+                && path.extension().is_some_and(|e| e == "md")
+                && (60..=300).contains(&p.len()) && p.chars().next().is_some_and(char::is_alphabetic) {
+                short.push(p.clone());
+            }
+        }
+        let mut acc = String::new();
+        for p in paragraphs {
+            if long.len() >= long_n {
+                break;
+            }
+            acc.push_str(&p);
+            acc.push('\n');
+            if acc.len() >= 1_200 {
+                acc.truncate(acc.char_indices().nth(2_000).map_or(acc.len(), |(i, _)| i));
+                long.push(std::mem::take(&mut acc));
+            }
+        }
+        if short.len() >= short_n && long.len() >= long_n {
+            break;
+        }
+    }
+    (short, long)
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn paths_for_load() -> git_neo::embed::ModelPaths {
+    git_neo::embed::ModelPaths::in_cache(&cache_root())
+}
+
+fn cache_root() -> PathBuf {
+    std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
+}
+
+/// In the child: embed one set with one configuration; print `texts/s peak-MB`.
+fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
+    use git_neo::embed::{Embedder, FastEmbedder, ModelPaths, RunOptions};
+    let (short, long) = corpus(n_short, n_long);
+    let texts = if set == "short" { short } else { long };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..if busy { 2 } else { 0 })
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    let paths = ModelPaths::in_cache(&cache_root());
+    let mut run = match config {
+        "before" => RunOptions { spin: true, window: 512, ..RunOptions::default() },
+        _ => RunOptions::default(),
+    };
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(b) = args.iter().position(|a| a == "--budget").and_then(|i| args.get(i + 1)) {
+        run.token_budget = b.parse().expect("--budget N");
+    }
+    if args.iter().any(|a| a == "--spin") {
+        run.spin = true;
+    }
+    if texts.is_empty() || args.iter().any(|a| a == "--load-only") {
+        let _e = FastEmbedder::load_with(&paths_for_load(), &run).expect("model");
+        println!("0 {}", peak_rss_mb());
+        return;
+    }
+    let mut e = FastEmbedder::load_with(&paths, &run).expect("the model is installed (scripts/install-model.sh)");
+    let t = Instant::now();
+    let n = match config {
+        "git-neo" => e.embed(&texts).expect("embed").len(),
+        _ => e.raw().embed(&texts, Some(64)).expect("embed").len(),
+    };
+    let secs = t.elapsed().as_secs_f64();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        let _ = s.join();
+    }
+    println!("{} {}", n as f64 / secs, peak_rss_mb());
+}
+
+/// Run `git neo reindex` in a repository of `n` long records; (seconds, peak RSS MB of the child).
+fn whole_reindex(n: usize) -> (f64, f64) {
+    use git_neo::record::Timestamp;
+    use git_neo::store::{Store, StoreOptions};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let repo = tmp.path().join("r");
+    std::fs::create_dir_all(&repo).expect("mkdir");
+    assert!(Command::new("git").arg("init").arg("-q").current_dir(&repo).status().expect("git").success());
+    let (_, long) = corpus(0, n);
+    let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+    let records: Vec<_> = long
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let subject: String = t.chars().take(80).collect();
+            common::fact(i, subject.replace('\n', " "), "project".into(), vec![], t.clone())
+        })
+        .collect();
+    store.write_records(&records, "neo: import", &common::who(), Timestamp(1_770_000_000), false).expect("write");
+    let child = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+        .current_dir(&repo)
+        .args(["reindex", "--json"])
+        .env("GIT_NEO_CACHE_DIR", cache_root())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn git neo reindex");
+    let t = Instant::now();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, whose pid we hold; `status` and `usage` outlive the call.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    assert_eq!(status, 0, "git neo reindex failed");
+    (t.elapsed().as_secs_f64(), usage.ru_maxrss as f64 / 1024.0)
+}
+
+mod common;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let (n_short, n_long) = if quick { (300, 100) } else { (1_000, 400) };
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        child(&args[i + 1], &args[i + 2], n_short, n_long, args.iter().any(|a| a == "--busy-child"));
+        return;
+    }
+    let (short, long) = corpus(n_short, n_long);
+    let avg = |v: &[String]| v.iter().map(String::len).sum::<usize>() / v.len().max(1);
+    println!(
+        "corpus: {} short texts (mean {} bytes), {} long texts (mean {} bytes), from the crates in the cargo registry cache",
+        short.len(),
+        avg(&short),
+        long.len(),
+        avg(&long)
+    );
+    let runs = if quick { 1 } else { 3 };
+    let exe = std::env::current_exe().expect("own path");
+    println!("\n| set | load | configuration | texts/s (median of {runs}) | peak RSS MB | vs raw-256 |\n|---|---|---|---|---|---|");
+    for busy in [false, true] {
+        if busy && !args.iter().any(|a| a == "--busy") {
+            continue;
+        }
+        for set in ["short", "long"] {
+            let mut raw_rate = f64::NAN;
+            for config in ["before", "raw-256", "git-neo"] {
+                let mut results: Vec<(f64, f64)> = (0..runs)
+                    .map(|_| {
+                        let mut cmd = Command::new(&exe);
+                        cmd.args(["--child", config, set]);
+                        if quick {
+                            cmd.arg("--quick");
+                        }
+                        if busy {
+                            cmd.arg("--busy-child");
+                        }
+                        let out = cmd.output().expect("run the child");
+                        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                        let text = String::from_utf8_lossy(&out.stdout);
+                        let mut it = text.split_whitespace().map(|v| v.parse::<f64>().expect("number"));
+                        (it.next().expect("rate"), it.next().expect("rss"))
+                    })
+                    .collect();
+                results.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let (rate, rss) = results[results.len() / 2];
+                if config == "raw-256" {
+                    raw_rate = rate;
+                }
+                println!(
+                    "| {set} | {} | {config} | {rate:.1} | {rss:.0} | {:.2}x |",
+                    if busy { "2 busy threads" } else { "quiet" },
+                    rate / raw_rate
+                );
+            }
+        }
+    }
+    if let Some(i) = args.iter().position(|a| a == "--reindex") {
+        let n: usize = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(5_000);
+        let (secs, rss) = whole_reindex(n);
+        println!(
+            "\n| whole-process `git neo reindex`, {n} long records | {secs:.1} s | {:.1} records/s | peak RSS {rss:.0} MB |",
+            n as f64 / secs
+        );
+    }
+}
