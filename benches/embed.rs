@@ -66,7 +66,9 @@ pub fn corpus(short_n: usize, long_n: usize) -> (Vec<String>, Vec<String>) {
         for p in &paragraphs {
             if short.len() < short_n
                 && path.extension().is_some_and(|e| e == "md")
-                && (60..=300).contains(&p.len()) && p.chars().next().is_some_and(char::is_alphabetic) {
+                && (60..=300).contains(&p.len())
+                && p.chars().next().is_some_and(char::is_alphabetic)
+            {
                 short.push(p.clone());
             }
         }
@@ -158,6 +160,8 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
 }
 
 /// Run `git neo reindex` in a repository of `n` long records; (seconds, peak RSS MB of the child).
+// The child is reaped by `wait4` (which also gives its peak RSS), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn whole_reindex(n: usize) -> (f64, f64) {
     use git_neo::record::Timestamp;
     use git_neo::store::{Store, StoreOptions};

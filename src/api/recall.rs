@@ -85,10 +85,10 @@ impl Memory {
         self.store.commit_time(id)
     }
 
-    /// Cosine similarity of `record` to the closest of `candidates`: the vector index shortlists
-    /// the nearest [`SIMILARITY_SHORTLIST`] candidates, which are then embedded again on their
-    /// subject and body alone (the indexed text also holds type, scope and tags, which every
-    /// candidate shares with the new fact and which would inflate the score) and compared exactly.
+    /// Cosine similarity of `record` to the closest of `candidates`, at most
+    /// [`SIMILARITY_SHORTLIST`] of them: the record's subject and body are embedded once
+    /// ([`crate::index::vector_text`], the same text the vector index holds for every fact, so the
+    /// candidates need no embedding at all) and the index's scores are the answer.
     pub fn similarity_scores(
         &self,
         indexes: &crate::index::Indexes,
@@ -97,34 +97,15 @@ impl Memory {
         candidates: &[RecordId],
     ) -> Result<Vec<(RecordId, f32)>> {
         let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
-        let Some(text) = crate::index::index_text(record) else { return Ok(Vec::new()) };
+        let Some(text) = crate::index::vector_text(record) else { return Ok(Vec::new()) };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
         let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
-        let shortlist: Vec<RecordId> = indexes
+        Ok(indexes
             .search_vectors(&q, 256)?
             .into_iter()
             .filter(|(id, _)| wanted.contains(id))
             .take(SIMILARITY_SHORTLIST)
-            .map(|(id, _)| id)
-            .collect();
-        if shortlist.is_empty() {
-            return Ok(Vec::new());
-        }
-        let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
-        let mut texts = vec![own(record)];
-        texts.extend(shortlist.iter().map(|id| own(&self.state.entries[id].record)));
-        let vectors = embedder.embed(&texts).map_err(embed_err)?;
-        let cosine = |a: &[f32], b: &[f32]| {
-            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            let n = norm(a) * norm(b);
-            if n > 0.0 {
-                dot / n
-            } else {
-                0.0
-            }
-        };
-        Ok(shortlist.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, cosine(&vectors[0], v))).collect())
+            .collect())
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.

@@ -269,6 +269,15 @@ impl Session {
         }
     }
 
+    /// Serve another caller with the warm parts kept (memory, model, indexes, Construct): its
+    /// author, clock and directory (inside the same repository) replace the session's. For a
+    /// long-lived front end that runs one command after another.
+    pub fn set_caller(&mut self, identity: Option<Identity>, clock: Clock, dir: PathBuf) {
+        self.opts.identity = identity;
+        self.opts.clock = clock;
+        self.opts.dir = dir;
+    }
+
     /// Report long work through `progress` from now on.
     pub fn set_progress(&mut self, progress: Progress) {
         self.warm.progress = progress;

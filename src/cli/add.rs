@@ -90,6 +90,13 @@ fn read_body(args: &Args) -> Result<String, Error> {
     })
 }
 
+impl Args {
+    /// Whether the body comes from standard input (`--body-file -`).
+    pub fn reads_stdin(&self) -> bool {
+        self.body_file.as_deref().is_some_and(|p| p == std::path::Path::new("-"))
+    }
+}
+
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let body = read_body(&args)?;
     let req = AddRequest {

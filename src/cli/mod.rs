@@ -8,6 +8,7 @@ mod add;
 mod attempt;
 mod construct;
 mod correct;
+pub mod daemon;
 mod diff;
 mod forget;
 mod import;
@@ -135,6 +136,9 @@ enum Command {
     Construct(construct::ConstructCommand),
     /// Write man pages for git-neo and each command (so `git neo --help` works).
     InstallManPages(manpages::Args),
+    /// The background server that keeps the model and memory warm for recall, add and hooks.
+    #[command(subcommand)]
+    Daemon(daemon::DaemonCommand),
 }
 
 /// What every command gets: output, the session over the repository, and how to open it.
@@ -146,9 +150,21 @@ pub struct Ctx {
     pub session: Session,
     /// A non-zero exit code for a command that ran to completion but found problems (verify).
     exit: Option<i32>,
+    /// Standard input already read (by the background server's client), if any.
+    stdin: Option<String>,
 }
 
 impl Ctx {
+    /// The command's standard input, whole.
+    pub fn read_stdin(&mut self) -> std::io::Result<String> {
+        if let Some(s) = self.stdin.take() {
+            return Ok(s);
+        }
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
+        Ok(s)
+    }
+
     /// Open the store and fold its records (anything unreadable on the ref is warned about once).
     pub fn memory(&mut self) -> Result<Memory, Error> {
         let memory = self.session.load_memory();
@@ -192,9 +208,18 @@ impl Ctx {
     }
 }
 
+/// How a command looks up an environment variable: in the process environment, or (in the
+/// background server) in the one its client sent.
+pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// [`Env`] over the process environment.
+pub fn process_env(key: &str) -> Option<String> {
+    std::env::var(key).ok()
+}
+
 /// The cache root: `GIT_NEO_CACHE_DIR`, else `$XDG_CACHE_HOME/git-neo`, else `~/.cache/git-neo`.
-pub fn cache_root() -> PathBuf {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+pub fn cache_root(env: Env) -> PathBuf {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     var("GIT_NEO_CACHE_DIR")
         .or_else(|| var("XDG_CACHE_HOME").map(|x| x.join("git-neo")))
         .or_else(|| var("HOME").map(|h| h.join(".cache").join("git-neo")))
@@ -206,8 +231,8 @@ pub fn cache_root() -> PathBuf {
 /// the clock from `GIT_NEO_NOW` (seconds or a UTC time, for reproducible runs) or the system;
 /// the embedder from `GIT_NEO_EMBEDDER` (`hash` for the deterministic test embedder, `none`) or
 /// the installed model under [`cache_root`].
-pub fn session_options(dir: PathBuf, ref_name: Option<String>) -> Result<SessionOptions, Error> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+pub fn session_options(dir: PathBuf, ref_name: Option<String>, env: Env) -> Result<SessionOptions, Error> {
+    let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
         (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
         _ => None,
@@ -227,7 +252,7 @@ pub fn session_options(dir: PathBuf, ref_name: Option<String>) -> Result<Session
     let embedder = match env("GIT_NEO_EMBEDDER").as_deref() {
         Some("hash") => EmbedderChoice::Hash,
         Some("none") => EmbedderChoice::Off,
-        _ => EmbedderChoice::Model { cache_root: cache_root() },
+        _ => EmbedderChoice::Model { cache_root: cache_root(&env) },
     };
     Ok(SessionOptions { dir, ref_name, identity, clock, embedder })
 }
@@ -243,7 +268,8 @@ fn exit_code(e: &Error) -> i32 {
 
 /// Parse `args`, run the command, and return the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
@@ -251,8 +277,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             return code;
         }
     };
-    let dir = match cli.directory {
-        Some(d) => d,
+    let dir = match &cli.directory {
+        Some(d) => d.clone(),
         None => match std::env::current_dir() {
             Ok(d) => d,
             Err(e) => {
@@ -261,8 +287,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         },
     };
+    // The per-prompt commands go through the warm background server when one answers.
+    let mut stdin = None;
+    if daemon::eligible(&cli) && daemon::enabled(&process_env) {
+        let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
+        if let Some(argv) = argv {
+            let reads_stdin = matches!(cli.command, Command::Hook(_));
+            match daemon::try_run(&argv, &dir, cli.ref_name.as_deref(), &process_env, reads_stdin) {
+                Ok(code) => return code,
+                Err(read) => stdin = read,
+            }
+        }
+    }
     let mut out = Out::new(cli.json);
-    let opts = match session_options(dir.clone(), cli.ref_name.clone()) {
+    let opts = match session_options(dir.clone(), cli.ref_name.clone(), &process_env) {
         Ok(o) => o,
         Err(e) => {
             out.error(&e);
@@ -278,47 +316,55 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             bar.finish_and_clear();
         }
     }));
-    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, session, exit: None };
-    let result = match cli.command {
-        Command::Init => init::run(&mut ctx),
-        Command::Add(a) => add::run(&mut ctx, a),
-        Command::Attempt(a) => attempt::attempt(&mut ctx, a),
-        Command::Task(a) => attempt::task(&mut ctx, a),
-        Command::Recheck(a) => attempt::recheck(&mut ctx, a),
-        Command::Show(a) => show::run(&mut ctx, a),
-        Command::List(a) => list::run(&mut ctx, a),
-        Command::Log(a) => log::run(&mut ctx, a),
-        Command::Forget(a) => forget::run(&mut ctx, a),
-        Command::Outdated(a) => correct::outdated(&mut ctx, a),
-        Command::Revert(a) => correct::revert(&mut ctx, a),
-        Command::History(a) => correct::history(&mut ctx, a),
-        Command::Import(a) => import::run(&mut ctx, a),
-        Command::Verify(a) => verify::run(&mut ctx, a),
-        Command::Sync(a) => sync::sync(&mut ctx, a),
-        Command::Diff(a) => diff::run(&mut ctx, a),
-        Command::Propose(a) => sync::propose(&mut ctx, a),
-        Command::Approve(a) => review::approve(&mut ctx, a),
-        Command::Reject(a) => review::reject(&mut ctx, a),
-        Command::Purge(a) => purge::run(&mut ctx, a),
-        Command::Recall(a) => recall::recall(&mut ctx, a),
-        Command::Reindex => recall::reindex(&mut ctx),
-        Command::Model(c) => recall::model(&mut ctx, c),
-        Command::Construct(c) => construct::run(&mut ctx, c),
-        Command::Outcomes(a) => outcomes::outcomes(&mut ctx, a),
-        Command::Explain(a) => outcomes::explain(&mut ctx, a),
-        Command::Hooks(c) => outcomes::hooks(&mut ctx, c),
-        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone()) {
-            Ok(opts) => crate::mcp::serve(Session::new(opts)),
-            Err(e) => Err(e),
-        },
-        Command::Setup(a) => setup::setup(&mut ctx, a),
-        Command::Hook(c) => setup::hook(&mut ctx, c),
-        Command::InstallManPages(a) => manpages::run(&mut ctx, a),
-    };
-    ctx.say_notices();
+    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, session, exit: None, stdin };
+    let code = execute(&mut ctx, cli.command);
     if let Some(code) = signals::pending() {
         return code;
     }
+    code
+}
+
+/// Run `command` with `ctx` and return the exit code (in this process, or in the background
+/// server for a client).
+fn execute(ctx: &mut Ctx, command: Command) -> i32 {
+    let result = match command {
+        Command::Init => init::run(ctx),
+        Command::Add(a) => add::run(ctx, a),
+        Command::Attempt(a) => attempt::attempt(ctx, a),
+        Command::Task(a) => attempt::task(ctx, a),
+        Command::Recheck(a) => attempt::recheck(ctx, a),
+        Command::Show(a) => show::run(ctx, a),
+        Command::List(a) => list::run(ctx, a),
+        Command::Log(a) => log::run(ctx, a),
+        Command::Forget(a) => forget::run(ctx, a),
+        Command::Outdated(a) => correct::outdated(ctx, a),
+        Command::Revert(a) => correct::revert(ctx, a),
+        Command::History(a) => correct::history(ctx, a),
+        Command::Import(a) => import::run(ctx, a),
+        Command::Verify(a) => verify::run(ctx, a),
+        Command::Sync(a) => sync::sync(ctx, a),
+        Command::Diff(a) => diff::run(ctx, a),
+        Command::Propose(a) => sync::propose(ctx, a),
+        Command::Approve(a) => review::approve(ctx, a),
+        Command::Reject(a) => review::reject(ctx, a),
+        Command::Purge(a) => purge::run(ctx, a),
+        Command::Recall(a) => recall::recall(ctx, a),
+        Command::Reindex => recall::reindex(ctx),
+        Command::Model(c) => recall::model(ctx, c),
+        Command::Construct(c) => construct::run(ctx, c),
+        Command::Outcomes(a) => outcomes::outcomes(ctx, a),
+        Command::Explain(a) => outcomes::explain(ctx, a),
+        Command::Hooks(c) => outcomes::hooks(ctx, c),
+        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone(), &process_env) {
+            Ok(opts) => crate::mcp::serve(Session::new(opts)),
+            Err(e) => Err(e),
+        },
+        Command::Setup(a) => setup::setup(ctx, a),
+        Command::Hook(c) => setup::hook(ctx, c),
+        Command::InstallManPages(a) => manpages::run(ctx, a),
+        Command::Daemon(c) => daemon::run(ctx, c),
+    };
+    ctx.say_notices();
     match result {
         Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),
         Err(e) => {

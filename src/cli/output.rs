@@ -9,18 +9,43 @@ pub struct Out {
     pub json: bool,
     colour: bool,
     broken_pipe: bool,
+    /// Set when a command runs inside the background server ([`super::daemon`]): stdout and
+    /// stderr are collected and sent back to the client, which prints them.
+    captured: Option<Captured>,
+}
+
+/// Output collected for a client.
+#[derive(Default)]
+pub struct Captured {
+    pub stdout: Vec<u8>,
+    pub stderr: std::cell::RefCell<Vec<u8>>,
 }
 
 impl Out {
     pub fn new(json: bool) -> Out {
         let colour =
             !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        Out { json, colour, broken_pipe: false }
+        Out { json, colour, broken_pipe: false, captured: None }
+    }
+
+    /// Output collected in memory, with colour as the client's terminal wants it.
+    pub fn capturing(json: bool, colour: bool) -> Out {
+        Out { json, colour: colour && !json, broken_pipe: false, captured: Some(Captured::default()) }
+    }
+
+    /// What a capturing `Out` collected.
+    pub fn take_captured(&mut self) -> Captured {
+        self.captured.take().unwrap_or_default()
     }
 
     /// Print a line on stdout. A closed pipe stops further output silently.
     pub fn line(&mut self, s: &str) {
         if self.broken_pipe {
+            return;
+        }
+        if let Some(c) = &mut self.captured {
+            c.stdout.extend_from_slice(s.as_bytes());
+            c.stdout.push(b'\n');
             return;
         }
         let mut stdout = std::io::stdout().lock();
@@ -41,6 +66,12 @@ impl Out {
 
     /// A note for people on stderr (never in JSON mode's stdout).
     pub fn note(&self, s: &str) {
+        if let Some(c) = &self.captured {
+            let mut err = c.stderr.borrow_mut();
+            err.extend_from_slice(s.as_bytes());
+            err.push(b'\n');
+            return;
+        }
         // A closed stderr must not turn into a panic: diagnostics are best effort.
         let _ = writeln!(std::io::stderr(), "{s}");
     }
@@ -78,7 +109,7 @@ impl Out {
 
     /// A progress bar on stderr, drawn only when stderr is a terminal and output is not JSON.
     pub fn progress(&self, len: u64, what: &str) -> indicatif::ProgressBar {
-        if self.json || !std::io::stderr().is_terminal() {
+        if self.json || self.captured.is_some() || !std::io::stderr().is_terminal() {
             return indicatif::ProgressBar::hidden();
         }
         let bar = indicatif::ProgressBar::new(len);

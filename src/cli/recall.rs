@@ -78,7 +78,7 @@ pub fn reindex(ctx: &mut Ctx) -> Result<(), Error> {
 pub fn model(ctx: &mut Ctx, cmd: ModelCommand) -> Result<(), Error> {
     match cmd {
         ModelCommand::Status => {
-            let paths = ModelPaths::in_cache(&super::cache_root());
+            let paths = ModelPaths::in_cache(&super::cache_root(&super::process_env));
             let missing = paths.missing();
             let loaded = if missing.is_empty() { Some(FastEmbedder::load(&paths).map(|_| ())) } else { None };
             let status = match &loaded {

@@ -5,7 +5,6 @@ use super::Ctx;
 use git_neo::setup::{self, Action};
 use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
-use std::io::Read;
 
 #[derive(clap::Args)]
 pub struct SetupArgs {
@@ -80,9 +79,8 @@ pub fn setup(ctx: &mut Ctx, args: SetupArgs) -> Result<(), Error> {
 pub fn hook(ctx: &mut Ctx, cmd: HookCommand) -> Result<(), Error> {
     match cmd {
         HookCommand::Prompt => {
-            let mut input = String::new();
-            std::io::stdin()
-                .read_to_string(&mut input)
+            let input = ctx
+                .read_stdin()
                 .map_err(|e| Error::Io { context: "reading the hook event on stdin".into(), source: e })?;
             let event: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();
             let prompt = event["prompt"].as_str().unwrap_or(input.trim()).trim().to_string();

@@ -7,9 +7,11 @@
 
 mod fast;
 mod hash;
+mod memo;
 
 pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
 pub use hash::HashEmbedder;
+pub use memo::Memo;
 
 use std::path::{Path, PathBuf};
 
@@ -119,8 +121,13 @@ impl std::fmt::Display for NoEmbedder {
     }
 }
 
-/// Load the embedder `choice` names, or say why there is none.
+/// Load the embedder `choice` names, or say why there is none. It remembers its last few
+/// vectors ([`Memo`]).
 pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
+    load_plain(choice).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
+}
+
+fn load_plain(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
     match choice {
         EmbedderChoice::Hash => Ok(Box::new(HashEmbedder::new(MODEL_DIM))),
         EmbedderChoice::Off => Err(NoEmbedder::Disabled),

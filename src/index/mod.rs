@@ -26,7 +26,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the on-disk layout of the caches changes (2: the lexical analyzer drops
-/// English function words; vectors may fall short of the records after an interrupted build).
+/// English function words; vectors embed [`vector_text`] and may fall short of the records after
+/// an interrupted build).
 pub const CACHE_FORMAT: u32 = 2;
 
 /// Records embedded between saves while building vectors: an interrupted build loses at most
@@ -64,7 +65,19 @@ pub enum Refresh {
     Rebuilt { reason: String, records: usize, embedded: usize },
 }
 
-/// The text of a record that both indexes see.
+/// The text of a record that the vector index embeds: a fact's subject and body alone (its type,
+/// scope and tags are shared by many facts and would pull unrelated vectors together, which
+/// mattered most for the similarity check on write: it compares these vectors directly), an
+/// attempt's whole text.
+pub fn vector_text(record: &Record) -> Option<String> {
+    match &record.payload {
+        Payload::Fact(f) => Some(format!("{}\n{}", f.subject, record.body.trim_end())),
+        Payload::Attempt(_) => index_text(record),
+        _ => None,
+    }
+}
+
+/// The text of a record that the lexical index sees (and, for facts, type, scope and tags too).
 pub fn index_text(record: &Record) -> Option<String> {
     match &record.payload {
         Payload::Fact(f) => {
@@ -235,7 +248,7 @@ impl Indexes {
                 .enumerate()
                 .skip(from)
                 .filter(|(k, _)| !vectors.contains(*k as u64))
-                .filter_map(|(k, id)| state.entries.get(id).and_then(|e| index_text(&e.record)).map(|t| (k as u64, t)))
+                .filter_map(|(k, id)| state.entries.get(id).and_then(|e| vector_text(&e.record)).map(|t| (k as u64, t)))
                 .collect();
             // Shortest first across the whole set, saved part by part.
             texts.sort_by_key(|(k, t)| (t.len(), *k));

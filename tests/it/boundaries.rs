@@ -35,8 +35,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("main", 9),
 ];
 
-/// Where a process may be spawned.
-const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs"];
+/// Where a process may be spawned: git (store), an attempt's own check (api/attempts), and the
+/// background server a command starts for the next one (cli/daemon).
+const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs", "src/cli/daemon.rs"];
 
 /// What may sit at the repository root.
 const ROOT_ENTRIES: &[&str] = &[

@@ -6,6 +6,7 @@ mod cli;
 mod code_corpus;
 mod concurrency;
 mod construct;
+mod daemon;
 mod fold;
 mod format;
 mod mcp;

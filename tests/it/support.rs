@@ -36,6 +36,9 @@ pub fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
         .env("GIT_COMMITTER_DATE", "2026-03-01T12:00:00Z")
         .env("GIT_NEO_NOW", NOW)
         .env("NO_COLOR", "1")
+        // No background server unless a test asks for one, and its socket inside the sandbox.
+        .env("GIT_NEO_DAEMON", "off")
+        .env("XDG_RUNTIME_DIR", home.join("run"))
         .env("LC_ALL", "C")
 }
 

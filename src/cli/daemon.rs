@@ -1,0 +1,429 @@
+//! The background server: one warm [`Session`] per work tree and memory ref, so that the commands
+//! a person or a hook runs on every prompt (`recall`, `add`, `hook prompt`) answer in tens of
+//! milliseconds instead of paying for the model load and the memory read on each call.
+//!
+//! It works the way git's fsmonitor daemon does: started on demand, one per work tree, stops when
+//! idle, never required for correctness.
+//! - A command that can use it ([`eligible`]) connects to its socket. When nothing answers, the
+//!   command runs in its own process as always, and starts a server in the background for the
+//!   next one (`git neo daemon run`, detached; `GIT_NEO_DAEMON_IDLE` seconds until it exits,
+//!   default ten minutes). `GIT_NEO_DAEMON=off` turns all of this off.
+//! - The socket lives in a directory only the user can enter (`$XDG_RUNTIME_DIR/git-neo`, else
+//!   `/tmp/git-neo-<uid>`, checked to be the user's own and mode 0700). Its name is a hash of
+//!   the work tree, the memory ref, the embedder settings and the git-neo binary itself, so a
+//!   rebuilt binary, another model or another ref never talks to a server that differs.
+//! - The client sends its arguments, working directory, the environment variables git-neo reads,
+//!   its stdin (for `hook prompt`) and whether its stdout is a terminal; the server runs the very
+//!   same command code with output captured, and the client prints it and exits with its code.
+//! - Writes go through the same store and ref locks as any process, so a server and other
+//!   writers interleave safely; the warm memory is reloaded whenever a tip moves, and dropped
+//!   when git config or the project's Construct patterns change.
+//! - If the exchange fails part-way, the client runs the command itself: `add` recognises a fact
+//!   it already wrote as a duplicate, so nothing is written twice.
+
+use super::{execute, session_options, Cli, Command, Ctx, Env};
+use git_neo::api::Session;
+use git_neo::Error;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+/// How long a server waits for a command before it exits.
+pub const IDLE: Duration = Duration::from_secs(600);
+
+/// The environment variables a command reads; the client sends these, the server looks them up
+/// in what was sent (never in its own environment).
+pub const ENV_VARS: &[&str] = &[
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_NEO_NOW",
+    "GIT_NEO_EMBEDDER",
+    "GIT_NEO_CACHE_DIR",
+    "XDG_CACHE_HOME",
+    "HOME",
+    "NO_COLOR",
+];
+
+/// The largest request or response line accepted (a body from stdin included).
+const MAX_MESSAGE: u64 = 16 << 20;
+
+#[derive(clap::Subcommand)]
+pub enum DaemonCommand {
+    /// Serve this work tree in the foreground until idle (what a command starts in the background).
+    Run {
+        /// Seconds without a command before exiting.
+        #[arg(long, default_value_t = IDLE.as_secs())]
+        idle: u64,
+    },
+    /// Say whether a server is running for this work tree.
+    Status,
+    /// Ask the server for this work tree to exit.
+    Stop,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum Request {
+    Run { argv: Vec<String>, cwd: PathBuf, env: BTreeMap<String, String>, stdin: Option<String>, colour: bool },
+    Status,
+    Stop,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+enum Response {
+    Ran {
+        code: i32,
+        stdout: String,
+        stderr: String,
+    },
+    /// The server cannot run this one (the client runs it itself).
+    Declined {
+        why: String,
+    },
+    Status {
+        pid: u32,
+        uptime_secs: u64,
+        commands: u64,
+        work_tree: PathBuf,
+    },
+    Stopping,
+}
+
+/// Whether `cli` is a command the server runs: the per-prompt ones, whose cost is mostly the
+/// model load and the memory read. (`add --body-file -` reads a stream and runs in-process.)
+pub fn eligible(cli: &Cli) -> bool {
+    match &cli.command {
+        Command::Recall(_) => true,
+        Command::Add(a) => !a.reads_stdin(),
+        Command::Hook(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether the environment allows the server (`GIT_NEO_DAEMON=off|0|false` does not).
+pub fn enabled(env: Env) -> bool {
+    !matches!(env("GIT_NEO_DAEMON").as_deref().map(str::trim), Some("off" | "0" | "false" | "no"))
+}
+
+/// The work tree (or git dir, for a bare repository) `dir` is in: the nearest ancestor holding
+/// `.git`, found without opening the repository so a client stays cheap.
+fn work_tree(dir: &Path) -> Option<PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    dir.ancestors()
+        .find(|d| d.join(".git").exists() || d.join("HEAD").is_file() && d.join("objects").is_dir())
+        .map(Path::to_path_buf)
+}
+
+/// The directory sockets live in, created mode 0700 and checked to be the user's own.
+fn socket_dir(env: Env) -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let dir = match env("XDG_RUNTIME_DIR").filter(|d| d.starts_with('/')) {
+        Some(run) => PathBuf::from(run).join("git-neo"),
+        None => std::env::temp_dir().join(format!("git-neo-{uid}")),
+    };
+    if !dir.exists() {
+        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).ok()?;
+    }
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(dir)
+}
+
+/// The socket for `dir` with the settings in `env`, or `None` when there is no safe place for one.
+fn socket_for(dir: &Path, ref_name: Option<&str>, env: Env) -> Option<(PathBuf, PathBuf)> {
+    let tree = work_tree(dir)?;
+    let exe = std::env::current_exe().ok()?;
+    let meta = std::fs::metadata(&exe).ok()?;
+    let built = meta.modified().ok()?.duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let mut h = blake3::Hasher::new();
+    for part in [
+        tree.to_string_lossy().as_ref(),
+        ref_name.unwrap_or(""),
+        env("GIT_NEO_EMBEDDER").as_deref().unwrap_or(""),
+        super::cache_root(env).to_string_lossy().as_ref(),
+        exe.to_string_lossy().as_ref(),
+        &format!("{built}:{}", meta.len()),
+        env!("CARGO_PKG_VERSION"),
+    ] {
+        h.update(part.as_bytes());
+        h.update(&[0]);
+    }
+    let name = format!("{}.sock", &h.finalize().to_hex()[..20]);
+    Some((socket_dir(env)?.join(name), tree))
+}
+
+fn send<T: Serialize>(stream: &mut UnixStream, msg: &T) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    stream.flush()
+}
+
+fn receive<T: for<'de> Deserialize<'de>>(stream: &UnixStream) -> std::io::Result<T> {
+    let mut line = String::new();
+    BufReader::new(stream.take(MAX_MESSAGE)).read_line(&mut line)?;
+    serde_json::from_str(&line).map_err(std::io::Error::other)
+}
+
+/// In the client: run the command through the server when one answers, and return its exit code
+/// after printing its output. `Err` means the caller runs it itself (with the stdin this already
+/// read, if any); a server is then started in the background for the next command.
+pub fn try_run(
+    argv: &[String],
+    dir: &Path,
+    ref_name: Option<&str>,
+    env: Env,
+    reads_stdin: bool,
+) -> Result<i32, Option<String>> {
+    use std::io::IsTerminal;
+    let Some((socket, tree)) = socket_for(dir, ref_name, env) else { return Err(None) };
+    let mut stream = match UnixStream::connect(&socket) {
+        Ok(s) => s,
+        Err(_) => {
+            start_in_background(&tree, ref_name);
+            return Err(None);
+        }
+    };
+    let stdin = if reads_stdin {
+        let mut s = String::new();
+        if std::io::stdin().read_to_string(&mut s).is_err() {
+            return Err(None);
+        }
+        Some(s)
+    } else {
+        None
+    };
+    let env_sent: BTreeMap<String, String> =
+        ENV_VARS.iter().filter_map(|k| env(k).map(|v| (k.to_string(), v))).collect();
+    let colour = std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
+    let request =
+        Request::Run { argv: argv.to_vec(), cwd: dir.to_path_buf(), env: env_sent, stdin: stdin.clone(), colour };
+    let response = send(&mut stream, &request).and_then(|()| receive::<Response>(&stream));
+    match response {
+        Ok(Response::Ran { code, stdout, stderr }) => {
+            let _ = std::io::stdout().write_all(stdout.as_bytes());
+            let _ = std::io::stderr().write_all(stderr.as_bytes());
+            Ok(code)
+        }
+        // Declined, or the exchange broke: run in-process, with the stdin already consumed.
+        _ => Err(stdin),
+    }
+}
+
+/// Start `git neo daemon run` for `tree`, detached, without waiting for it.
+fn start_in_background(tree: &Path, ref_name: Option<&str>) {
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("-C").arg(tree);
+    if let Some(r) = ref_name {
+        cmd.args(["--ref", r]);
+    }
+    cmd.args(["daemon", "run"]);
+    if let Some(idle) = std::env::var("GIT_NEO_DAEMON_IDLE").ok().filter(|v| v.parse::<u64>().is_ok()) {
+        cmd.args(["--idle", &idle]);
+    }
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    // Its own process group: a Ctrl-C meant for the command does not reach the server.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let _ = cmd.spawn();
+}
+
+/// A fingerprint of what a warm session does not notice by itself: git config (the repository's,
+/// the user's) and the project's Construct patterns. When it changes, the memory and the
+/// Construct library are read afresh.
+fn fingerprint(tree: &Path, env: Env) -> Vec<(PathBuf, u128, u64)> {
+    let mut paths = vec![tree.join(".git/config"), tree.join("config")];
+    if let Some(home) = env("HOME") {
+        paths.push(PathBuf::from(&home).join(".gitconfig"));
+        paths.push(PathBuf::from(&home).join(".config/git/config"));
+    }
+    if let Ok(entries) = std::fs::read_dir(tree.join(".neo/construct")) {
+        paths.extend(entries.flatten().map(|e| e.path()));
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let meta = std::fs::metadata(&p).ok();
+            let modified = meta
+                .as_ref()
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            (p, modified, meta.map_or(0, |m| m.len()))
+        })
+        .collect()
+}
+
+/// `git neo daemon …`.
+pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
+    let env: Env = &super::process_env;
+    let no_place = || Error::Config {
+        key: "XDG_RUNTIME_DIR".into(),
+        message: "there is no private directory for the server's socket (it must be the user's own, mode 0700); \
+                  set XDG_RUNTIME_DIR to one"
+            .into(),
+    };
+    let (socket, tree) = socket_for(&ctx.dir, ctx.ref_name.as_deref(), env).ok_or_else(no_place)?;
+    match cmd {
+        DaemonCommand::Run { idle } => serve(ctx, &socket, &tree, Duration::from_secs(idle.max(1))),
+        DaemonCommand::Status | DaemonCommand::Stop => {
+            let stop = matches!(cmd, DaemonCommand::Stop);
+            let answer = UnixStream::connect(&socket).and_then(|mut s| {
+                send(&mut s, if stop { &Request::Stop } else { &Request::Status })?;
+                receive::<Response>(&s)
+            });
+            let running = match answer {
+                Ok(Response::Status { pid, uptime_secs, commands, work_tree }) => Some(serde_json::json!({
+                    "running": true, "pid": pid, "uptime_secs": uptime_secs, "commands": commands, "work_tree": work_tree,
+                })),
+                Ok(_) => Some(serde_json::json!({ "running": true, "stopping": true })),
+                Err(_) => None,
+            };
+            let value = running.unwrap_or_else(|| serde_json::json!({ "running": false }));
+            if ctx.out.json {
+                ctx.out.json(&value);
+            } else if value["running"] == false {
+                ctx.out.line("no server is running for this work tree");
+            } else if stop {
+                ctx.out.line("the server is stopping");
+            } else {
+                ctx.out.line(&format!(
+                    "server {} for {}: up {} s, {} commands served",
+                    value["pid"],
+                    tree.display(),
+                    value["uptime_secs"],
+                    value["commands"]
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Serve until idle. Commands are run one at a time (a session is single-threaded; commands
+/// that arrive together queue on the socket).
+fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<(), Error> {
+    let io = |context: &str, e: std::io::Error| Error::Io { context: context.to_string(), source: e };
+    if UnixStream::connect(socket).is_ok() {
+        // Another server got there first: nothing to do.
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(socket);
+    let listener = match UnixListener::bind(socket) {
+        Ok(l) => l,
+        // Lost a race to bind with another server starting: it serves.
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return Ok(()),
+        Err(e) => return Err(io(&format!("binding {}", socket.display()), e)),
+    };
+    let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
+    let started = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let busy = Arc::new(AtomicBool::new(false));
+    {
+        let (last, busy, socket) = (last.clone(), busy.clone(), socket.to_path_buf());
+        let inode = std::fs::metadata(&socket).map(|m| m.ino()).unwrap_or(0);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let quiet = started.elapsed().as_secs().saturating_sub(last.load(Ordering::SeqCst));
+            if !busy.load(Ordering::SeqCst) && quiet >= idle.as_secs() {
+                // Remove the socket only if it is still ours (a newer server may have replaced it).
+                if std::fs::metadata(&socket).is_ok_and(|m| m.ino() == inode) {
+                    let _ = std::fs::remove_file(&socket);
+                }
+                std::process::exit(0);
+            }
+        });
+    }
+    let mut session: Option<Session> = None;
+    let mut seen_fingerprint = Vec::new();
+    let mut commands = 0u64;
+    for stream in listener.incoming() {
+        let Ok(mut stream) = stream else { continue };
+        busy.store(true, Ordering::SeqCst);
+        let response = match receive::<Request>(&stream) {
+            Ok(Request::Status) => Response::Status {
+                pid: std::process::id(),
+                uptime_secs: started.elapsed().as_secs(),
+                commands,
+                work_tree: tree.to_path_buf(),
+            },
+            Ok(Request::Stop) => {
+                let _ = send(&mut stream, &Response::Stopping);
+                let _ = std::fs::remove_file(socket);
+                return Ok(());
+            }
+            Ok(Request::Run { argv, cwd, env, stdin, colour }) => {
+                commands += 1;
+                let lookup = move |k: &str| env.get(k).cloned();
+                let fp = fingerprint(tree, &lookup);
+                if fp != seen_fingerprint {
+                    session = None;
+                    seen_fingerprint = fp;
+                }
+                run_one(&mut session, ctx, argv, cwd, &lookup, stdin, colour)
+            }
+            Err(e) => Response::Declined { why: format!("unreadable request: {e}") },
+        };
+        let _ = send(&mut stream, &response);
+        last.store(started.elapsed().as_secs(), Ordering::SeqCst);
+        busy.store(false, Ordering::SeqCst);
+    }
+    Ok(())
+}
+
+/// Run one client's command on the warm session.
+fn run_one(
+    session: &mut Option<Session>,
+    server: &Ctx,
+    argv: Vec<String>,
+    cwd: PathBuf,
+    env: Env,
+    stdin: Option<String>,
+    colour: bool,
+) -> Response {
+    use clap::Parser;
+    let Ok(cli) = Cli::try_parse_from(&argv) else {
+        return Response::Declined { why: "the arguments do not parse here".into() };
+    };
+    if !eligible(&cli) {
+        return Response::Declined { why: "not a command the server runs".into() };
+    }
+    let dir = match &cli.directory {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => cwd.join(d),
+        None => cwd.clone(),
+    };
+    let ref_name = cli.ref_name.clone();
+    let opts = match session_options(dir.clone(), ref_name.clone(), env) {
+        Ok(o) => o,
+        Err(e) => return Response::Declined { why: e.to_string() },
+    };
+    if ref_name != server.ref_name {
+        return Response::Declined { why: "another memory ref".into() };
+    }
+    // Relative paths in arguments (anchors) mean what they mean in the client's directory.
+    if std::env::set_current_dir(&cwd).is_err() {
+        return Response::Declined { why: format!("cannot enter {}", cwd.display()) };
+    }
+    let mut warm = session.take().unwrap_or_else(|| Session::new(opts.clone()));
+    warm.set_caller(opts.identity.clone(), opts.clock, dir.clone());
+    let mut ctx =
+        Ctx { out: super::output::Out::capturing(cli.json, colour), dir, ref_name, session: warm, exit: None, stdin };
+    let code = execute(&mut ctx, cli.command);
+    let captured = ctx.out.take_captured();
+    *session = Some(ctx.session);
+    Response::Ran {
+        code,
+        stdout: String::from_utf8_lossy(&captured.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&captured.stderr.into_inner()).into_owned(),
+    }
+}

@@ -1,0 +1,101 @@
+//! An embedder that remembers the vectors of the last few texts it embedded. A write embeds the
+//! new fact once for the similarity check, and the recall index then needs the same text's vector
+//! when it catches up; a warm server also sees the same query twice. Remembering a handful of
+//! recent texts turns those repeats into lookups, without any caller having to pass vectors around.
+
+use super::{EmbedError, Embedder};
+use std::collections::VecDeque;
+
+/// How many recent (text, vector) pairs are kept.
+pub const REMEMBERED: usize = 64;
+
+/// Wraps an embedder; vectors are the inner embedder's, bit for bit.
+pub struct Memo {
+    inner: Box<dyn Embedder>,
+    recent: VecDeque<(String, Vec<f32>)>,
+}
+
+impl Memo {
+    pub fn new(inner: Box<dyn Embedder>) -> Memo {
+        Memo { inner, recent: VecDeque::with_capacity(REMEMBERED) }
+    }
+
+    fn remembered(&self, text: &str) -> Option<&Vec<f32>> {
+        self.recent.iter().find(|(t, _)| t == text).map(|(_, v)| v)
+    }
+}
+
+impl Embedder for Memo {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let missing: Vec<String> = texts.iter().filter(|t| self.remembered(t).is_none()).cloned().collect();
+        // A bulk call (a reindex) is not worth remembering, and would only push out the rest.
+        if missing.len() > REMEMBERED {
+            return self.inner.embed(texts);
+        }
+        let fresh = if missing.is_empty() { Vec::new() } else { self.inner.embed(&missing)? };
+        for (t, v) in missing.into_iter().zip(fresh) {
+            if self.recent.len() == REMEMBERED {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((t, v));
+        }
+        texts
+            .iter()
+            .map(|t| {
+                self.remembered(t)
+                    .cloned()
+                    .ok_or_else(|| EmbedError::Model("a vector the model returned went missing".into()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::embed::HashEmbedder;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Counts the texts it is asked to embed.
+    struct Counting(HashEmbedder, Arc<AtomicUsize>);
+
+    impl Embedder for Counting {
+        fn model_id(&self) -> &str {
+            self.0.model_id()
+        }
+        fn dim(&self) -> usize {
+            self.0.dim()
+        }
+        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.1.fetch_add(texts.len(), Ordering::Relaxed);
+            self.0.embed(texts)
+        }
+    }
+
+    #[test]
+    fn repeats_are_lookups_and_vectors_are_unchanged() {
+        let texts = |s: &[&str]| s.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let count = Arc::new(AtomicUsize::new(0));
+        let mut plain = HashEmbedder::new(32);
+        let mut memo = Memo::new(Box::new(Counting(HashEmbedder::new(32), count.clone())));
+        let first = memo.embed(&texts(&["alpha beta", "gamma"])).expect("embed");
+        let again = memo.embed(&texts(&["gamma", "delta", "alpha beta"])).expect("embed");
+        assert_eq!(first, plain.embed(&texts(&["alpha beta", "gamma"])).expect("embed"));
+        assert_eq!(again, plain.embed(&texts(&["gamma", "delta", "alpha beta"])).expect("embed"));
+        assert_eq!(count.load(Ordering::Relaxed), 3, "gamma and alpha beta were remembered");
+        let bulk: Vec<String> = (0..REMEMBERED + 1).map(|i| format!("text {i}")).collect();
+        assert_eq!(memo.embed(&bulk).expect("embed").len(), REMEMBERED + 1);
+        assert_eq!(count.load(Ordering::Relaxed), 3 + REMEMBERED + 1, "a bulk call goes straight through");
+        memo.embed(&texts(&["delta"])).expect("embed");
+        assert_eq!(count.load(Ordering::Relaxed), 3 + REMEMBERED + 1, "and does not push out what was remembered");
+    }
+}
