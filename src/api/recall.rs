@@ -35,6 +35,17 @@ impl Memory {
         )?)
     }
 
+    /// [`crate::index::Indexes::refresh`] for this memory: catch caches already open up in place.
+    pub fn refresh_indexes(
+        &self,
+        indexes: &mut crate::index::Indexes,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Option<crate::index::Refresh>> {
+        let added_since = |old: &[String]| self.records_added_since(old);
+        Ok(indexes.refresh(&self.state, &self.tip_ids(), &added_since, embedder, progress)?)
+    }
+
     /// The records added between the single old tip `old` and the single current tip, from a tree
     /// diff; `None` when that cannot be told that way (several tips, unrelated history, or a change
     /// that is not an addition).

@@ -165,9 +165,24 @@ impl Warm {
         if self.indexes.as_ref().is_some_and(|(_, t)| *t == tips) {
             return Ok(());
         }
-        self.indexes = None;
-        let Warm { embedder, no_embedder, progress, .. } = self;
+        let Warm { embedder, no_embedder, progress, indexes: open, .. } = self;
         let mut report = |done: usize, total: usize| progress("embedding", done, total);
+        // Caches this session holds: catch them up in place (after its own write, typically).
+        if let Some((indexes, at)) = open.as_mut() {
+            match memory.refresh_indexes(indexes, reborrow(embedder), &mut report) {
+                Ok(Some(_)) => {
+                    *at = tips;
+                    return Ok(());
+                }
+                Err(Error::Index(IndexError::Embed(e))) => {
+                    *embedder = None;
+                    *no_embedder = Some(NoEmbedder::Failed(e.to_string()));
+                }
+                // Changed by another process, or something to rebuild: open afresh below.
+                Ok(None) | Err(_) => {}
+            }
+        }
+        *open = None;
         let (indexes, refresh) = match memory.open_indexes(reborrow(embedder), &mut report) {
             Err(Error::Index(IndexError::Embed(e))) => {
                 *embedder = None;

@@ -86,6 +86,10 @@ impl Lexical {
             writer.add_document(doc!(self.key => first_key + i as u64, self.text => text.as_str()))?;
         }
         writer.commit()?;
+        // Let the merge policy's merges finish: a writer dropped at once cancels them, and every
+        // small catch-up (one new fact) would leave a segment behind, hundreds of them in a
+        // busy memory, each making commits, reloads and searches slower.
+        writer.wait_merging_threads()?;
         self.reader.reload()?;
         Ok(())
     }

@@ -121,18 +121,7 @@ impl Indexes {
         mut embedder: Option<&mut dyn Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Indexes, Refresh), IndexError> {
-        // One process at a time brings the caches up to date: a second recall waits for the first
-        // (an OS file lock, released even if the holder dies), then finds the cache current.
-        let parent = dir.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).map_err(|e| cache_err(parent, e))?;
-        let lock_path = parent.join("index.lock");
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| cache_err(&lock_path, e))?;
-        lock.lock().map_err(|e| cache_err(&lock_path, e))?;
+        let _lock = Self::lock(dir)?;
         let mut tips = tips.to_vec();
         tips.sort();
         let want_model = embedder.as_ref().map(|e| (e.model_id().to_string(), e.dim()));
@@ -167,6 +156,50 @@ impl Indexes {
             Err(reason) => reason,
         };
         Self::rebuild(dir, state, &tips, embedder, progress, reason)
+    }
+
+    /// One process at a time brings the caches up to date: a second recall waits for the first
+    /// (an OS file lock, released when the file is closed, even if the holder dies), then finds
+    /// the cache current.
+    fn lock(dir: &Path) -> Result<std::fs::File, IndexError> {
+        let parent = dir.parent().unwrap_or(dir);
+        std::fs::create_dir_all(parent).map_err(|e| cache_err(parent, e))?;
+        let lock_path = parent.join("index.lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| cache_err(&lock_path, e))?;
+        lock.lock().map_err(|e| cache_err(&lock_path, e))?;
+        Ok(lock)
+    }
+
+    /// Bring caches this process already holds open up to `tips`, in place (a long-lived session
+    /// after its own write: no reopening of every index file). `Ok(None)` when that cannot be
+    /// done here — another process changed the caches since, or a record they hold is gone — and
+    /// the caller opens them afresh with [`Indexes::open`].
+    pub fn refresh(
+        &mut self,
+        state: &State,
+        tips: &[String],
+        added_since: &dyn Fn(&[String]) -> Option<Vec<RecordId>>,
+        embedder: Option<&mut dyn Embedder>,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Option<Refresh>, IndexError> {
+        let _lock = Self::lock(&self.dir)?;
+        let on_disk: Option<Stamp> =
+            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if on_disk.as_ref() != Some(&self.stamp) || (embedder.is_some() && self.vectors.is_none()) {
+            return Ok(None);
+        }
+        let mut tips = tips.to_vec();
+        tips.sort();
+        if self.stamp.tips == tips {
+            return Ok(Some(Refresh::UpToDate));
+        }
+        let added = added_since(&self.stamp.tips);
+        self.catch_up(state, &tips, added, embedder, progress)
     }
 
     fn stamp_path(dir: &Path) -> PathBuf {

@@ -158,9 +158,9 @@ pub struct State {
     pub entries: BTreeMap<RecordId, Entry>,
     /// Record ids in fold order.
     pub order: Vec<RecordId>,
-    /// Normalised content of valid facts -> the earliest id; built on first use, since only
-    /// writes need it and it costs a string per fact.
-    dedup: std::sync::OnceLock<HashMap<String, RecordId>>,
+    /// Normalised content of every fact -> their ids in fold order (a lookup takes the first
+    /// valid one); built on first use, since only writes need it and it costs a string per fact.
+    dedup: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
     /// Fact id -> the facts whose relations name it; built on first use (recall's linked facts).
     reverse_links: std::sync::OnceLock<HashMap<RecordId, Vec<(RelationType, RecordId)>>>,
 }
@@ -293,32 +293,45 @@ impl State {
     /// Facts and attempts that sort after every existing record change nothing else, so they are
     /// appended directly (the common write); anything else triggers a full fold.
     pub fn with_records(mut self, new: Vec<(RecordId, Record)>) -> State {
-        let mut last = self.order.last().map(|id| (self.entries[id].record.created_at, *id));
-        let appendable = new.iter().all(|(id, r)| {
-            let key = (r.created_at, *id);
-            let ok = matches!(r.kind, Kind::Fact | Kind::Attempt)
-                && last.is_none_or(|l| key > l)
-                && !self.entries.contains_key(id);
-            last = Some(key);
-            ok
-        });
+        // New facts and attempts change nothing else, wherever they sort: two writes in the same
+        // second sort by id, so a new record may land just before the last one.
+        let appendable =
+            new.iter().all(|(id, r)| matches!(r.kind, Kind::Fact | Kind::Attempt) && !self.entries.contains_key(id));
         if !appendable {
+            // The content index lists facts whatever their status (a lookup checks it), so it
+            // stays right across the re-fold: only the new facts join it.
+            let dedup = self.dedup.take();
             let mut all: Vec<(RecordId, Record)> =
                 std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
+            let added: Vec<(RecordId, String)> =
+                new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
             all.extend(new);
-            return fold(all);
+            let state = fold(all);
+            if let Some(mut index) = dedup {
+                for (id, key) in added {
+                    let ids = index.entry(key).or_default();
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                let _ = state.dedup.set(index);
+            }
+            return state;
         }
         for (id, record) in new {
             let confidence = record.as_fact().map(|f| f.confidence.clamp_unit()).unwrap_or_default();
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
-                index.entry(dedup_key(f, &record.body)).or_insert(id);
+                index.entry(dedup_key(f, &record.body)).or_default().push(id);
             }
             if let (Some(index), Some(f)) = (self.reverse_links.get_mut(), record.as_fact()) {
                 for r in &f.relations {
                     index.entry(r.id).or_default().push((r.rel, id));
                 }
             }
-            self.order.push(id);
+            let key = (record.created_at, id);
+            let entries = &self.entries;
+            let at = self.order.partition_point(|o| (entries[o].record.created_at, *o) < key);
+            self.order.insert(at, id);
             let mut entry = Entry::new(id, record, Status::Valid, confidence);
             entry.needs_review = link_flags(&entry.record, &self.entries);
             self.entries.insert(id, entry);
@@ -328,16 +341,22 @@ impl State {
 
     /// The valid fact whose normalised content equals `fact` + `body`, if any.
     pub fn duplicate_of(&self, fact: &Fact, body: &str) -> Option<RecordId> {
+        // Every fact by content, in fold order, whatever its status: statuses change on every
+        // supersession, content never does, so the index is built once and only grows.
         let index = self.dedup.get_or_init(|| {
-            let mut index = HashMap::new();
-            for e in self.iter().filter(|e| e.status == Status::Valid) {
+            let mut index: HashMap<String, Vec<RecordId>> = HashMap::new();
+            for e in self.iter() {
                 if let Some(f) = e.record.as_fact() {
-                    index.entry(dedup_key(f, &e.record.body)).or_insert(e.id);
+                    index.entry(dedup_key(f, &e.record.body)).or_default().push(e.id);
                 }
             }
             index
         });
-        index.get(&dedup_key(fact, body)).copied()
+        index
+            .get(&dedup_key(fact, body))?
+            .iter()
+            .find(|id| self.entries.get(id).is_some_and(|e| e.status == Status::Valid))
+            .copied()
     }
 
     /// The facts whose relations name `id` (relation type, source), in fold order.

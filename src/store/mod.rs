@@ -84,6 +84,9 @@ impl Store {
     }
 
     fn from_repo(mut repo: gix::Repository, options: StoreOptions) -> Result<Store> {
+        // Writes read the tip's trees again and again (a warm session writes many times): keep
+        // recently decoded objects instead of resolving the same pack deltas on every write.
+        repo.object_cache_size_if_unset(4 << 20);
         // The memory ref always gets a reflog (an audit trail of every move), also in bare
         // repositories where git's default is none, unless core.logAllRefUpdates says otherwise.
         if repo.config_snapshot().boolean("core.logAllRefUpdates").is_none() {

@@ -1,0 +1,257 @@
+//! Whole-process commands, as a person or a hook runs them, printed as a table
+//! (`cargo bench --bench commands`; `-- --size N` for one memory size, `-- --baseline PATH` to
+//! measure another git-neo binary beside this one in the same run).
+//!
+//! Needs the real model (scripts/install-model.sh). Per memory size (1k, 10k, 100k facts):
+//! `git neo recall` and `git neo add` (a fact of a type the memory already holds, so the
+//! similarity check runs) p50, in their own process (`GIT_NEO_DAEMON=off`) and through the
+//! background server; the prompt hook through the server; `add_fact` and `recall` through a warm
+//! `git neo mcp`. Each add is a new fact; the index is caught up before timing starts.
+
+mod common;
+
+use common::{fact, git, median, ms, new_repo, who};
+use git_neo::record::Timestamp;
+use git_neo::store::{Store, StoreOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const W: &[&str] = &[
+    "cache",
+    "retry",
+    "schema",
+    "deploy",
+    "token",
+    "index",
+    "parser",
+    "queue",
+    "lock",
+    "migration",
+    "payments",
+    "auth",
+    "ledger",
+    "refund",
+    "webhook",
+    "tenant",
+    "shard",
+    "replica",
+    "backup",
+    "metrics",
+    "alert",
+    "quota",
+    "session",
+    "export",
+];
+
+fn subject(i: usize) -> String {
+    let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
+    format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97)
+}
+
+fn cache_root() -> PathBuf {
+    std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
+}
+
+/// A `git neo` command of `exe` in `repo`, with the model, the daemon on or off, and a private
+/// socket directory.
+fn neo(exe: &Path, repo: &Path, daemon: bool, run: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.current_dir(repo)
+        .env("GIT_NEO_CACHE_DIR", cache_root())
+        .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
+        .env("GIT_NEO_DAEMON_IDLE", "120")
+        .env("XDG_RUNTIME_DIR", run)
+        .env("GIT_AUTHOR_NAME", "Bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .stdin(Stdio::null());
+    c
+}
+
+fn ok(mut c: Command) -> Duration {
+    let t = Instant::now();
+    let out = c.output().expect("run git-neo");
+    let took = t.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    took
+}
+
+/// p50 of recall and of add, `rounds` each.
+fn recall_and_add(
+    exe: &Path,
+    repo: &Path,
+    daemon: bool,
+    run: &Path,
+    next: &mut usize,
+    rounds: usize,
+) -> (Duration, Duration) {
+    let queries = [
+        "how do retries behave under load",
+        "tenant sharding and quotas",
+        "what blocks the ledger",
+        "schema migration locks",
+    ];
+    let mut recall = Vec::new();
+    let mut add = Vec::new();
+    for r in 0..rounds {
+        let mut c = neo(exe, repo, daemon, run);
+        c.args(["recall", queries[r % queries.len()], "--json"]);
+        recall.push(ok(c));
+        *next += 1;
+        let mut c = neo(exe, repo, daemon, run);
+        c.args(["add", "-t", "pattern", "-s", &format!("{} (added {})", subject(*next), *next), "--json"]);
+        add.push(ok(c));
+    }
+    (median(recall), median(add))
+}
+
+fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
+    let start = Instant::now();
+    loop {
+        let mut c = neo(exe, repo, false, run);
+        c.args(["daemon", "status", "--json"]);
+        let out = c.output().expect("status");
+        if String::from_utf8_lossy(&out.stdout).contains("\"running\": true") {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(120), "the server did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// p50 of `add_fact` and of `recall` through a warm `git neo mcp`.
+fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> (Duration, Duration) {
+    let mut child =
+        neo(exe, repo, false, run).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut id = 0;
+    let mut call = |method: &str, params: serde_json::Value| {
+        id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+        let t = Instant::now();
+        loop {
+            let mut line = String::new();
+            assert!(stdout.read_line(&mut line).expect("read") > 0, "the server exited");
+            let v: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if v["id"] == id {
+                assert!(v["result"]["isError"] != true, "{v}");
+                return t.elapsed();
+            }
+        }
+    };
+    call(
+        "initialize",
+        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+    );
+    call("tools/call", serde_json::json!({"name": "recall", "arguments": {"query": "warm up"}}));
+    let (mut add, mut recall) = (Vec::new(), Vec::new());
+    for r in 0..rounds {
+        *next += 1;
+        let s = format!("{} (added {})", subject(*next), *next);
+        add.push(call(
+            "tools/call",
+            serde_json::json!({"name": "add_fact", "arguments": {"type": "pattern", "subject": s}}),
+        ));
+        recall.push(call(
+            "tools/call",
+            serde_json::json!({"name": "recall", "arguments": {"query": format!("retries in service {r}")}}),
+        ));
+    }
+    drop(stdin);
+    let _ = child.wait();
+    (median(add), median(recall))
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let one: Option<usize> =
+        args.iter().position(|a| a == "--size").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
+    let baseline: Option<PathBuf> =
+        args.iter().position(|a| a == "--baseline").and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let sizes = match one {
+        Some(n) => vec![n],
+        None => vec![1_000, 10_000, 100_000],
+    };
+    let this = PathBuf::from(env!("CARGO_BIN_EXE_git-neo"));
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let run = tmp.path().join("run");
+    println!("| records | binary | command | p50 | notes |\n|---|---|---|---|---|");
+    for &n in &sizes {
+        let repo = new_repo(tmp.path(), &format!("r{n}"));
+        let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+        for start in (0..n).step_by(10_000) {
+            let batch: Vec<_> = (start..(start + 10_000).min(n))
+                .map(|i| {
+                    fact(
+                        i,
+                        subject(i),
+                        "project".into(),
+                        vec![],
+                        format!("Incident {i}: keep the {} bounded.\n", W[i % W.len()]),
+                    )
+                })
+                .collect();
+            store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
+        }
+        git(&repo, &["repack", "-adq"], None);
+        git(&repo, &["prune-packed"], None);
+        let mut next = n + 1;
+        let rounds = 10;
+        let mut binaries = vec![("this", this.clone())];
+        if let Some(b) = &baseline {
+            binaries.insert(0, ("baseline", b.clone()));
+        }
+        for (name, exe) in &binaries {
+            // Build (or rebuild) the caches this binary reads, and warm the page cache.
+            let mut c = neo(exe, &repo, false, &run);
+            c.args(["reindex"]);
+            ok(c);
+            let (recall, add) = recall_and_add(exe, &repo, false, &run, &mut next, rounds);
+            println!("| {n} | {name} | `git neo recall`, own process | {} | |", ms(recall));
+            println!("| {n} | {name} | `git neo add`, own process | {} | similarity check included |", ms(add));
+            if *name == "this" {
+                let mut server = neo(exe, &repo, false, &run);
+                server.args(["daemon", "run", "--idle", "120"]).stdout(Stdio::null()).stderr(Stdio::null());
+                let mut server = server.spawn().expect("server");
+                wait_for_server(exe, &repo, &run);
+                let _ = recall_and_add(exe, &repo, true, &run, &mut next, 2);
+                let (recall, add) = recall_and_add(exe, &repo, true, &run, &mut next, rounds);
+                let mut hook = Vec::new();
+                for _ in 0..rounds {
+                    let mut c = neo(exe, &repo, true, &run);
+                    c.args(["hook", "prompt"]).stdin(Stdio::piped()).stdout(Stdio::piped());
+                    let t = Instant::now();
+                    let mut child = c.spawn().expect("hook");
+                    child
+                        .stdin
+                        .take()
+                        .expect("stdin")
+                        .write_all(br#"{"prompt": "how do retries behave under load"}"#)
+                        .expect("event");
+                    let out = child.wait_with_output().expect("hook");
+                    hook.push(t.elapsed());
+                    assert!(out.status.success());
+                }
+                println!("| {n} | {name} | `git neo recall`, through the server | {} | |", ms(recall));
+                println!(
+                    "| {n} | {name} | `git neo add`, through the server | {} | similarity check included |",
+                    ms(add)
+                );
+                println!("| {n} | {name} | `git neo hook prompt`, through the server | {} | |", ms(median(hook)));
+                let mut stop = neo(exe, &repo, false, &run);
+                stop.args(["daemon", "stop"]);
+                ok(stop);
+                let _ = server.wait();
+            }
+            let (add, recall) = mcp(exe, &repo, &run, &mut next, rounds * 2);
+            println!("| {n} | {name} | MCP `add_fact`, warm server | {} | similarity check included |", ms(add));
+            println!("| {n} | {name} | MCP `recall`, warm server | {} | |", ms(recall));
+        }
+    }
+}
