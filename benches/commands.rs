@@ -5,8 +5,9 @@
 //! Needs the real model (scripts/install-model.sh). Per memory size (1k, 10k, 100k facts):
 //! `git neo recall` and `git neo add` (a fact of a type the memory already holds, so the
 //! similarity check runs) p50, in their own process (`GIT_NEO_DAEMON=off`) and through the
-//! background server; the prompt hook through the server; `add_fact` and `recall` through a warm
-//! `git neo mcp`. Each add is a new fact; the index is caught up before timing starts.
+//! background server; the prompt hook through the server; `add_fact` (a new fact, and a
+//! near-duplicate that supersedes one) and `recall` through a warm `git neo mcp`. New facts are
+//! sentences from the READMEs in the cargo registry cache; the index is caught up before timing.
 
 mod common;
 
@@ -44,6 +45,43 @@ const W: &[&str] = &[
     "session",
     "export",
 ];
+
+/// Sentences from the READMEs of the crates in the cargo registry cache: new facts that are not
+/// near-duplicates of each other (text nobody here wrote), one line each.
+fn real_sentences(n: usize) -> Vec<String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
+    let mut readmes = Vec::new();
+    for reg in std::fs::read_dir(home.join("registry/src")).into_iter().flatten().flatten() {
+        for c in std::fs::read_dir(reg.path()).into_iter().flatten().flatten() {
+            let p = c.path().join("README.md");
+            if p.exists() {
+                readmes.push(p);
+            }
+        }
+    }
+    readmes.sort();
+    let mut out: Vec<String> = Vec::new();
+    for p in readmes {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        for para in text.split("\n\n") {
+            let line = para.split_whitespace().collect::<Vec<_>>().join(" ");
+            let ok = (40..=200).contains(&line.len())
+                && line.chars().next().is_some_and(char::is_alphabetic)
+                && !line.contains('[')
+                && !line.contains('<')
+                && !out.contains(&line);
+            if ok {
+                out.push(line);
+            }
+            if out.len() == n {
+                return out;
+            }
+        }
+    }
+    out
+}
 
 fn subject(i: usize) -> String {
     let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
@@ -102,7 +140,7 @@ fn recall_and_add(
         recall.push(ok(c));
         *next += 1;
         let mut c = neo(exe, repo, daemon, run);
-        c.args(["add", "-t", "pattern", "-s", &format!("{} (added {})", subject(*next), *next), "--json"]);
+        c.args(["add", "-t", "pattern", "-s", &new_fact(*next), "--json"]);
         add.push(ok(c));
     }
     (median(recall), median(add))
@@ -122,8 +160,17 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
     }
 }
 
-/// p50 of `add_fact` and of `recall` through a warm `git neo mcp`.
-fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> (Duration, Duration) {
+static SENTENCES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// The `i`-th new fact: a real sentence (with its number, so reruns never repeat a fact).
+fn new_fact(i: usize) -> String {
+    let s = SENTENCES.get_or_init(|| real_sentences(2_000));
+    format!("{} ({i})", s[i % s.len()])
+}
+
+/// p50 of `add_fact` (a new fact; and one that supersedes a near-duplicate) and of `recall`
+/// through a warm `git neo mcp`.
+fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> (Duration, Duration, Duration) {
     let mut child =
         neo(exe, repo, false, run).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("mcp");
     let mut stdin = child.stdin.take().expect("stdin");
@@ -150,11 +197,17 @@ fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> 
         serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
     );
     call("tools/call", serde_json::json!({"name": "recall", "arguments": {"query": "warm up"}}));
-    let (mut add, mut recall) = (Vec::new(), Vec::new());
+    let (mut add, mut replacing, mut recall) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {
         *next += 1;
-        let s = format!("{} (added {})", subject(*next), *next);
+        let s = new_fact(*next);
         add.push(call(
+            "tools/call",
+            serde_json::json!({"name": "add_fact", "arguments": {"type": "pattern", "subject": s}}),
+        ));
+        // A near-duplicate of an existing fact: supersession is decided and written too.
+        let s = format!("{} (revised {})", subject(r * 37 % 1_000), *next);
+        replacing.push(call(
             "tools/call",
             serde_json::json!({"name": "add_fact", "arguments": {"type": "pattern", "subject": s}}),
         ));
@@ -165,7 +218,7 @@ fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> 
     }
     drop(stdin);
     let _ = child.wait();
-    (median(add), median(recall))
+    (median(add), median(replacing), median(recall))
 }
 
 fn main() {
@@ -249,8 +302,12 @@ fn main() {
                 ok(stop);
                 let _ = server.wait();
             }
-            let (add, recall) = mcp(exe, &repo, &run, &mut next, rounds * 2);
-            println!("| {n} | {name} | MCP `add_fact`, warm server | {} | similarity check included |", ms(add));
+            let (add, replacing, recall) = mcp(exe, &repo, &run, &mut next, rounds * 2);
+            println!(
+                "| {n} | {name} | MCP `add_fact`, warm server | {} | a new fact; similarity check included |",
+                ms(add)
+            );
+            println!("| {n} | {name} | MCP `add_fact` that supersedes, warm server | {} | near-duplicate: supersession written too |", ms(replacing));
             println!("| {n} | {name} | MCP `recall`, warm server | {} | |", ms(recall));
         }
     }

@@ -44,6 +44,11 @@ pub use crate::store::WriteContext;
 /// How many of the nearest candidates similarity supersession compares exactly.
 pub const SIMILARITY_SHORTLIST: usize = 8;
 
+/// Candidates whose indexed vector scores more than this under the type's supersession threshold
+/// are not compared on subject and body: the type, scope and tags they share with the new fact
+/// in the indexed text only raise the indexed score.
+pub const SIMILARITY_MARGIN: f32 = 0.25;
+
 /// The scope used when none is given.
 pub const DEFAULT_SCOPE: &str = "project";
 

@@ -97,9 +97,12 @@ impl Memory {
     }
 
     /// Cosine similarity of `record` to the closest of `candidates`, at most
-    /// [`SIMILARITY_SHORTLIST`] of them: the record's subject and body are embedded once
-    /// ([`crate::index::vector_text`], the same text the vector index holds for every fact, so the
-    /// candidates need no embedding at all) and the index's scores are the answer.
+    /// [`SIMILARITY_SHORTLIST`] of them. The vector index shortlists them with the record's indexed
+    /// text ([`crate::index::vector_texts`], embedded once and remembered for the index's own
+    /// catch-up). The index's vectors also hold type, scope and tags, which every candidate shares
+    /// with the new fact and which only raise the score; so the candidates that come near the
+    /// type's threshold (an index score no more than [`SIMILARITY_MARGIN`] under it) are compared
+    /// again on subject and body alone. Most writes have none, and embed nothing more.
     pub fn similarity_scores(
         &self,
         indexes: &crate::index::Indexes,
@@ -108,15 +111,40 @@ impl Memory {
         candidates: &[RecordId],
     ) -> Result<Vec<(RecordId, f32)>> {
         let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
-        let Some(text) = crate::index::vector_text(record) else { return Ok(Vec::new()) };
+        let Some(text) = crate::index::vector_texts(record).into_iter().next() else { return Ok(Vec::new()) };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
         let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
-        Ok(indexes
+        let floor = match record.as_fact() {
+            Some(f) => {
+                self.store.supersede_threshold(f.fact_type, super::supersede::DEFAULT_THRESHOLD)? - SIMILARITY_MARGIN
+            }
+            None => 0.0,
+        };
+        let near: Vec<RecordId> = indexes
             .search_vectors(&q, 256)?
             .into_iter()
-            .filter(|(id, _)| wanted.contains(id))
+            .filter(|(id, s)| wanted.contains(id) && *s >= floor)
             .take(SIMILARITY_SHORTLIST)
-            .collect())
+            .map(|(id, _)| id)
+            .collect();
+        if near.is_empty() {
+            return Ok(Vec::new());
+        }
+        let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
+        let mut texts = vec![own(record)];
+        texts.extend(near.iter().map(|id| own(&self.state.entries[id].record)));
+        let vectors = embedder.embed(&texts).map_err(embed_err)?;
+        let cosine = |a: &[f32], b: &[f32]| {
+            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            let n = norm(a) * norm(b);
+            if n > 0.0 {
+                dot / n
+            } else {
+                0.0
+            }
+        };
+        Ok(near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, cosine(&vectors[0], v))).collect())
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.
@@ -131,11 +159,14 @@ impl Memory {
             (Some(e), Some(_)) => {
                 let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
                 let q = q.into_iter().next().unwrap_or_default();
-                let found = indexes.search_vectors(&q, crate::recall::CANDIDATES)?;
+                let found = indexes.search_passages(&q, crate::recall::CANDIDATES)?;
                 (found, true, Some((e.model_id().to_string(), q)))
             }
             _ => (Vec::new(), false, None),
         };
+        let passage_of: std::collections::HashMap<RecordId, usize> =
+            vector.iter().map(|(id, _, p)| (*id, *p)).collect();
+        let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
         let then;
         let (state, req) = match req.as_of {
             Some(t) => {
@@ -146,6 +177,17 @@ impl Memory {
         };
         let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
         out.query_vector = query_vector;
+        // A long fact says which passage of its body matched.
+        for item in
+            out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
+        {
+            if let Some(&p) = passage_of.get(&item.id) {
+                let passages = crate::index::passages::split(&item.subject, &item.body);
+                if let (true, Some(m)) = (passages.len() > 1, passages.get(p)) {
+                    item.passage = Some(crate::recall::PassageMatch { index: p, lines: [m.lines.0, m.lines.1] });
+                }
+            }
+        }
         // Attempts say whether their check still applies, and where their task stands now.
         for item in &mut out.attempts {
             if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {

@@ -13,10 +13,11 @@
 //! comparing id sets otherwise.
 
 pub(crate) mod lexical;
+pub mod passages;
 mod vectors;
 
 pub use lexical::Lexical;
-pub use vectors::Vectors;
+pub use vectors::{key as vector_key, split_key, Vectors};
 
 use crate::embed::{EmbedError, Embedder};
 use crate::record::{Payload, Record, RecordId};
@@ -25,10 +26,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// Bumped whenever the on-disk layout of the caches changes (2: the lexical analyzer drops
-/// English function words; vectors embed [`vector_text`] and may fall short of the records after
-/// an interrupted build).
-pub const CACHE_FORMAT: u32 = 2;
+/// Bumped whenever the on-disk layout of the caches changes (3: the lexical analyzer drops
+/// English function words; vectors are keyed by record and passage ([`vector_texts`]) and may fall
+/// short of the records after an interrupted build).
+pub const CACHE_FORMAT: u32 = 3;
 
 /// Records embedded between saves while building vectors: an interrupted build loses at most
 /// this much work.
@@ -54,6 +55,9 @@ pub struct Stamp {
     /// The embedding model of the vector index, if there is one.
     pub model: Option<String>,
     pub dim: usize,
+    /// Vectors the records need (one per passage); fewer in the index after an interrupted build.
+    #[serde(default)]
+    pub vectors: usize,
 }
 
 /// What opening the caches did.
@@ -65,15 +69,18 @@ pub enum Refresh {
     Rebuilt { reason: String, records: usize, embedded: usize },
 }
 
-/// The text of a record that the vector index embeds: a fact's subject and body alone (its type,
-/// scope and tags are shared by many facts and would pull unrelated vectors together, which
-/// mattered most for the similarity check on write: it compares these vectors directly), an
-/// attempt's whole text.
-pub fn vector_text(record: &Record) -> Option<String> {
+/// The texts of a record that the vector index embeds, one per passage: a fact's subject and
+/// body ([`passages::split`]: one passage when it fits the model's window, several for a long
+/// body), each followed by its type, scope and tags (measured on the recall fixture: without them
+/// hybrid recall@5 fell from 0.984 to 0.937); an attempt's whole text.
+pub fn vector_texts(record: &Record) -> Vec<String> {
     match &record.payload {
-        Payload::Fact(f) => Some(format!("{}\n{}", f.subject, record.body.trim_end())),
-        Payload::Attempt(_) => index_text(record),
-        _ => None,
+        Payload::Fact(f) => passages::split(&f.subject, &record.body)
+            .into_iter()
+            .map(|p| format!("{}\n{} {} {}", p.text, f.fact_type, f.scope, f.tags.join(" ")))
+            .collect(),
+        Payload::Attempt(_) => index_text(record).into_iter().collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -129,7 +136,7 @@ impl Indexes {
             Ok(mut idx) => {
                 // Vectors fall short of the records after an interrupted build (each finished part
                 // is saved as it completes): catching up embeds only the rest.
-                let vectors_complete = idx.vectors.as_ref().is_none_or(|v| v.len() == idx.ids.len());
+                let vectors_complete = idx.vectors.as_ref().is_none_or(|v| v.len() == idx.stamp.vectors);
                 if idx.stamp.tips == tips
                     && idx.stamp.records == idx.ids.len()
                     && (want_model.is_none() || idx.stamp.model.is_some())
@@ -259,7 +266,9 @@ impl Indexes {
         let missing: Vec<(RecordId, String)> =
             missing_ids.into_iter().filter_map(|id| index_text(&state.entries[&id].record).map(|t| (id, t))).collect();
         let first_key = self.ids.len() as u64;
-        let vectors_complete = self.vectors.as_ref().is_some_and(|v| v.len() == self.ids.len());
+        // A cache built without a model has no vectors at all, whatever it counted.
+        let vectors_complete =
+            self.stamp.model.is_some() && self.vectors.as_ref().is_some_and(|v| v.len() == self.stamp.vectors);
         self.lexical.add(first_key, &missing).map_err(|e| cache_err(&self.dir, e))?;
         self.ids.extend(missing.iter().map(|(id, _)| *id));
         // Vectors: everything indexed but not yet embedded (new records, or all of them when the
@@ -273,16 +282,21 @@ impl Indexes {
             self.stamp.model = Some(embedder.model_id().to_string());
             self.stamp.dim = embedder.dim();
             let vectors = self.vectors.as_ref().expect("checked above");
-            // When every earlier record has its vector, only the new keys need one.
+            // When every earlier record has its vectors, only the new records need them.
             let from = if vectors_complete { first_key as usize } else { 0 };
-            let mut texts: Vec<(u64, String)> = self
-                .ids
-                .iter()
-                .enumerate()
-                .skip(from)
-                .filter(|(k, _)| !vectors.contains(*k as u64))
-                .filter_map(|(k, id)| state.entries.get(id).and_then(|e| vector_text(&e.record)).map(|t| (k as u64, t)))
-                .collect();
+            let mut needed = if vectors_complete { self.stamp.vectors } else { 0 };
+            let mut texts: Vec<(u64, String)> = Vec::new();
+            for (ordinal, id) in self.ids.iter().enumerate().skip(from) {
+                let Some(e) = state.entries.get(id) else { continue };
+                for (p, text) in vector_texts(&e.record).into_iter().enumerate() {
+                    needed += 1;
+                    let key = vectors::key(ordinal as u64, p);
+                    if !vectors.contains(key) {
+                        texts.push((key, text));
+                    }
+                }
+            }
+            self.stamp.vectors = needed;
             // Shortest first across the whole set, saved part by part.
             texts.sort_by_key(|(k, t)| (t.len(), *k));
             let total = texts.len();
@@ -324,7 +338,7 @@ impl Indexes {
         };
         let mut idx = Indexes {
             dir: dir.to_path_buf(),
-            stamp: Stamp { format: CACHE_FORMAT, tips: Vec::new(), records: 0, model: None, dim: 0 },
+            stamp: Stamp { format: CACHE_FORMAT, tips: Vec::new(), records: 0, model: None, dim: 0, vectors: 0 },
             ids: Vec::new(),
             lexical,
             vectors,
@@ -340,7 +354,7 @@ impl Indexes {
     fn save(&mut self) -> Result<(), IndexError> {
         write_ids(&self.dir.join("ids"), &self.ids).map_err(|e| cache_err(&self.dir, e))?;
         if let Some(v) = &mut self.vectors {
-            v.save().map_err(|e| cache_err(&self.dir, e))?;
+            v.save(self.ids.len() as u64).map_err(|e| cache_err(&self.dir, e))?;
         }
         let json = serde_json::to_vec_pretty(&self.stamp).map_err(|e| cache_err(&self.dir, e))?;
         // The stamp is written last and atomically: a crash before it leaves the old stamp,
@@ -362,11 +376,32 @@ impl Indexes {
         Ok(hits.into_iter().filter_map(|(k, s)| self.id_of(k).map(|id| (id, s))).collect())
     }
 
-    /// Vector candidates: (record id, cosine similarity), best first; empty without vectors.
+    /// Vector candidates: (record id, cosine similarity of its best passage), best first; empty
+    /// without vectors.
     pub fn search_vectors(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32)>, IndexError> {
+        Ok(self.search_passages(query, limit)?.into_iter().map(|(id, s, _)| (id, s)).collect())
+    }
+
+    /// [`Indexes::search_vectors`] with the number of the passage that matched best.
+    pub fn search_passages(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32, usize)>, IndexError> {
         let Some(v) = &self.vectors else { return Ok(Vec::new()) };
-        let hits = v.search(query, limit).map_err(|e| cache_err(&self.dir, e))?;
-        Ok(hits.into_iter().filter_map(|(k, s)| self.id_of(k).map(|id| (id, s))).collect())
+        // Several passages of one record may come back: ask for more, keep each record's best.
+        let want = limit.saturating_mul(2).max(limit + 16);
+        let hits = v.search(query, want).map_err(|e| cache_err(&self.dir, e))?;
+        let mut seen = HashSet::new();
+        let mut out = Vec::with_capacity(limit);
+        for (key, s) in hits {
+            let (ordinal, passage) = vectors::split_key(key);
+            if let Some(id) = self.id_of(ordinal) {
+                if seen.insert(id) {
+                    out.push((id, s, passage));
+                    if out.len() == limit {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -409,82 +444,4 @@ fn write_ids(path: &Path, ids: &[RecordId]) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::embed::HashEmbedder;
-    use crate::record::{Fact, FactType, Kind, Milli, Provenance, Timestamp};
-
-    fn fact(i: usize) -> (RecordId, Record) {
-        let r = Record {
-            kind: Kind::Fact,
-            payload: Payload::Fact(Fact {
-                fact_type: FactType::Pattern,
-                subject: format!("Fact number {i} about subsystem {}", i % 13),
-                scope: "project".into(),
-                tags: vec![],
-                key: None,
-                provenance: Provenance::Observed,
-                confidence: Milli(700),
-                valid_from: None,
-                valid_to: None,
-                depends_on: vec![],
-                relations: vec![],
-                anchors: vec![],
-                suggestion: None,
-            }),
-            author: "Ada <ada@example.com>".into(),
-            created_at: Timestamp(1_770_000_000 + i as i64),
-            body: "x".repeat(i % 700),
-        };
-        (r.encode().0, r)
-    }
-
-    /// Fails once it has embedded `left` texts, as a reindex cut off part-way would stop.
-    struct Failing {
-        inner: HashEmbedder,
-        left: usize,
-    }
-
-    impl Embedder for Failing {
-        fn model_id(&self) -> &str {
-            self.inner.model_id()
-        }
-        fn dim(&self) -> usize {
-            self.inner.dim()
-        }
-        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            if texts.len() > self.left {
-                return Err(EmbedError::Model("cut off".into()));
-            }
-            self.left -= texts.len();
-            self.inner.embed(texts)
-        }
-    }
-
-    #[test]
-    fn an_interrupted_build_keeps_the_parts_it_saved_and_embeds_only_the_rest() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("index");
-        let n = SAVE_EVERY * 2 + 500;
-        let state = crate::state::fold((0..n).map(fact));
-        let tips = vec!["tip".to_string()];
-        let mut failing = Failing { inner: HashEmbedder::new(32), left: SAVE_EVERY + 100 };
-        let cut = Indexes::open(&dir, &state, &tips, &|_| None, Some(&mut failing), &mut |_, _| {});
-        assert!(matches!(cut, Err(IndexError::Embed(_))), "the embedder stopped part-way");
-
-        let mut embedder = HashEmbedder::new(32);
-        let mut calls = Vec::new();
-        let (idx, refresh) =
-            Indexes::open(&dir, &state, &tips, &|_| Some(vec![]), Some(&mut embedder), &mut |d, t| calls.push((d, t)))
-                .expect("reopen");
-        match refresh {
-            Refresh::CaughtUp { added: 0, embedded } => assert_eq!(embedded, n - SAVE_EVERY, "only the unsaved rest"),
-            other => panic!("expected a catch-up of vectors only, got {other:?}"),
-        }
-        assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(n));
-        assert_eq!(calls.last().copied(), Some((n - SAVE_EVERY, n - SAVE_EVERY)), "progress counts the whole rest");
-        let (_, again) = Indexes::open(&dir, &state, &tips, &|_| Some(vec![]), Some(&mut embedder), &mut |_, _| {})
-            .expect("open again");
-        assert!(matches!(again, Refresh::UpToDate), "{again:?}");
-    }
-}
+mod tests;

@@ -48,7 +48,18 @@ fn estimated_tokens(text: &str) -> usize {
     (text.len() / 4).clamp(1, crate::embed::MAX_TOKENS)
 }
 
-/// A usearch index of unit vectors keyed by ordinal, in a main part and a new part.
+/// The key of a record's passage: its ordinal in the upper bits, the passage number in the low
+/// eight (a record has at most 255 passages, see [`super::passages`]).
+pub fn key(ordinal: u64, passage: usize) -> u64 {
+    (ordinal << 8) | (passage as u64 & 0xff)
+}
+
+/// (ordinal, passage) of a key.
+pub fn split_key(key: u64) -> (u64, usize) {
+    (key >> 8, (key & 0xff) as usize)
+}
+
+/// A usearch index of unit vectors keyed by [`key`], in a main part and a new part.
 pub struct Vectors {
     dir: PathBuf,
     main: usearch::Index,
@@ -163,7 +174,8 @@ impl Vectors {
     }
 
     /// Persist: the new part alone while it is small, else fold it into a rebuilt main index.
-    pub fn save(&mut self) -> Result<(), VectorError> {
+    /// `ordinals` bounds the records' ordinals (usearch cannot list its keys).
+    pub fn save(&mut self, ordinals: u64) -> Result<(), VectorError> {
         let (main_path, new_path) = (Self::main_path(&self.dir), Self::new_path(&self.dir));
         let write = |index: &usearch::Index, path: &Path| -> Result<(), VectorError> {
             let tmp = path.with_extension("tmp");
@@ -180,12 +192,13 @@ impl Vectors {
             let merged = usearch::Index::new(&options(self.dim)).map_err(us)?;
             merged.reserve(self.len()).map_err(us)?;
             let mut buf = vec![0f32; self.dim];
-            let max_key = self.main.size() + self.new.size() + 1024;
-            for key in 0..max_key as u64 {
-                for part in [&self.main, &self.new] {
-                    if part.contains(key) && part.get(key, &mut buf).map_err(us)? > 0 {
+            for ordinal in 0..ordinals {
+                // A record's passages are numbered from 0 without gaps.
+                for passage in 0..=0xff {
+                    let key = key(ordinal, passage);
+                    let Some(part) = [&self.main, &self.new].into_iter().find(|p| p.contains(key)) else { break };
+                    if part.get(key, &mut buf).map_err(us)? > 0 {
                         merged.add(key, &buf).map_err(us)?;
-                        break;
                     }
                 }
             }
@@ -244,7 +257,7 @@ mod tests {
     use crate::embed::HashEmbedder;
 
     fn texts(range: std::ops::Range<u64>) -> Vec<(u64, String)> {
-        range.map(|k| (k, format!("record number {k} about topic {}", k % 17))).collect()
+        range.map(|k| (key(k, 0), format!("record number {k} about topic {}", k % 17))).collect()
     }
 
     #[test]
@@ -253,29 +266,36 @@ mod tests {
         let mut e = HashEmbedder::new(64);
         let mut v = Vectors::create(dir.path(), 64).expect("create");
         v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
-        v.save().expect("save");
+        v.save(10).expect("save");
         assert!(dir.path().join("vectors.usearch").exists() && !dir.path().join("vectors-new.usearch").exists());
 
         // A small addition lands in the new part only.
         let mut v = Vectors::open(dir.path(), 64).expect("open");
         v.add_texts(&texts(10..11), &mut e, &mut |_, _| {}).expect("add");
-        v.save().expect("save");
+        v.save(11).expect("save");
         assert!(dir.path().join("vectors-new.usearch").exists());
         let v = Vectors::open(dir.path(), 64).expect("open");
         assert_eq!(v.len(), 11);
         let q = e.embed(&["record number 10 about topic 10".to_string()]).expect("embed").remove(0);
-        assert_eq!(v.search(&q, 1).expect("search")[0].0, 10, "search covers the new part");
+        assert_eq!(v.search(&q, 1).expect("search")[0].0, key(10, 0), "search covers the new part");
 
         // A large addition folds everything into the main index.
         let mut v = Vectors::open(dir.path(), 64).expect("open");
         v.add_texts(&texts(11..1100), &mut e, &mut |_, _| {}).expect("add");
-        v.save().expect("save");
+        v.save(1100).expect("save");
         assert!(!dir.path().join("vectors-new.usearch").exists(), "folded");
         let v = Vectors::open(dir.path(), 64).expect("open");
         assert_eq!(v.len(), 1100);
         for k in [0u64, 10, 500, 1099] {
             let q = e.embed(&[format!("record number {k} about topic {}", k % 17)]).expect("embed").remove(0);
-            assert_eq!(v.exact_search(&q, 1).expect("search")[0].0, k);
+            assert_eq!(v.exact_search(&q, 1).expect("search")[0].0, key(k, 0));
         }
+    }
+
+    #[test]
+    fn keys_hold_the_ordinal_and_the_passage() {
+        assert_eq!(split_key(key(123_456, 7)), (123_456, 7));
+        assert_eq!(split_key(key(0, 0)), (0, 0));
+        assert_ne!(key(1, 0), key(0, 1));
     }
 }

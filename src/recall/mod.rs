@@ -86,6 +86,18 @@ pub struct Item {
     /// Facts linked to this one (extends, derives), in either direction.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub linked: Vec<Link>,
+    /// For a fact whose body is longer than the model's window: the passage that matched best.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passage: Option<PassageMatch>,
+}
+
+/// Which passage of a long body matched the query.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PassageMatch {
+    /// The passage's number, from 0.
+    pub index: usize,
+    /// Its first and last line in the body (1-based, inclusive).
+    pub lines: [usize; 2],
 }
 
 /// A fact linked to a recalled fact.
@@ -229,6 +241,7 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         needs_review: e.needs_review.iter().map(|f| f.to_string()).collect(),
         window,
         linked: Vec::new(),
+        passage: None,
     }
 }
 

@@ -16,7 +16,15 @@ fn line(s: &mut String, i: &Item, with_body: bool) {
     s.push('\n');
     extras(s, i);
     if with_body && !i.body.is_empty() {
-        for l in i.body.lines().take(12) {
+        // A long body found by one of its passages: show that passage, and say where it is.
+        let (from, to) = match &i.passage {
+            Some(p) => {
+                let _ = writeln!(s, "  _(lines {}–{} of the body matched)_", p.lines[0], p.lines[1]);
+                (p.lines[0].max(1) - 1, p.lines[1])
+            }
+            None => (0, usize::MAX),
+        };
+        for l in i.body.lines().skip(from).take(to.saturating_sub(from).min(12)) {
             let _ = writeln!(s, "  {l}");
         }
     }

@@ -256,3 +256,45 @@ fn concurrent_recalls_share_one_cache_build() {
     let rebuilt = results.iter().filter(|o| stderr(o).contains("rebuilt")).count();
     assert_eq!(rebuilt, 1, "one process builds, the others wait and reuse it");
 }
+
+/// A body longer than the model's window is indexed by passages: a question about its end finds
+/// it, and recall says which lines matched (JSON `passage`, and the markdown shows those lines).
+#[test]
+fn a_long_fact_is_found_by_a_passage_deep_in_its_body_and_says_which_lines() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let filler: String = (0..12)
+        .map(|i| {
+            format!(
+                "Paragraph {i} describes the release train, the staging cluster and the on-call rota in detail.\n\n"
+            )
+        })
+        .collect();
+    let body = format!(
+        "{filler}## Rollback\n\nWhen the canary fails, flip the kubernetes ingress weight back to zero and page the database owner.\n"
+    );
+    let id = sb.neo_ok(&repo, &["add", "-t", "architecture", "-s", "Release runbook", "-b", &body]);
+    sb.neo_ok(&repo, &["add", "-t", "architecture", "-s", "Ingress weights are managed by the platform team"]);
+    let out =
+        recall(&sb, &repo, "hash", &["canary fails flip kubernetes ingress weight page database owner", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = json(&String::from_utf8_lossy(&out.stdout));
+    let fact =
+        r["facts"].as_array().expect("facts").iter().find(|f| f["id"] == id).expect("the runbook is recalled").clone();
+    let lines = &fact["passage"]["lines"];
+    let total = body.trim_end().lines().count() as u64;
+    assert_eq!(lines[1].as_u64(), Some(total), "the matching passage is the last one: {fact}");
+    assert!(lines[0].as_u64().is_some_and(|first| first > 10), "deep in the body: {fact}");
+    let md = String::from_utf8_lossy(
+        &recall(&sb, &repo, "hash", &["canary fails flip kubernetes ingress weight page database owner"]).stdout,
+    )
+    .into_owned();
+    assert!(md.contains(&format!("lines {}–{total} of the body matched", lines[0])), "{md}");
+    assert!(md.contains("flip the kubernetes ingress weight"), "the matched lines are shown: {md}");
+    let short = recall(&sb, &repo, "hash", &["who manages ingress weights", "--json"]);
+    let r = json(&String::from_utf8_lossy(&short.stdout));
+    assert!(
+        r["facts"].as_array().expect("facts").iter().all(|f| f["id"] == id || f["passage"].is_null()),
+        "a short fact has no passage: {r}"
+    );
+}

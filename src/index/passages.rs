@@ -1,0 +1,204 @@
+//! PURE. Passages: how a record longer than the model's window is cut for the vector index.
+//!
+//! The model reads at most 256 tokens; a vector of a long body describes its beginning only, so
+//! a question answered deep inside it cannot find it. A body too long for one window is split on
+//! its markdown structure (pulldown-cmark's top-level blocks: headings, paragraphs, lists, code
+//! blocks, quotes, tables; an oversized list is split between its items, never a code block),
+//! grouped into passages of about [`TARGET_BYTES`]. Each passage starts with the record's subject
+//! and the heading it sits under, so it reads on its own, and repeats the previous passage's last
+//! block when that block is short (a little overlap, so a sentence that leads into the next block
+//! is not cut from it). Line ranges are 1-based and inclusive, within the body.
+//!
+//! The split is a function of the text alone, so recall can say which lines matched without
+//! storing them.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+
+/// Passage size to aim for, in bytes of body (about 200 tokens of English, leaving room in the
+/// window for the subject and heading).
+pub const TARGET_BYTES: usize = 800;
+
+/// A body (with its subject) up to this many bytes is one passage: it fits the window.
+pub const SINGLE_BYTES: usize = 1_000;
+
+/// The most passages a record gets (the keys leave 8 bits for the passage number); text past the
+/// last one is still in the lexical index.
+pub const MAX_PASSAGES: usize = 255;
+
+/// Overlap: the previous passage's last block is repeated when at most this long.
+const OVERLAP_BYTES: usize = 240;
+
+/// One passage of a record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Passage {
+    /// What is embedded.
+    pub text: String,
+    /// First and last line of the body it covers (1-based, inclusive); (0, 0) for a record whose
+    /// body is empty.
+    pub lines: (usize, usize),
+}
+
+/// A top-level block: its byte range in the body, and whether it is a heading.
+#[derive(Clone, Copy, Debug)]
+struct Block {
+    start: usize,
+    end: usize,
+    heading: bool,
+}
+
+/// The record's passages: one (subject and whole body) when it fits the window, else several.
+pub fn split(subject: &str, body: &str) -> Vec<Passage> {
+    let body_trimmed = body.trim_end();
+    let line_count = body_trimmed.lines().count();
+    if subject.len() + body_trimmed.len() <= SINGLE_BYTES {
+        return vec![Passage {
+            text: format!("{subject}\n{body_trimmed}"),
+            lines: if line_count == 0 { (0, 0) } else { (1, line_count) },
+        }];
+    }
+    let blocks = blocks(body_trimmed);
+    let line_of = |offset: usize| body_trimmed[..offset.min(body_trimmed.len())].matches('\n').count() + 1;
+    let mut passages: Vec<Passage> = Vec::new();
+    let mut heading: Option<&str> = None;
+    let mut group: Vec<Block> = Vec::new();
+    let mut previous_last: Option<Block> = None;
+    let flush = |group: &mut Vec<Block>, heading: Option<&str>, overlap: Option<Block>, out: &mut Vec<Passage>| {
+        let (Some(first), Some(last)) = (group.first().copied(), group.last().copied()) else { return };
+        let mut text = String::from(subject);
+        text.push('\n');
+        if let Some(h) = heading.filter(|_| !first.heading) {
+            text.push_str(h);
+            text.push('\n');
+        }
+        let start = match overlap.filter(|o| o.end - o.start <= OVERLAP_BYTES && o.end <= first.start) {
+            Some(o) => o.start,
+            None => first.start,
+        };
+        text.push_str(body_trimmed[start..last.end].trim());
+        out.push(Passage { text, lines: (line_of(start), line_of(last.end.saturating_sub(1).max(start))) });
+        group.clear();
+    };
+    for b in blocks {
+        let size = group.last().map_or(0, |l| b.end - group[0].start.min(l.start));
+        // A heading starts a new passage; so does a block that would overflow this one.
+        if !group.is_empty() && (b.heading || size > TARGET_BYTES) {
+            let last = group.last().copied();
+            flush(&mut group, heading, previous_last, &mut passages);
+            previous_last = last;
+            if passages.len() == MAX_PASSAGES {
+                return passages;
+            }
+        }
+        if b.heading {
+            heading = Some(body_trimmed[b.start..b.end].trim());
+            previous_last = None;
+        }
+        group.push(b);
+    }
+    flush(&mut group, heading, previous_last, &mut passages);
+    passages.truncate(MAX_PASSAGES);
+    if passages.is_empty() {
+        passages.push(Passage { text: format!("{subject}\n{body_trimmed}"), lines: (1, line_count.max(1)) });
+    }
+    passages
+}
+
+/// The body's top-level blocks in order; a list longer than [`TARGET_BYTES`] gives its items.
+fn blocks(body: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0usize;
+    let mut list: Option<(usize, Vec<Block>)> = None;
+    for (event, range) in Parser::new_ext(body, Options::ENABLE_TABLES).into_offset_iter() {
+        match event {
+            Event::Start(tag) => {
+                if depth == 0 {
+                    start = range.start;
+                    if matches!(tag, Tag::List(_)) {
+                        list = Some((range.start, Vec::new()));
+                    }
+                }
+                if depth == 1 && matches!(tag, Tag::Item) {
+                    if let Some((_, items)) = &mut list {
+                        items.push(Block { start: range.start, end: range.end, heading: false });
+                    }
+                }
+                depth += 1;
+            }
+            Event::End(tag) => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    let heading = matches!(tag, TagEnd::Heading(_));
+                    match list.take() {
+                        Some((s, items)) if range.end - s > TARGET_BYTES && !items.is_empty() => out.extend(items),
+                        _ => out.push(Block { start, end: range.end, heading }),
+                    }
+                }
+            }
+            // Leaf blocks at the top level (a rule, raw HTML) are blocks of their own.
+            _ if depth == 0 => out.push(Block { start: range.start, end: range.end, heading: false }),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn long_body() -> String {
+        let para = |n: usize| format!("Paragraph {n} explains one part of the runbook in some detail. ").repeat(4);
+        format!(
+            "{}\n\n{}\n\n## Rollback\n\n{}\n\n```sh\n{}\n```\n\n{}\n\n- first step\n- second step\n",
+            para(1),
+            para(2),
+            para(3),
+            "kubectl rollout undo deploy/api\n".repeat(30),
+            para(4)
+        )
+    }
+
+    #[test]
+    fn a_short_record_is_one_passage_of_subject_and_body() {
+        let p = split("Deploys go to Fly.io", "From the main branch.\nAfter review.\n");
+        assert_eq!(
+            p,
+            vec![Passage { text: "Deploys go to Fly.io\nFrom the main branch.\nAfter review.".into(), lines: (1, 2) }]
+        );
+        assert_eq!(split("Only a subject", "")[0].lines, (0, 0));
+    }
+
+    #[test]
+    fn a_long_record_splits_on_blocks_with_headings_lines_and_whole_code_blocks() {
+        let body = long_body();
+        let passages = split("Runbook", &body);
+        assert!(passages.len() >= 3, "{passages:#?}");
+        let lines: Vec<&str> = body.lines().collect();
+        for p in &passages {
+            assert!(p.text.starts_with("Runbook\n"), "every passage names its record: {}", p.text);
+            assert!(p.lines.0 >= 1 && p.lines.0 <= p.lines.1 && p.lines.1 <= lines.len(), "{:?}", p.lines);
+            // A code block is never cut: its fences come in pairs.
+            assert_eq!(p.text.matches("```").count() % 2, 0, "{}", p.text);
+        }
+        let code = passages.iter().find(|p| p.text.contains("kubectl")).expect("the code block");
+        assert!(code.text.contains("## Rollback"), "the heading it sits under: {}", code.text);
+        assert_eq!(code.text.matches("kubectl").count(), 30, "whole");
+        let last = passages.last().expect("last");
+        assert_eq!(last.lines.1, lines.len(), "the passages reach the end of the body");
+        assert!(lines[last.lines.1 - 1].contains("second step"));
+        assert_eq!(split("Runbook", &body), passages, "deterministic");
+    }
+
+    #[test]
+    fn short_blocks_overlap_and_long_lists_split_between_items() {
+        let items: String = (0..40).map(|i| format!("- item {i} of a long checklist that goes on\n")).collect();
+        let body = format!("{}\n\nA short lead-in.\n\n{items}", "Intro sentence that is long enough. ".repeat(24));
+        let passages = split("Checklist", &body);
+        assert!(passages.len() >= 3, "{passages:#?}");
+        assert!(passages.iter().skip(1).all(|p| p.text.contains("- item")), "lists split between items");
+        let overlaps = passages.windows(2).filter(|w| w[1].lines.0 <= w[0].lines.1).count();
+        assert!(overlaps >= 1, "a short last block is repeated: {passages:#?}");
+        assert!(split("x", &"word ".repeat(100_000)).len() <= MAX_PASSAGES);
+    }
+}
