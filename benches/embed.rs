@@ -1,5 +1,6 @@
 //! Embedding on real text, printed as a table (`cargo bench --bench embed`; `-- --quick` for
-//! fewer texts, `-- --reindex N` to add a whole-process `git neo reindex` of N long records).
+//! fewer texts, `-- --busy` to measure with two other busy threads too (`--busy-only`: only
+//! then), `-- --reindex N` to add a whole-process `git neo reindex` of N long records).
 //!
 //! Needs the real model (scripts/install-model.sh). The texts are not ours: paragraphs of the
 //! READMEs of the crates in the local cargo registry cache, as short texts (one paragraph of one
@@ -221,7 +222,10 @@ fn main() {
     let exe = std::env::current_exe().expect("own path");
     println!("\n| set | load | configuration | texts/s (median of {runs}) | peak RSS MB | vs raw-256 |\n|---|---|---|---|---|---|");
     for busy in [false, true] {
-        if busy && !args.iter().any(|a| a == "--busy") {
+        if busy && !args.iter().any(|a| a == "--busy" || a == "--busy-only") {
+            continue;
+        }
+        if !busy && args.iter().any(|a| a == "--busy-only") {
             continue;
         }
         for set in ["short", "long"] {

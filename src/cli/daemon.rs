@@ -343,8 +343,25 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
             }
         });
     }
-    let mut session: Option<Session> = None;
-    let mut seen_fingerprint = Vec::new();
+    // Warm up before the first command: the one that started this server has already answered by
+    // itself, and the next should not pay for the model and the memory either.
+    let env: Env = &super::process_env;
+    let mut seen_fingerprint = fingerprint(tree, env);
+    let mut session: Option<Session> =
+        session_options(tree.to_path_buf(), ctx.ref_name.clone(), env).ok().map(|opts| {
+            let mut s = Session::new(opts);
+            let warm_up = git_neo::api::RecallQuery {
+                query: "warm up".into(),
+                k: 1,
+                budget: 100,
+                types: Vec::new(),
+                scope: None,
+                as_of: None,
+            };
+            let _ = s.recall(&warm_up);
+            let _ = s.take_notices();
+            s
+        });
     let mut commands = 0u64;
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
