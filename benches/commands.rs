@@ -67,7 +67,7 @@ fn real_sentences(n: usize) -> Vec<String> {
         let text = std::fs::read_to_string(p).unwrap_or_default();
         for para in text.split("\n\n") {
             let line = para.split_whitespace().collect::<Vec<_>>().join(" ");
-            let ok = (40..=200).contains(&line.len())
+            let ok = (40..=180).contains(&line.len())
                 && line.chars().next().is_some_and(char::is_alphabetic)
                 && !line.contains('[')
                 && !line.contains('<')

@@ -24,6 +24,17 @@ impl Memory {
         embedder: Option<&mut dyn crate::embed::Embedder>,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
+        self.open_indexes_with(embedder, true, progress)
+    }
+
+    /// [`Memory::open_indexes`], leaving the lexical index behind when `lexical` is false (see
+    /// [`crate::index::Indexes::open`]).
+    pub fn open_indexes_with(
+        &self,
+        embedder: Option<&mut dyn crate::embed::Embedder>,
+        lexical: bool,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(crate::index::Indexes, crate::index::Refresh)> {
         let added_since = |old: &[String]| self.records_added_since(old);
         Ok(crate::index::Indexes::open(
             &self.index_dir(),
@@ -31,6 +42,7 @@ impl Memory {
             &self.tip_ids(),
             &added_since,
             embedder,
+            lexical,
             progress,
         )?)
     }
@@ -40,10 +52,11 @@ impl Memory {
         &self,
         indexes: &mut crate::index::Indexes,
         embedder: Option<&mut dyn crate::embed::Embedder>,
+        lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<crate::index::Refresh>> {
         let added_since = |old: &[String]| self.records_added_since(old);
-        Ok(indexes.refresh(&self.state, &self.tip_ids(), &added_since, embedder, progress)?)
+        Ok(indexes.refresh(&self.state, &self.tip_ids(), &added_since, embedder, lexical, progress)?)
     }
 
     /// The records added between the single old tip `old` and the single current tip, from a tree

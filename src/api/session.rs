@@ -158,18 +158,20 @@ impl Warm {
     }
 
     /// Bring the recall indexes to `memory`'s tips (catching up, or building). A model that fails
-    /// while embedding does not take recall down: lexical from then on.
-    fn refresh_indexes(&mut self, memory: &Memory, choice: &EmbedderChoice) -> Result<()> {
+    /// while embedding does not take recall down: lexical from then on. With `lexical` false
+    /// (the similarity check on write, which searches vectors only) the lexical index may stay
+    /// behind until the next recall.
+    fn refresh_indexes(&mut self, memory: &Memory, choice: &EmbedderChoice, lexical: bool) -> Result<()> {
         self.ensure_embedder(choice);
         let tips = memory.tip_ids();
-        if self.indexes.as_ref().is_some_and(|(_, t)| *t == tips) {
+        if self.indexes.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
             return Ok(());
         }
         let Warm { embedder, no_embedder, progress, indexes: open, .. } = self;
         let mut report = |done: usize, total: usize| progress("embedding", done, total);
         // Caches this session holds: catch them up in place (after its own write, typically).
         if let Some((indexes, at)) = open.as_mut() {
-            match memory.refresh_indexes(indexes, reborrow(embedder), &mut report) {
+            match memory.refresh_indexes(indexes, reborrow(embedder), lexical, &mut report) {
                 Ok(Some(_)) => {
                     *at = tips;
                     return Ok(());
@@ -183,11 +185,11 @@ impl Warm {
             }
         }
         *open = None;
-        let (indexes, refresh) = match memory.open_indexes(reborrow(embedder), &mut report) {
+        let (indexes, refresh) = match memory.open_indexes_with(reborrow(embedder), lexical, &mut report) {
             Err(Error::Index(IndexError::Embed(e))) => {
                 *embedder = None;
                 *no_embedder = Some(NoEmbedder::Failed(e.to_string()));
-                memory.open_indexes(None, &mut report)?
+                memory.open_indexes_with(None, lexical, &mut report)?
             }
             other => other?,
         };
@@ -207,7 +209,7 @@ impl Warm {
         record: &Record,
         candidates: &[RecordId],
     ) -> Result<Similarity> {
-        let opened = self.refresh_indexes(memory, choice);
+        let opened = self.refresh_indexes(memory, choice, false);
         let (Ok(()), Some((indexes, _)), Some(embedder)) =
             (&opened, self.indexes.as_ref(), self.embedder.as_deref_mut())
         else {
@@ -400,7 +402,7 @@ impl Session {
             }),
         };
         let memory = self.memory.as_ref().expect("loaded above");
-        self.warm.refresh_indexes(memory, &self.opts.embedder)?;
+        self.warm.refresh_indexes(memory, &self.opts.embedder, true)?;
         self.warm.say_semantic_off();
         let req =
             Request { query: q.query.clone(), k: q.k, budget: q.budget, types, scope: q.scope.clone(), now, as_of };

@@ -94,6 +94,11 @@ impl Lexical {
         Ok(())
     }
 
+    /// Documents held (their keys are `0..num_docs`: documents are only ever appended).
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
     /// BM25 search; the query is parsed leniently, so any text is a valid query.
     pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<(u64, f32)>> {
         let parser = QueryParser::for_index(&self.index, vec![self.text]);

@@ -120,12 +120,18 @@ impl Indexes {
     /// Open the caches in `dir` for the memory `state` at `tips`, catching up or rebuilding as
     /// needed. With an `embedder`, vectors are kept too (and embedded for records that lack them,
     /// such as after the model was installed). `progress(done, total)` reports embedding work.
+    ///
+    /// With `lexical` false the lexical index may be left behind the id list (a write's similarity
+    /// check needs only vectors, and a commit of the lexical index is most of a small catch-up's
+    /// cost); whoever searches it next opens or refreshes with `lexical` true, which adds what it
+    /// lacks.
     pub fn open(
         dir: &Path,
         state: &State,
         tips: &[String],
         added_since: &dyn Fn(&[String]) -> Option<Vec<RecordId>>,
         mut embedder: Option<&mut dyn Embedder>,
+        lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<(Indexes, Refresh), IndexError> {
         let _lock = Self::lock(dir)?;
@@ -141,6 +147,7 @@ impl Indexes {
                     && idx.stamp.records == idx.ids.len()
                     && (want_model.is_none() || idx.stamp.model.is_some())
                     && vectors_complete
+                    && (!lexical || idx.lexical_complete())
                 {
                     return Ok((idx, Refresh::UpToDate));
                 }
@@ -152,6 +159,7 @@ impl Indexes {
                     &tips,
                     added,
                     embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder),
+                    lexical,
                     progress,
                 ) {
                     Ok(Some(r)) => return Ok((idx, r)),
@@ -192,6 +200,7 @@ impl Indexes {
         tips: &[String],
         added_since: &dyn Fn(&[String]) -> Option<Vec<RecordId>>,
         embedder: Option<&mut dyn Embedder>,
+        lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<Refresh>, IndexError> {
         let _lock = Self::lock(&self.dir)?;
@@ -202,11 +211,11 @@ impl Indexes {
         }
         let mut tips = tips.to_vec();
         tips.sort();
-        if self.stamp.tips == tips {
+        if self.stamp.tips == tips && (!lexical || self.lexical_complete()) {
             return Ok(Some(Refresh::UpToDate));
         }
-        let added = added_since(&self.stamp.tips);
-        self.catch_up(state, &tips, added, embedder, progress)
+        let added = if self.stamp.tips == tips { Some(Vec::new()) } else { added_since(&self.stamp.tips) };
+        self.catch_up(state, &tips, added, embedder, lexical, progress)
     }
 
     fn stamp_path(dir: &Path) -> PathBuf {
@@ -243,12 +252,37 @@ impl Indexes {
 
     /// Index what is missing. `Ok(None)` means the cache holds something the state does not
     /// (a purged record): the caller rebuilds.
+    /// Whether the lexical index holds every record of the id list.
+    pub fn lexical_complete(&self) -> bool {
+        self.lexical.num_docs() == self.ids.len() as u64
+    }
+
+    /// Add to the lexical index the records of the id list it lacks (it lags after a write that
+    /// left it behind). `Ok(false)`: one of them is no longer in `state`, or it holds more than
+    /// the list (a crash between its commit and the list's save): rebuild.
+    fn sync_lexical(&mut self, state: &State) -> Result<bool, IndexError> {
+        let have = self.lexical.num_docs() as usize;
+        if have > self.ids.len() {
+            return Ok(false);
+        }
+        let mut docs = Vec::with_capacity(self.ids.len() - have);
+        for id in &self.ids[have..] {
+            match state.entries.get(id).and_then(|e| index_text(&e.record)) {
+                Some(text) => docs.push((*id, text)),
+                None => return Ok(false),
+            }
+        }
+        self.lexical.add(have as u64, &docs).map_err(|e| cache_err(&self.dir, e))?;
+        Ok(true)
+    }
+
     fn catch_up(
         &mut self,
         state: &State,
         tips: &[String],
         added: Option<Vec<RecordId>>,
         embedder: Option<&mut dyn Embedder>,
+        lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<Refresh>, IndexError> {
         let missing_ids: Vec<RecordId> = match added {
@@ -269,12 +303,14 @@ impl Indexes {
         // A cache built without a model has no vectors at all, whatever it counted.
         let vectors_complete =
             self.stamp.model.is_some() && self.vectors.as_ref().is_some_and(|v| v.len() == self.stamp.vectors);
-        self.lexical.add(first_key, &missing).map_err(|e| cache_err(&self.dir, e))?;
         self.ids.extend(missing.iter().map(|(id, _)| *id));
+        if lexical && !self.sync_lexical(state)? {
+            return Ok(None);
+        }
         // Vectors: everything indexed but not yet embedded (new records, or all of them when the
         // model appeared after the cache was built).
-        // The lexical index and the id list are complete now: stamp them before the slow part, so
-        // that a build interrupted while embedding keeps every part it saved (see `open`).
+        // The id list (and, unless left behind, the lexical index) is complete now: stamp it before
+        // the slow part, so that a build interrupted while embedding keeps every part it saved.
         self.stamp.tips = tips.to_vec();
         self.stamp.records = self.ids.len();
         let mut embedded = 0;
@@ -343,7 +379,7 @@ impl Indexes {
             lexical,
             vectors,
         };
-        let refresh = idx.catch_up(state, tips, None, embedder, progress)?;
+        let refresh = idx.catch_up(state, tips, None, embedder, true, progress)?;
         let (records, embedded) = match refresh {
             Some(Refresh::CaughtUp { added, embedded }) => (added, embedded),
             _ => (idx.ids.len(), 0),
