@@ -127,18 +127,22 @@ impl Memory {
         let Some(text) = crate::index::vector_texts(record).into_iter().next() else { return Ok(Vec::new()) };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
         let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
-        let floor = match record.as_fact() {
-            Some(f) => {
-                self.store.supersede_threshold(f.fact_type, super::supersede::DEFAULT_THRESHOLD)? - SIMILARITY_MARGIN
-            }
+        let threshold = match record.as_fact() {
+            Some(f) => self.store.supersede_threshold(f.fact_type, super::supersede::DEFAULT_THRESHOLD)?,
             None => 0.0,
         };
+        // The closest candidate is compared when it is anywhere near (so a dry run can say how
+        // close the best came), the others only when they could reach the threshold.
         let near: Vec<RecordId> = indexes
             .search_vectors(&q, 256)?
             .into_iter()
-            .filter(|(id, s)| wanted.contains(id) && *s >= floor)
+            .filter(|(id, _)| wanted.contains(id))
+            .enumerate()
+            .filter(|(rank, (_, s))| {
+                *s >= threshold - SIMILARITY_MARGIN || (*rank == 0 && *s >= threshold - SIMILARITY_REPORT_MARGIN)
+            })
             .take(SIMILARITY_SHORTLIST)
-            .map(|(id, _)| id)
+            .map(|(_, (id, _))| id)
             .collect();
         if near.is_empty() {
             return Ok(Vec::new());

@@ -57,7 +57,11 @@ pub fn split(subject: &str, body: &str) -> Vec<Passage> {
         }];
     }
     let blocks = blocks(body_trimmed);
-    let line_of = |offset: usize| body_trimmed[..offset.min(body_trimmed.len())].matches('\n').count() + 1;
+    // Counted on bytes: an offset may fall inside a multi-byte character (the end of a block minus
+    // one), and a line break is one byte in UTF-8.
+    let line_of = |offset: usize| {
+        body_trimmed.as_bytes()[..offset.min(body_trimmed.len())].iter().filter(|&&b| b == b'\n').count() + 1
+    };
     let mut passages: Vec<Passage> = Vec::new();
     let mut heading: Option<&str> = None;
     let mut group: Vec<Block> = Vec::new();
@@ -188,6 +192,16 @@ mod tests {
         assert_eq!(last.lines.1, lines.len(), "the passages reach the end of the body");
         assert!(lines[last.lines.1 - 1].contains("second step"));
         assert_eq!(split("Runbook", &body), passages, "deterministic");
+    }
+
+    #[test]
+    fn multi_byte_text_at_block_ends_is_split_without_panicking() {
+        // Real READMEs end blocks with "…", "→" and emoji: block ends minus one fall inside them.
+        let para = "Ünïcödé everywhere, ends with an arrow →\n\n".repeat(40);
+        let body = format!("{para}Last words ✅ … 日本語");
+        let passages = split("Multi-byte", &body);
+        assert!(passages.len() > 1);
+        assert_eq!(passages.last().map(|p| p.lines.1), Some(body.lines().count()));
     }
 
     #[test]

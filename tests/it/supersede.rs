@@ -575,3 +575,47 @@ fn recall_takes_now_from_the_clock_even_without_a_git_identity() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("user.name"), "{}", stderr(&out));
 }
+
+/// The similarity check on write compares on subject and body only the candidates whose indexed
+/// vector (which also holds type, scope and tags) scores within `SIMILARITY_MARGIN` of the
+/// threshold. That is safe only if the indexed score is never much lower than the subject-and-body
+/// score; measured here on every same-type pair of the recall fixture's facts with the real model.
+#[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
+fn the_indexed_score_never_falls_far_below_the_subject_and_body_score() {
+    use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
+    let paths = ModelPaths::in_cache(&crate::quality::model_root());
+    assert!(paths.missing().is_empty(), "the embedding model is not installed: run scripts/install-model.sh");
+    let mut embedder = FastEmbedder::load(&paths).expect("load the model");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/recall/facts.jsonl");
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["import", fixture.to_str().expect("utf-8")]);
+    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
+    let memory = git_neo::api::Memory::load(store).expect("load");
+    let facts: Vec<&git_neo::record::Record> =
+        memory.state().iter().filter(|e| e.record.as_fact().is_some()).map(|e| &e.record).collect();
+    let indexed: Vec<String> =
+        facts.iter().map(|r| git_neo::index::vector_texts(r).into_iter().next().expect("a passage")).collect();
+    let own: Vec<String> = facts.iter().map(|r| format!("{}\n{}", r.summary(), r.body.trim_end())).collect();
+    let (iv, ov) = (embedder.embed(&indexed).expect("embed"), embedder.embed(&own).expect("embed"));
+    let dot = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    let mut worst = f32::MIN;
+    let mut pairs = 0;
+    for i in 0..facts.len() {
+        for j in i + 1..facts.len() {
+            let (a, b) = (facts[i].as_fact().expect("fact"), facts[j].as_fact().expect("fact"));
+            if a.fact_type == b.fact_type && a.scope == b.scope {
+                pairs += 1;
+                worst = worst.max(dot(&ov[i], &ov[j]) - dot(&iv[i], &iv[j]));
+            }
+        }
+    }
+    eprintln!("{pairs} same-type pairs: subject-and-body score exceeds the indexed score by at most {worst:.3}");
+    assert!(pairs >= 100, "enough pairs to say something: {pairs}");
+    assert!(
+        worst <= git_neo::api::SIMILARITY_MARGIN,
+        "the margin {} is too small: {worst}",
+        git_neo::api::SIMILARITY_MARGIN
+    );
+}
