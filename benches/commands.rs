@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{fact, git, median, ms, new_repo, who};
+use common::{cache_root, fact, git, median, ms, new_repo, subject, who, W};
 use git_neo::record::Timestamp;
 use git_neo::store::{Store, StoreOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -19,41 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const W: &[&str] = &[
-    "cache",
-    "retry",
-    "schema",
-    "deploy",
-    "token",
-    "index",
-    "parser",
-    "queue",
-    "lock",
-    "migration",
-    "payments",
-    "auth",
-    "ledger",
-    "refund",
-    "webhook",
-    "tenant",
-    "shard",
-    "replica",
-    "backup",
-    "metrics",
-    "alert",
-    "quota",
-    "session",
-    "export",
-];
-
 /// Sentences from the READMEs of the crates in the cargo registry cache: new facts that are not
 /// near-duplicates of each other (text nobody here wrote), one line each.
 fn real_sentences(n: usize) -> Vec<String> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
     let mut readmes = Vec::new();
-    for reg in std::fs::read_dir(home.join("registry/src")).into_iter().flatten().flatten() {
+    for reg in std::fs::read_dir(common::registry_root()).into_iter().flatten().flatten() {
         for c in std::fs::read_dir(reg.path()).into_iter().flatten().flatten() {
             let p = c.path().join("README.md");
             if p.exists() {
@@ -81,17 +51,6 @@ fn real_sentences(n: usize) -> Vec<String> {
         }
     }
     out
-}
-
-fn subject(i: usize) -> String {
-    let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
-    format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97)
-}
-
-fn cache_root() -> PathBuf {
-    std::env::var_os("GIT_NEO_CACHE_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
 }
 
 /// A `git neo` command of `exe` in `repo`, with the model, the daemon on or off, and a private

@@ -17,13 +17,6 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-fn registry_root() -> PathBuf {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
-    home.join("registry/src")
-}
-
 /// Every file under `dir` whose name ends with `ext`, sorted.
 fn files(dir: &std::path::Path, ext: &str, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -40,7 +33,7 @@ fn files(dir: &std::path::Path, ext: &str, out: &mut Vec<PathBuf>) {
 
 /// The crates' markdown (READMEs first), then their Rust sources.
 fn registry_texts() -> Vec<PathBuf> {
-    let root = registry_root();
+    let root = common::registry_root();
     let (mut readmes, mut md, mut rs) = (Vec::new(), Vec::new(), Vec::new());
     files(&root, ".md", &mut md);
     files(&root, ".rs", &mut rs);
@@ -102,13 +95,7 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn paths_for_load() -> git_neo::embed::ModelPaths {
-    git_neo::embed::ModelPaths::in_cache(&cache_root())
-}
-
-fn cache_root() -> PathBuf {
-    std::env::var_os("GIT_NEO_CACHE_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
+    git_neo::embed::ModelPaths::in_cache(&common::cache_root())
 }
 
 /// In the child: embed one set with one configuration; print `texts/s peak-MB`.
@@ -129,7 +116,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
             })
         })
         .collect();
-    let paths = ModelPaths::in_cache(&cache_root());
+    let paths = ModelPaths::in_cache(&common::cache_root());
     let mut run = match config {
         "before" => RunOptions { spin: true, window: 512, ..RunOptions::default() },
         _ => RunOptions::default(),
@@ -184,7 +171,7 @@ fn whole_reindex(n: usize) -> (f64, f64) {
     let child = Command::new(env!("CARGO_BIN_EXE_git-neo"))
         .current_dir(&repo)
         .args(["reindex", "--json"])
-        .env("GIT_NEO_CACHE_DIR", cache_root())
+        .env("GIT_NEO_CACHE_DIR", common::cache_root())
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("spawn git neo reindex");

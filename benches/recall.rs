@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{fact, git, median, ms};
+use common::{cache_root, fact, git, median, ms, W};
 use git_neo::api::Memory;
 use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
 use git_neo::recall::Request;
@@ -18,48 +18,15 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const W: &[&str] = &[
-    "cache",
-    "retry",
-    "schema",
-    "deploy",
-    "token",
-    "index",
-    "parser",
-    "queue",
-    "lock",
-    "migration",
-    "payments",
-    "auth",
-    "ledger",
-    "refund",
-    "webhook",
-    "tenant",
-    "shard",
-    "replica",
-    "backup",
-    "metrics",
-    "alert",
-    "quota",
-    "session",
-    "export",
-];
-
 fn bench_fact(i: usize) -> (Kind, git_neo::record::RecordId, Vec<u8>) {
-    let w = |k: usize| W[(i / (k + 1) + k * 7 + i % 5) % W.len()];
+    let w = |k: usize| common::word(i, k);
     fact(
         i,
-        format!("The {} {} must not block the {} in service {}", w(0), w(1), w(2), i % 97),
+        common::subject(i),
         format!("src/{}", w(3)),
         vec![],
         format!("When the {} is under load the {} retries; incident {i}. Keep the {} bounded.\n", w(4), w(5), w(6)),
     )
-}
-
-fn cache_root() -> std::path::PathBuf {
-    std::env::var_os("GIT_NEO_CACHE_DIR")
-        .map(Into::into)
-        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
 }
 
 /// p50 of `tools/call recall` round trips to a warm `git neo mcp` (after one warm-up call).

@@ -89,3 +89,56 @@ pub fn median(mut v: Vec<Duration>) -> Duration {
 pub fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1e3)
 }
+
+/// The vocabulary of the synthetic bench facts.
+pub const W: &[&str] = &[
+    "cache",
+    "retry",
+    "schema",
+    "deploy",
+    "token",
+    "index",
+    "parser",
+    "queue",
+    "lock",
+    "migration",
+    "payments",
+    "auth",
+    "ledger",
+    "refund",
+    "webhook",
+    "tenant",
+    "shard",
+    "replica",
+    "backup",
+    "metrics",
+    "alert",
+    "quota",
+    "session",
+    "export",
+];
+
+/// The word `k` of synthetic fact `i`.
+pub fn word(i: usize, k: usize) -> &'static str {
+    W[(i / (k + 1) + k * 7 + i % 5) % W.len()]
+}
+
+/// The subject of synthetic fact `i`.
+pub fn subject(i: usize) -> String {
+    format!("The {} {} must not block the {} in service {}", word(i, 0), word(i, 1), word(i, 2), i % 97)
+}
+
+/// Where the model is installed: `GIT_NEO_CACHE_DIR`, else `~/.cache/git-neo`.
+pub fn cache_root() -> PathBuf {
+    std::env::var_os("GIT_NEO_CACHE_DIR")
+        .map(Into::into)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/git-neo"))
+}
+
+/// The cargo registry's unpacked crates: `$CARGO_HOME/registry/src` (default `~/.cargo`).
+pub fn registry_root() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
+    home.join("registry/src")
+}

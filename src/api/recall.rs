@@ -151,17 +151,7 @@ impl Memory {
         let mut texts = vec![own(record)];
         texts.extend(near.iter().map(|id| own(&self.state.entries[id].record)));
         let vectors = embedder.embed(&texts).map_err(embed_err)?;
-        let cosine = |a: &[f32], b: &[f32]| {
-            let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-            let norm = |v: &[f32]| v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            let n = norm(a) * norm(b);
-            if n > 0.0 {
-                dot / n
-            } else {
-                0.0
-            }
-        };
-        Ok(near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, cosine(&vectors[0], v))).collect())
+        Ok(near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, crate::embed::cosine(&vectors[0], v))).collect())
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.

@@ -3,7 +3,7 @@
 //! disk by model and text), and [`for_recall`], the calibrated rule for which hits recall shows.
 
 use super::{parse, read_dir, ConstructError, LintProblem, Pattern, Source, RECALL_PATTERNS, SHIPPED};
-use crate::embed::Embedder;
+use crate::embed::{cosine, Embedder};
 use crate::index::lexical::Lexical;
 use crate::record::RecordId;
 use serde::Serialize;
@@ -227,16 +227,6 @@ pub fn for_recall(hits: Vec<Hit>) -> Vec<Hit> {
         })
         .take(RECALL_PATTERNS)
         .collect()
-}
-
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let n = a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
-        dot / n
-    } else {
-        0.0
-    }
 }
 
 #[cfg(test)]

@@ -86,6 +86,17 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
+/// Cosine similarity of two vectors (0 when either is zero).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let n = a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        dot / n
+    } else {
+        0.0
+    }
+}
+
 /// Which embedder a session uses; the front end decides (from its flags and environment) and
 /// passes it as data.
 #[derive(Clone, Debug)]
