@@ -34,8 +34,8 @@ pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;
 pub use supersede::{
-    no_similarity, AddPlan, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn, CARRY_OVER_BONUS,
-    DEFAULT_THRESHOLD,
+    no_similarity, AddPlan, CandidateFn, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
+    CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
 };
 pub use write::{AddOutcome, AddRequest, InitOutcome};
 
@@ -51,10 +51,6 @@ pub const SIMILARITY_SHORTLIST: usize = 8;
 /// 0.052 below the indexed one, so a margin of 0.05 leaves room to spare
 /// (`supersede::the_indexed_score_never_falls_far_below_the_subject_and_body_score`).
 pub const SIMILARITY_MARGIN: f32 = 0.05;
-
-/// The closest candidate is compared on subject and body when its indexed score is within this of
-/// the threshold, so that a dry run can say how close the best came without superseding.
-pub const SIMILARITY_REPORT_MARGIN: f32 = 0.25;
 
 /// The scope used when none is given.
 pub const DEFAULT_SCOPE: &str = "project";

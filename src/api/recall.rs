@@ -121,37 +121,39 @@ impl Memory {
         indexes: &crate::index::Indexes,
         embedder: &mut dyn crate::embed::Embedder,
         record: &Record,
-        candidates: &[RecordId],
-    ) -> Result<Vec<(RecordId, f32)>> {
+        is_candidate: &super::supersede::CandidateFn<'_>,
+    ) -> Result<super::supersede::Similarity> {
+        use super::supersede::Similarity;
         let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
-        let Some(text) = crate::index::vector_texts(record).into_iter().next() else { return Ok(Vec::new()) };
+        let Some(text) = crate::index::vector_texts(record).into_iter().next() else {
+            return Ok(Similarity::Scores { exact: Vec::new(), nearest: None });
+        };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
-        let wanted: std::collections::HashSet<&RecordId> = candidates.iter().collect();
         let threshold = match record.as_fact() {
             Some(f) => self.store.supersede_threshold(f.fact_type, super::supersede::DEFAULT_THRESHOLD)?,
             None => 0.0,
         };
-        // The closest candidate is compared when it is anywhere near (so a dry run can say how
-        // close the best came), the others only when they could reach the threshold.
-        let near: Vec<RecordId> = indexes
-            .search_vectors(&q, 256)?
+        // Only candidates that could reach the threshold are compared exactly; the nearest is
+        // reported by its indexed score whatever it is.
+        let ranked: Vec<(RecordId, f32)> =
+            indexes.search_vectors(&q, 256)?.into_iter().filter(|(id, _)| is_candidate(id)).collect();
+        let nearest = ranked.first().copied();
+        let near: Vec<RecordId> = ranked
             .into_iter()
-            .filter(|(id, _)| wanted.contains(id))
-            .enumerate()
-            .filter(|(rank, (_, s))| {
-                *s >= threshold - SIMILARITY_MARGIN || (*rank == 0 && *s >= threshold - SIMILARITY_REPORT_MARGIN)
-            })
+            .filter(|(_, s)| *s >= threshold - SIMILARITY_MARGIN)
             .take(SIMILARITY_SHORTLIST)
-            .map(|(_, (id, _))| id)
+            .map(|(id, _)| id)
             .collect();
         if near.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Similarity::Scores { exact: Vec::new(), nearest });
         }
         let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
         let mut texts = vec![own(record)];
         texts.extend(near.iter().map(|id| own(&self.state.entries[id].record)));
         let vectors = embedder.embed(&texts).map_err(embed_err)?;
-        Ok(near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, crate::embed::cosine(&vectors[0], v))).collect())
+        let exact =
+            near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, crate::embed::cosine(&vectors[0], v))).collect();
+        Ok(Similarity::Scores { exact, nearest })
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.

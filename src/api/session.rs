@@ -18,7 +18,7 @@
 
 use super::attempts::AttemptRequest;
 use super::verify::Report;
-use super::{AddOutcome, AddRequest, Explanation, History, Memory, Similarity, WriteContext};
+use super::{AddOutcome, AddRequest, CandidateFn, Explanation, History, Memory, Similarity, WriteContext};
 use crate::construct::{self, Hit, Library};
 use crate::embed::{self, Embedder, EmbedderChoice, NoEmbedder};
 use crate::error::{Error, Result};
@@ -207,7 +207,7 @@ impl Warm {
         memory: &Memory,
         choice: &EmbedderChoice,
         record: &Record,
-        candidates: &[RecordId],
+        is_candidate: &CandidateFn<'_>,
     ) -> Result<Similarity> {
         let opened = self.refresh_indexes(memory, choice, false);
         let (Ok(()), Some((indexes, _)), Some(embedder)) =
@@ -221,8 +221,8 @@ impl Warm {
             };
             return Ok(Similarity::Unavailable(why));
         };
-        match memory.similarity_scores(indexes, embedder, record, candidates) {
-            Ok(s) => Ok(Similarity::Scores(s)),
+        match memory.similarity_scores(indexes, embedder, record, is_candidate) {
+            Ok(s) => Ok(s),
             Err(Error::Index(IndexError::Embed(e))) => {
                 Ok(Similarity::Unavailable(format!("the embedding model failed: {e}")))
             }
@@ -441,7 +441,7 @@ impl Session {
         let plan = {
             let reader: &Memory = memory;
             let mut similar =
-                |record: &Record, candidates: &[RecordId]| warm.similarity(reader, choice, record, candidates);
+                |record: &Record, is_candidate: &CandidateFn<'_>| warm.similarity(reader, choice, record, is_candidate);
             reader.plan_add(req, &wc, &mut similar)?
         };
         if dry_run {

@@ -30,17 +30,24 @@ pub const CARRY_OVER_BONUS: Milli = Milli(50);
 
 /// What the caller's similarity search answered.
 pub enum Similarity {
-    /// Cosine similarity of the new fact to (some of) the candidates; missing ones are unrelated.
-    Scores(Vec<(RecordId, f32)>),
+    /// Cosine similarity of the new fact to (some of) the candidates, compared on subject and
+    /// body (missing ones cannot reach the threshold); and the nearest candidate by the recall
+    /// index, with its indexed score (an upper bound of its exact one), for the report.
+    Scores { exact: Vec<(RecordId, f32)>, nearest: Option<(RecordId, f32)> },
     /// No similarity could be computed; the reason is shown to the user.
     Unavailable(String),
 }
 
-/// The similarity search a write may need: `(new fact, candidate ids) -> Similarity`.
-pub type SimilarityFn<'a> = dyn FnMut(&Record, &[RecordId]) -> Result<Similarity> + 'a;
+/// Which records the new fact may replace by similarity (current facts of its type and scope that
+/// it does not build on). A test rather than a list: the index's nearest few are checked against
+/// it, so a write does not pay for listing every fact of the memory.
+pub type CandidateFn<'a> = dyn Fn(&RecordId) -> bool + 'a;
+
+/// The similarity search a write may need: `(new fact, is a candidate) -> Similarity`.
+pub type SimilarityFn<'a> = dyn FnMut(&Record, &CandidateFn<'_>) -> Result<Similarity> + 'a;
 
 /// A similarity function for callers without a model (import, tests): always unavailable.
-pub fn no_similarity(why: &str) -> impl FnMut(&Record, &[RecordId]) -> Result<Similarity> + '_ {
+pub fn no_similarity(why: &str) -> impl FnMut(&Record, &CandidateFn<'_>) -> Result<Similarity> + '_ {
     move |_, _| Ok(Similarity::Unavailable(why.to_string()))
 }
 
@@ -64,11 +71,16 @@ pub enum SimilarityCheck {
     /// No current fact of the same type and scope to compare with.
     NoCandidates,
     /// Compared; `best` is the most similar candidate (superseded when `score >= threshold`).
+    /// When no candidate came near enough to be compared exactly, `best` is the nearest by the
+    /// recall index and `indexed_score` its indexed score (type, scope and tags included, so an
+    /// upper bound of `score`).
     Checked {
         #[serde(skip_serializing_if = "Option::is_none")]
         best: Option<RecordId>,
         #[serde(skip_serializing_if = "Option::is_none")]
         score: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        indexed_score: Option<f64>,
         threshold: f64,
     },
     /// Could not compare (no model): nothing was superseded by similarity.
@@ -194,29 +206,26 @@ impl Memory {
             }
             if planned.is_empty() {
                 let linked: BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
-                let candidates: Vec<RecordId> = self
-                    .state
-                    .iter()
-                    .filter(current_fact)
-                    .filter(|e| {
-                        let f = e.record.as_fact().expect("facts only");
-                        f.fact_type == fact.fact_type
-                            && f.scope == fact.scope
-                            && !linked.contains(&e.id)
-                            && !fact.depends_on.contains(&e.id)
+                let is_candidate = |id: &RecordId| {
+                    self.state.entries.get(id).is_some_and(|e| {
+                        current_fact(&e)
+                            && e.record
+                                .as_fact()
+                                .is_some_and(|f| f.fact_type == fact.fact_type && f.scope == fact.scope)
+                            && !linked.contains(id)
+                            && !fact.depends_on.contains(id)
                     })
-                    .map(|e| e.id)
-                    .collect();
-                similarity = if candidates.is_empty() {
+                };
+                similarity = if !self.state.entries.keys().any(is_candidate) {
                     SimilarityCheck::NoCandidates
                 } else {
                     let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
-                    match similar(&record, &candidates)? {
+                    match similar(&record, &is_candidate)? {
                         Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
-                        Similarity::Scores(scores) => {
+                        Similarity::Scores { exact: scores, nearest } => {
                             let best = scores
                                 .iter()
-                                .filter(|(id, _)| candidates.contains(id))
+                                .filter(|(id, _)| is_candidate(id))
                                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                                 .copied();
                             if let Some((id, score)) = best.filter(|(_, s)| *s >= threshold) {
@@ -233,9 +242,11 @@ impl Memory {
                                     }),
                                 });
                             }
+                            let nearest = nearest.filter(|_| best.is_none());
                             SimilarityCheck::Checked {
-                                best: best.map(|b| b.0),
+                                best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
                                 score: best.map(|b| rounded(b.1.min(1.0))),
+                                indexed_score: nearest.map(|n| rounded(n.1.min(1.0))),
                                 threshold: rounded(threshold),
                             }
                         }

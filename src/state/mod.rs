@@ -290,14 +290,14 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 impl State {
     /// This state with `new` records added: the same result as folding everything again.
     ///
-    /// Facts and attempts that sort after every existing record change nothing else, so they are
-    /// appended directly (the common write); anything else triggers a full fold.
+    /// The common writes are applied in place: new facts and attempts (wherever they sort, they
+    /// change nothing else), and supersessions of a valid record that nothing replaced before
+    /// (a write with a key or a near-duplicate). Anything else (retractions, outcomes, a second
+    /// replacement, a record already present) folds everything again. In place relies on what the
+    /// fold's header says of ids: a record can only name records that existed before it, so no
+    /// existing record names a new one.
     pub fn with_records(mut self, new: Vec<(RecordId, Record)>) -> State {
-        // New facts and attempts change nothing else, wherever they sort: two writes in the same
-        // second sort by id, so a new record may land just before the last one.
-        let appendable =
-            new.iter().all(|(id, r)| matches!(r.kind, Kind::Fact | Kind::Attempt) && !self.entries.contains_key(id));
-        if !appendable {
+        if !self.in_place(&new) {
             // The content index lists facts whatever their status (a lookup checks it), so it
             // stays right across the re-fold: only the new facts join it.
             let dedup = self.dedup.take();
@@ -318,8 +318,9 @@ impl State {
             }
             return state;
         }
+        let mut replaced: Vec<RecordId> = Vec::new();
+        let mut added: Vec<RecordId> = Vec::new();
         for (id, record) in new {
-            let confidence = record.as_fact().map(|f| f.confidence.clamp_unit()).unwrap_or_default();
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
                 index.entry(dedup_key(f, &record.body)).or_default().push(id);
             }
@@ -328,15 +329,76 @@ impl State {
                     index.entry(r.id).or_default().push((r.rel, id));
                 }
             }
+            if let Payload::Supersession(s) = &record.payload {
+                let old = self.entries.get_mut(&s.old).expect("checked by in_place");
+                old.superseded_by.push(s.new.unwrap_or(id));
+                old.status = if s.new.is_some() { Status::Superseded } else { Status::Outdated };
+                // The fold flags valid records only.
+                old.needs_review.clear();
+                replaced.push(s.old);
+            }
             let key = (record.created_at, id);
             let entries = &self.entries;
             let at = self.order.partition_point(|o| (entries[o].record.created_at, *o) < key);
             self.order.insert(at, id);
-            let mut entry = Entry::new(id, record, Status::Valid, confidence);
-            entry.needs_review = link_flags(&entry.record, &self.entries);
-            self.entries.insert(id, entry);
+            let confidence = record.as_fact().map(|f| f.confidence.clamp_unit()).unwrap_or_default();
+            self.entries.insert(id, Entry::new(id, record, Status::Valid, confidence));
+            added.push(id);
+        }
+        // Link flags, from the statuses settled above: the new facts', and those of the valid
+        // facts that depend on or derive from a record just replaced. Link flags come first in
+        // a record's list (the fold adds anchor and conflict flags after them).
+        let names_replaced = |e: &Entry| {
+            e.record.as_fact().is_some_and(|f| {
+                f.depends_on.iter().any(|d| replaced.contains(d))
+                    || f.relations.iter().any(|r| r.rel == RelationType::Derives && replaced.contains(&r.id))
+            })
+        };
+        let mut relink: Vec<RecordId> = added;
+        if !replaced.is_empty() {
+            relink
+                .extend(self.entries.values().filter(|e| e.status == Status::Valid && names_replaced(e)).map(|e| e.id));
+        }
+        for id in relink {
+            let entry = &self.entries[&id];
+            if entry.status != Status::Valid {
+                continue;
+            }
+            let mut flags = link_flags(&entry.record, &self.entries);
+            let entry = self.entries.get_mut(&id).expect("listed above");
+            flags.extend(
+                entry
+                    .needs_review
+                    .drain(..)
+                    .filter(|f| !matches!(f, ReviewFlag::DependsOn { .. } | ReviewFlag::DerivesFrom { .. })),
+            );
+            entry.needs_review = flags;
         }
         self
+    }
+
+    /// Whether `new` can be applied without folding again (see [`State::with_records`]).
+    fn in_place(&self, new: &[(RecordId, Record)]) -> bool {
+        let ids: HashSet<RecordId> = new.iter().map(|(id, _)| *id).collect();
+        if ids.len() != new.len() || ids.iter().any(|id| self.entries.contains_key(id)) {
+            return false;
+        }
+        let mut olds = HashSet::new();
+        new.iter().all(|(_, r)| match &r.payload {
+            Payload::Fact(_) | Payload::Attempt(_) => true,
+            Payload::Supersession(s) => {
+                // Replacing a valid record (so nothing replaced it before: its replacements list
+                // is empty) that replaced nothing in conflict: no other record's flags or
+                // order-dependent lists change.
+                let replaceable = self.entries.get(&s.old).is_some_and(|old| {
+                    old.status == Status::Valid
+                        && !old.needs_review.iter().any(|f| matches!(f, ReviewFlag::Conflict { .. }))
+                });
+                let new_known = s.new.is_none_or(|n| ids.contains(&n) || self.entries.contains_key(&n));
+                replaceable && new_known && olds.insert(s.old)
+            }
+            _ => false,
+        })
     }
 
     /// The valid fact whose normalised content equals `fact` + `body`, if any.

@@ -109,21 +109,23 @@ fn similarity_supersession_follows_the_threshold_and_says_when_it_is_skipped() {
     let old_id = old["id"].as_str().expect("id");
     add_json(&sb, &repo, "hash", t, &["-t", "pattern", "-s", "We release with blue green deploys on Fridays too"]);
 
-    // A stricter threshold for decisions: compared, but not superseded.
+    // A stricter threshold for decisions. Far below it, the nearest fact is reported by its
+    // indexed score and not compared exactly; near it, compared exactly but not superseded.
+    let thursdays = ["-t", "decision", "-s", "We release with blue green deploys on Thursdays", "--dry-run"];
     sb.git(&repo, &["config", "neo.supersede.decision", "0.99"]);
-    let dry = add_json(
-        &sb,
-        &repo,
-        "hash",
-        t,
-        &["-t", "decision", "-s", "We release with blue green deploys on Thursdays", "--dry-run"],
-    );
+    let dry = add_json(&sb, &repo, "hash", t, &thursdays);
     assert_eq!(dry["dry_run"], true);
     assert_eq!(dry["similarity"]["state"], "checked");
     assert_eq!(dry["similarity"]["best"], old_id);
     assert_eq!(dry["similarity"]["threshold"], 0.99);
-    let score = dry["similarity"]["score"].as_f64().expect("score");
-    assert!(score > 0.85 && score < 0.99, "{dry}");
+    assert!(dry["similarity"]["score"].is_null(), "{dry}");
+    let indexed = dry["similarity"]["indexed_score"].as_f64().expect("indexed score");
+    assert!(indexed > 0.85 && indexed < 0.99 - 0.05, "{dry}");
+    sb.git(&repo, &["config", "neo.supersede.decision", "0.95"]);
+    let dry = add_json(&sb, &repo, "hash", t, &thursdays);
+    assert_eq!(dry["similarity"]["best"], old_id);
+    let score = dry["similarity"]["score"].as_f64().expect("compared exactly");
+    assert!(score > 0.8 && score < 0.95 && score <= indexed, "{dry}");
     assert!(dry["superseded"].is_null());
 
     // A bad threshold is a clear error naming the key, and nothing is written.
