@@ -23,6 +23,19 @@ pub const OUTCOMES_MAX_PER_RECORD_PER_DAY: &str = "neo.outcomes.maxPerRecordPerD
 /// Later commits a trailer-linked commit must survive to count as accepted.
 pub const OUTCOMES_SURVIVE_COMMITS: &str = "neo.outcomes.surviveCommits";
 
+/// Whether a write supersedes, by the frame rule, a current fact it updates without a key or an
+/// id (`true` by default; docs/supersession.md).
+pub const UPDATES_FRAME: &str = "neo.updates.frame";
+
+/// `true` or `false` (git's spellings: yes/no, on/off, 1/0 too).
+pub fn parse_bool(key: &str, value: &str) -> Result<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err(Error::Config { key: key.into(), message: format!("{value:?} is not true or false") }),
+    }
+}
+
 /// The key of the similarity threshold for superseding facts of `fact_type`.
 pub fn supersede_key(fact_type: FactType) -> String {
     format!("neo.supersede.{fact_type}")

@@ -3,8 +3,9 @@
 //! The library holds every use case ([`api`], with [`api::Session`] the one entry both front ends
 //! hold); the binary's CLI and MCP server only parse input, call it, and render. Modules from the
 //! bottom up (the layer of each is enforced by `tests/it/boundaries.rs`; see `docs/ARCHITECTURE.md`):
-//! - [`record`], [`markdown`], [`rank`], [`layout`], [`setup`]: PURE leaves (record types and
-//!   identity; markdown escaping; relevance scoring; the `.git/neo/` layout; agent configuration).
+//! - [`record`], [`markdown`], [`rank`], [`frame`], [`layout`], [`setup`]: PURE leaves (record
+//!   types and identity; markdown escaping; relevance scoring; names and values of a statement;
+//!   the `.git/neo/` layout; agent configuration).
 //! - [`config`], [`redact`], [`embed`]: `neo.*` keys; the write-time filter; embedders.
 //! - [`store`]: the only module that names gix. [`state`]: PURE, the fold.
 //! - [`index`]: derived caches. [`outcomes`]: detection from commit diffs.
@@ -17,6 +18,7 @@ pub mod config;
 pub mod construct;
 pub mod embed;
 pub mod error;
+pub mod frame;
 pub mod index;
 pub mod layout;
 pub mod markdown;

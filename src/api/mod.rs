@@ -23,6 +23,7 @@ mod recall;
 pub mod session;
 pub mod share;
 mod supersede;
+pub mod updates;
 pub mod verify;
 mod write;
 

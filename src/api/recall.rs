@@ -109,8 +109,9 @@ impl Memory {
         self.store.commit_time(id)
     }
 
-    /// Cosine similarity of `record` to the closest of `candidates`, at most
-    /// [`SIMILARITY_SHORTLIST`] of them. The vector index shortlists them with the record's indexed
+    /// Cosine similarity of `record` to the current facts `is_candidate` accepts: by the index for
+    /// the nearest [`super::supersede::UPDATE_CANDIDATES`] (the frame rule's candidates, and the
+    /// report), and exactly for at most [`SIMILARITY_SHORTLIST`] of them. The vector index ranks them with the record's indexed
     /// text ([`crate::index::vector_texts`], embedded once and remembered for the index's own
     /// catch-up). The index's vectors also hold type, scope and tags, which every candidate shares
     /// with the new fact and which only raise the score; so the candidates that come near the
@@ -123,10 +124,14 @@ impl Memory {
         record: &Record,
         is_candidate: &super::supersede::CandidateFn<'_>,
     ) -> Result<super::supersede::Similarity> {
-        use super::supersede::Similarity;
+        use super::supersede::{Similarity, UPDATE_CANDIDATES};
+        let top = |mut r: Vec<(RecordId, f32)>| {
+            r.truncate(UPDATE_CANDIDATES);
+            r
+        };
         let embed_err = |e| Error::Index(crate::index::IndexError::Embed(e));
         let Some(text) = crate::index::vector_texts(record).into_iter().next() else {
-            return Ok(Similarity::Scores { exact: Vec::new(), nearest: None });
+            return Ok(Similarity::Scores { exact: Vec::new(), ranked: Vec::new() });
         };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
         let threshold = match record.as_fact() {
@@ -137,15 +142,15 @@ impl Memory {
         // reported by its indexed score whatever it is.
         let ranked: Vec<(RecordId, f32)> =
             indexes.search_vectors(&q, 256)?.into_iter().filter(|(id, _)| is_candidate(id)).collect();
-        let nearest = ranked.first().copied();
         let near: Vec<RecordId> = ranked
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|(_, s)| *s >= threshold - SIMILARITY_MARGIN)
             .take(SIMILARITY_SHORTLIST)
             .map(|(id, _)| id)
             .collect();
         if near.is_empty() {
-            return Ok(Similarity::Scores { exact: Vec::new(), nearest });
+            return Ok(Similarity::Scores { exact: Vec::new(), ranked: top(ranked) });
         }
         let own = |r: &Record| format!("{}\n{}", r.summary(), r.body.trim_end());
         let mut texts = vec![own(record)];
@@ -153,7 +158,7 @@ impl Memory {
         let vectors = embedder.embed(&texts).map_err(embed_err)?;
         let exact =
             near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, crate::embed::cosine(&vectors[0], v))).collect();
-        Ok(Similarity::Scores { exact, nearest })
+        Ok(Similarity::Scores { exact, ranked: top(ranked) })
     }
 
     /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.

@@ -295,6 +295,25 @@ impl Session {
         self.opts.dir = dir;
     }
 
+    /// The directory this session works in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.opts.dir
+    }
+
+    /// The loaded model, handed over to another session (a caller that works on several
+    /// repositories loads it once); this one loads it again if it needs it.
+    pub fn take_embedder(&mut self) -> Option<Box<dyn crate::embed::Embedder>> {
+        self.warm.indexes = None;
+        self.warm.embedder.take()
+    }
+
+    /// Use `embedder` (taken from another session) instead of loading the model.
+    pub fn give_embedder(&mut self, embedder: Box<dyn crate::embed::Embedder>) {
+        self.warm.indexes = None;
+        self.warm.embedder = Some(embedder);
+        self.warm.no_embedder = None;
+    }
+
     /// Report long work through `progress` from now on.
     pub fn set_progress(&mut self, progress: Progress) {
         self.warm.progress = progress;

@@ -25,15 +25,18 @@ use std::collections::BTreeSet;
 /// The cosine similarity at which a fact of the same type and scope is superseded, by default.
 pub const DEFAULT_THRESHOLD: f32 = 0.85;
 
+pub use super::updates::{PossibleUpdate, UPDATE_CANDIDATES};
+
 /// Confidence a replacement gains over the fact it replaces (unless given one explicitly).
 pub const CARRY_OVER_BONUS: Milli = Milli(50);
 
 /// What the caller's similarity search answered.
 pub enum Similarity {
     /// Cosine similarity of the new fact to (some of) the candidates, compared on subject and
-    /// body (missing ones cannot reach the threshold); and the nearest candidate by the recall
-    /// index, with its indexed score (an upper bound of its exact one), for the report.
-    Scores { exact: Vec<(RecordId, f32)>, nearest: Option<(RecordId, f32)> },
+    /// body (missing ones cannot reach the threshold); and the nearest candidates by the recall
+    /// index, best first, with their indexed scores (upper bounds of their exact ones), at most
+    /// [`UPDATE_CANDIDATES`]: the frame rule's candidates, and the report.
+    Scores { exact: Vec<(RecordId, f32)>, ranked: Vec<(RecordId, f32)> },
     /// No similarity could be computed; the reason is shown to the user.
     Unavailable(String),
 }
@@ -96,6 +99,10 @@ pub struct AddPlan {
     pub duplicate_of: Option<(RecordId, bool)>,
     pub supersedes: Vec<PlannedSupersession>,
     pub similarity: SimilarityCheck,
+    /// Current facts the new one may update, below the automatic rules (the writer decides).
+    pub possible_updates: Vec<PossibleUpdate>,
+    /// Every candidate the frame rule judged, superseded or not (for evaluation).
+    pub judged: Vec<PossibleUpdate>,
 }
 
 impl AddPlan {
@@ -109,6 +116,8 @@ impl AddPlan {
             path: Record::path(crate::record::Kind::Fact, &self.id),
             superseded: self.supersedes,
             similarity: Some(self.similarity),
+            possible_updates: self.possible_updates,
+            judged: self.judged,
             dry_run: true,
         }
     }
@@ -173,6 +182,8 @@ impl Memory {
                 duplicate_of: Some(dup),
                 supersedes: Vec::new(),
                 similarity: SimilarityCheck::NotNeeded,
+                possible_updates: Vec::new(),
+                judged: Vec::new(),
             });
         }
 
@@ -189,6 +200,7 @@ impl Memory {
             });
         }
         let mut similarity = SimilarityCheck::NotNeeded;
+        let (mut possible_updates, mut judged) = (Vec::new(), Vec::new());
         if !req.no_supersede {
             if let Some(key) = &fact.key {
                 for e in self.state.iter().filter(current_fact) {
@@ -222,7 +234,7 @@ impl Memory {
                     let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
                     match similar(&record, &is_candidate)? {
                         Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
-                        Similarity::Scores { exact: scores, nearest } => {
+                        Similarity::Scores { exact: scores, ranked } => {
                             let best = scores
                                 .iter()
                                 .filter(|(id, _)| is_candidate(id))
@@ -242,6 +254,27 @@ impl Memory {
                                     }),
                                 });
                             }
+                            // Updates nobody labelled: the frame rule, on the nearest candidates.
+                            if planned.is_empty() {
+                                let frame_on = self.store.frame_updates()?;
+                                for &(id, cosine) in &ranked {
+                                    let old = &self.state.entries[&id].record;
+                                    let (update, j) = super::updates::judge(id, &old.summary(), &fact.subject, cosine);
+                                    if update && frame_on && planned.is_empty() {
+                                        planned.push(PlannedSupersession {
+                                            old: id,
+                                            subject: old.summary(),
+                                            method: SupersessionMethod::Frame,
+                                            score: Some(j.cosine),
+                                            reason: reason.map(str::to_string).unwrap_or_else(|| j.reason()),
+                                        });
+                                    } else if update || cosine >= super::updates::POSSIBLE_FLOOR {
+                                        possible_updates.push(j.clone());
+                                    }
+                                    judged.push(j);
+                                }
+                            }
+                            let nearest = ranked.first().copied();
                             let nearest = nearest.filter(|_| best.is_none());
                             SimilarityCheck::Checked {
                                 best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
@@ -271,7 +304,7 @@ impl Memory {
                 return Err(Error::Invalid(Problems(problems)));
             }
         }
-        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity })
+        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
     }
 
     fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
@@ -301,6 +334,8 @@ impl Memory {
                 path: Record::path(Kind::Fact, &id),
                 superseded: Vec::new(),
                 similarity: None,
+                possible_updates: Vec::new(),
+                judged: Vec::new(),
                 dry_run: false,
             });
         }
@@ -328,6 +363,8 @@ impl Memory {
         let mut outcome = self.write_all(records, message, ctx)?;
         outcome.superseded = plan.supersedes;
         outcome.similarity = Some(plan.similarity);
+        outcome.possible_updates = plan.possible_updates;
+        outcome.judged = plan.judged;
         Ok(outcome)
     }
 }

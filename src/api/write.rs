@@ -59,6 +59,12 @@ pub struct AddOutcome {
     /// Whether similarity-based supersession ran, and if not, why (facts only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<SimilarityCheck>,
+    /// Current facts this one may update, below the automatic rules: confirm with `--supersedes`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub possible_updates: Vec<super::updates::PossibleUpdate>,
+    /// Every candidate the frame rule judged (for evaluation; not part of the output).
+    #[serde(skip)]
+    pub judged: Vec<super::updates::PossibleUpdate>,
     /// True when this was a dry run and nothing was written.
     pub dry_run: bool,
 }
@@ -73,6 +79,8 @@ impl AddOutcome {
             path: Record::path(kind, &id),
             superseded: Vec::new(),
             similarity: None,
+            possible_updates: Vec::new(),
+            judged: Vec::new(),
             dry_run: false,
         }
     }

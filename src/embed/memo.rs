@@ -41,20 +41,26 @@ impl Embedder for Memo {
             return self.inner.embed(texts);
         }
         let fresh = if missing.is_empty() { Vec::new() } else { self.inner.embed(&missing)? };
-        for (t, v) in missing.into_iter().zip(fresh) {
+        let fresh: std::collections::HashMap<String, Vec<f32>> = missing.into_iter().zip(fresh).collect();
+        // Answer before remembering: remembering the new vectors may push out a text of this
+        // very call that was remembered when it began.
+        let out = texts
+            .iter()
+            .map(|t| {
+                fresh
+                    .get(t)
+                    .or_else(|| self.remembered(t))
+                    .cloned()
+                    .ok_or_else(|| EmbedError::Model("a vector the model returned went missing".into()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for (t, v) in fresh {
             if self.recent.len() == REMEMBERED {
                 self.recent.pop_front();
             }
             self.recent.push_back((t, v));
         }
-        texts
-            .iter()
-            .map(|t| {
-                self.remembered(t)
-                    .cloned()
-                    .ok_or_else(|| EmbedError::Model("a vector the model returned went missing".into()))
-            })
-            .collect()
+        Ok(out)
     }
 }
 
@@ -97,5 +103,18 @@ mod tests {
         assert_eq!(count.load(Ordering::Relaxed), 3 + REMEMBERED + 1, "a bulk call goes straight through");
         memo.embed(&texts(&["delta"])).expect("embed");
         assert_eq!(count.load(Ordering::Relaxed), 3 + REMEMBERED + 1, "and does not push out what was remembered");
+    }
+
+    /// A call that mixes the oldest remembered text with enough new ones to push it out (a
+    /// Construct library embedded after a run of writes) still answers every text.
+    #[test]
+    fn new_vectors_never_push_out_a_text_of_the_same_call() {
+        let mut plain = HashEmbedder::new(32);
+        let mut memo = Memo::new(Box::new(HashEmbedder::new(32)));
+        let full: Vec<String> = (0..REMEMBERED).map(|i| format!("old {i}")).collect();
+        memo.embed(&full).expect("embed");
+        let mut mixed = vec!["old 0".to_string()];
+        mixed.extend((0..REMEMBERED / 2).map(|i| format!("new {i}")));
+        assert_eq!(memo.embed(&mixed).expect("every text answered"), plain.embed(&mixed).expect("embed"));
     }
 }

@@ -140,6 +140,7 @@ word_enum!(
         Similarity => "similarity",
         Explicit => "explicit",
         Outdated => "outdated",
+        Frame => "frame",
     }
 );
 

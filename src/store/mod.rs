@@ -236,6 +236,14 @@ impl Store {
         }
     }
 
+    /// Whether writes supersede by the frame rule (`git config neo.updates.frame`, default true).
+    pub fn frame_updates(&self) -> Result<bool> {
+        match self.config_value(crate::config::UPDATES_FRAME) {
+            None => Ok(true),
+            Some(v) => crate::config::parse_bool(crate::config::UPDATES_FRAME, &v),
+        }
+    }
+
     /// The directory holding the project's own Construct patterns: `git config neo.construct.dir`
     /// (relative to the work tree root), default `.neo/construct`; `None` in a bare repository.
     pub fn construct_dir(&self) -> Option<std::path::PathBuf> {

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("record", 0),
     ("markdown", 0),
     ("rank", 0),
+    ("frame", 0),
     ("layout", 0),
     ("setup", 0),
     ("config", 1),

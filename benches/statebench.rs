@@ -1,0 +1,438 @@
+//! Updates nobody labelled: the StateBench supersession timelines replayed through the library,
+//! printed as a table (`cargo bench --bench statebench`; `-- --split NAME=PATH` for another split
+//! in the same format; `-- --pairs` to print every candidate pair the frame rule judged, `-- --train-only` to leave dev
+//! out while choosing thresholds).
+//!
+//! Needs the real model (scripts/install-model.sh). Data: `fixtures/statebench/` (train and dev,
+//! MIT licensed). Each timeline gets a repository of its own; its initial facts and then its
+//! writes become `add`s (type decision, or constraint when `is_constraint`; the value is the
+//! subject), at the timeline's clock, and every query a `recall`:
+//! - *explicit*: a write that replaces a fact names it (`supersedes`, its id);
+//! - *implicit*: no key and no id; git-neo must notice the update itself.
+//!
+//! Per split and mode it prints, over the queries: **leak** (a replaced value appears in recall's
+//! current layers: anything outside the invalidated layer), **latest** (the newest value of every
+//! chain appears there), **must-mention** (every required term appears) and **must-not**
+//! (a forbidden term appears); over the writes: updates **caught** (the replaced fact superseded)
+//! and **wrong** (something else superseded), and **false supersessions** among the writes that
+//! replace nothing. A negative set adds the recall fixture's 62 distinct facts, in file order and
+//! reversed: any supersession among them is false.
+
+mod common;
+
+use git_neo::api::{AddRequest, Clock, RecallQuery, Session, SessionOptions};
+use git_neo::embed::{Embedder, EmbedderChoice};
+use git_neo::record::Timestamp;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+struct Write {
+    /// The timeline's own id and key for it (a later write names either).
+    id: String,
+    key: String,
+    value: String,
+    supersedes: Option<String>,
+    constraint: bool,
+    at: Timestamp,
+}
+
+struct Query {
+    prompt: String,
+    must: Vec<String>,
+    must_not: Vec<String>,
+    at: Timestamp,
+}
+
+enum Event {
+    Write(Write),
+    Query(Query),
+}
+
+struct Timeline {
+    id: String,
+    events: Vec<Event>,
+}
+
+fn time(v: &Value) -> Timestamp {
+    let s = v.as_str().unwrap_or("2025-01-01T00:00:00");
+    let s = if s.ends_with('Z') { s.to_string() } else { format!("{}Z", &s[..19.min(s.len())]) };
+    Timestamp::parse(&s).unwrap_or(Timestamp(1_735_689_600))
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+fn write(w: &Value, at: Timestamp) -> Write {
+    let s = |k: &str| w[k].as_str().unwrap_or_default().to_string();
+    Write {
+        id: s("id"),
+        key: s("key"),
+        value: s("value"),
+        supersedes: w["supersedes"].as_str().map(str::to_string),
+        constraint: w["is_constraint"].as_bool().unwrap_or(false),
+        at,
+    }
+}
+
+fn timelines(path: &Path) -> Vec<Timeline> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let t: Value = serde_json::from_str(line).expect("a timeline per line");
+            let start = time(&t["initial_state"]["environment"]["now"]);
+            let mut events: Vec<Event> = t["initial_state"]["persistent_facts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| Event::Write(write(f, start)))
+                .collect();
+            for e in t["events"].as_array().into_iter().flatten() {
+                let at = time(&e["ts"]);
+                match e["type"].as_str() {
+                    Some("state_write" | "supersession") => {
+                        events.extend(e["writes"].as_array().into_iter().flatten().map(|w| Event::Write(write(w, at))))
+                    }
+                    Some("query") => events.push(Event::Query(Query {
+                        prompt: e["prompt"].as_str().unwrap_or_default().to_string(),
+                        must: strings(&e["ground_truth"]["must_mention"]),
+                        must_not: strings(&e["ground_truth"]["must_not_mention"]),
+                        at,
+                    })),
+                    _ => {}
+                }
+            }
+            Timeline { id: t["id"].as_str().unwrap_or_default().to_string(), events }
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Tally {
+    queries: usize,
+    with_replaced: usize,
+    leaks: usize,
+    latest: usize,
+    must: usize,
+    must_not: usize,
+    updates: usize,
+    caught: usize,
+    wrong: usize,
+    negatives: usize,
+    false_sup: usize,
+}
+
+/// A session on a new repository under `root`, using `embedder`; `frame`: the frame rule on.
+fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) -> Session {
+    let repo = common::new_repo(root, name);
+    common::git(&repo, &["config", "neo.updates.frame", if frame { "true" } else { "false" }], None);
+    let mut s = Session::new(SessionOptions {
+        dir: repo,
+        ref_name: None,
+        identity: Some(common::who()),
+        clock: Clock::Fixed(Timestamp(1_735_689_600)),
+        embedder: EmbedderChoice::Off,
+    });
+    s.give_embedder(embedder);
+    s
+}
+
+fn add(
+    s: &mut Session,
+    fact_type: &str,
+    subject: &str,
+    body: &str,
+    supersedes: Vec<String>,
+) -> git_neo::api::AddOutcome {
+    add_with(s, fact_type, None, subject, body, supersedes)
+}
+
+fn add_in(
+    s: &mut Session,
+    fact_type: &str,
+    scope: Option<String>,
+    subject: &str,
+    body: &str,
+) -> git_neo::api::AddOutcome {
+    add_with(s, fact_type, scope, subject, body, vec![])
+}
+
+fn add_with(
+    s: &mut Session,
+    fact_type: &str,
+    scope: Option<String>,
+    subject: &str,
+    body: &str,
+    supersedes: Vec<String>,
+) -> git_neo::api::AddOutcome {
+    let req = AddRequest {
+        fact_type: fact_type.into(),
+        subject: subject.into(),
+        body: body.into(),
+        scope,
+        tags: vec![],
+        key: None,
+        confidence: None,
+        provenance: None,
+        depends_on: vec![],
+        anchors: vec![],
+        valid_from: None,
+        valid_to: None,
+        supersedes,
+        extends: vec![],
+        derives_from: vec![],
+        no_supersede: false,
+        reason: None,
+        suggestion: None,
+    };
+    s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Explicit,
+    /// Implicit, with the frame rule off: cosine similarity alone (as before it).
+    CosineOnly,
+    Implicit,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Explicit => "explicit",
+            Mode::CosineOnly => "implicit, cosine only (before)",
+            Mode::Implicit => "implicit",
+        }
+    }
+}
+
+fn replay(
+    t: &Timeline,
+    mode: Mode,
+    root: &Path,
+    embedder: Box<dyn Embedder>,
+    tally: &mut Tally,
+    pairs: bool,
+) -> Box<dyn Embedder> {
+    let explicit = mode == Mode::Explicit;
+    let mut s = session(root, &format!("{}-{}", t.id, mode as u8), embedder, mode == Mode::Implicit);
+    // The timeline's ids and keys -> git-neo ids; each write's chain (the first write's index).
+    let mut ids: HashMap<&str, git_neo::record::RecordId> = HashMap::new();
+    let mut chain_of: HashMap<&str, usize> = HashMap::new();
+    let mut chains: Vec<Vec<&Write>> = Vec::new();
+    for e in &t.events {
+        match e {
+            Event::Write(w) => {
+                s.set_caller(Some(common::who()), Clock::Fixed(w.at), s_dir(&s));
+                let old = w.supersedes.as_deref().and_then(|k| ids.get(k).copied());
+                let named = match (explicit, old) {
+                    (true, Some(old)) => vec![old.to_hex()],
+                    _ => vec![],
+                };
+                let out = add(&mut s, if w.constraint { "constraint" } else { "decision" }, &w.value, "", named);
+                let superseded: Vec<_> = out.superseded.iter().map(|p| p.old).collect();
+                if pairs {
+                    for j in &out.judged {
+                        let label = if Some(j.id) == old { "UPDATE" } else { "other" };
+                        let taken = superseded.contains(&j.id);
+                        println!(
+                            "pair\t{label}\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
+                            j.cosine,
+                            j.word_overlap,
+                            j.shared_names,
+                            j.old_values,
+                            j.new_values,
+                            j.frames[0],
+                            j.frames[1]
+                        );
+                    }
+                }
+                match old {
+                    Some(old) => {
+                        tally.updates += 1;
+                        // Restating the current value is de-duplicated: nothing to replace.
+                        let restated = out.deduplicated && out.id == old;
+                        tally.caught += usize::from(superseded.contains(&old) || restated);
+                        tally.wrong += usize::from(superseded.iter().any(|o| *o != old));
+                    }
+                    None => {
+                        tally.negatives += 1;
+                        tally.false_sup += usize::from(!superseded.is_empty());
+                    }
+                }
+                let chain = match w.supersedes.as_deref().and_then(|k| chain_of.get(k).copied()) {
+                    Some(c) => c,
+                    None => {
+                        chains.push(Vec::new());
+                        chains.len() - 1
+                    }
+                };
+                chains[chain].push(w);
+                chain_of.insert(&w.id, chain);
+                chain_of.insert(&w.key, chain);
+                ids.insert(&w.id, out.id);
+                ids.insert(&w.key, out.id);
+            }
+            Event::Query(q) => {
+                s.set_caller(Some(common::who()), Clock::Fixed(q.at), s_dir(&s));
+                let r = s
+                    .recall(&RecallQuery {
+                        query: q.prompt.clone(),
+                        k: 10,
+                        budget: git_neo::recall::DEFAULT_BUDGET,
+                        types: vec![],
+                        scope: None,
+                        as_of: None,
+                    })
+                    .expect("recall");
+                let current: String = r
+                    .constraints
+                    .iter()
+                    .chain(&r.facts)
+                    .chain(&r.known_unknowns)
+                    .map(|i| format!("{}\n{}\n", i.subject, i.body))
+                    .collect::<String>()
+                    .to_lowercase();
+                let has = |v: &str| current.contains(&v.to_lowercase());
+                tally.queries += 1;
+                let mut replaced = Vec::new();
+                let mut newest = Vec::new();
+                for c in &chains {
+                    let last = c.last().expect("chains are never empty");
+                    newest.push(last.value.as_str());
+                    replaced.extend(
+                        c[..c.len() - 1]
+                            .iter()
+                            .map(|w| w.value.as_str())
+                            .filter(|v| !v.eq_ignore_ascii_case(&last.value)),
+                    );
+                }
+                if !replaced.is_empty() {
+                    tally.with_replaced += 1;
+                    tally.leaks += usize::from(replaced.iter().any(|v| has(v)));
+                }
+                tally.latest += usize::from(newest.iter().all(|v| has(v)));
+                tally.must += usize::from(q.must.iter().all(|m| has(m)));
+                tally.must_not += usize::from(q.must_not.iter().any(|m| has(m)));
+            }
+        }
+    }
+    s.take_embedder().expect("the session kept the model")
+}
+
+fn s_dir(s: &Session) -> PathBuf {
+    s.dir().to_path_buf()
+}
+
+/// The recall fixture's facts (type, scope, subject, body), each distinct from every other.
+fn distinct_facts() -> Vec<(String, String, String, String)> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/recall/facts.jsonl"))
+        .expect("fixtures/recall/facts.jsonl");
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("JSON");
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            (s("type"), s("scope"), s("subject"), s("body"))
+        })
+        .collect()
+}
+
+fn rate(n: usize, of: usize) -> String {
+    if of == 0 {
+        "–".into()
+    } else {
+        format!("{:.3} ({n}/{of})", n as f64 / of as f64)
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let pairs = args.iter().any(|a| a == "--pairs");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/statebench");
+    let only_train = args.iter().any(|a| a == "--train-only");
+    let mut splits: Vec<(String, PathBuf)> = vec![("train".into(), fixtures.join("train-supersession.jsonl"))];
+    if !only_train {
+        splits.push(("dev".into(), fixtures.join("dev-supersession.jsonl")));
+    }
+    for w in args.windows(2).filter(|w| w[0] == "--split") {
+        let (name, path) = w[1].split_once('=').expect("--split NAME=PATH");
+        splits.push((name.into(), PathBuf::from(path)));
+    }
+    let mut embedder: Box<dyn Embedder> =
+        git_neo::embed::load(&EmbedderChoice::Model { cache_root: common::cache_root() }).unwrap_or_else(|why| {
+            panic!("the model is needed (scripts/install-model.sh): {why}");
+        });
+    let tmp = tempfile::tempdir().expect("tempdir");
+    println!("| split | mode | leak | latest | must-mention | must-not | updates caught | wrong target | false supersessions |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, path) in &splits {
+        let all = timelines(path);
+        for mode in [Mode::Explicit, Mode::CosineOnly, Mode::Implicit] {
+            let mut tally = Tally::default();
+            for t in &all {
+                embedder =
+                    replay(t, mode, &tmp.path().join(name), embedder, &mut tally, pairs && mode == Mode::Implicit);
+            }
+            println!(
+                "| {name} ({} timelines) | {} | {} | {} | {} | {} | {} | {} | {} |",
+                all.len(),
+                mode.name(),
+                rate(tally.leaks, tally.with_replaced),
+                rate(tally.latest, tally.queries),
+                rate(tally.must, tally.queries),
+                rate(tally.must_not, tally.queries),
+                rate(tally.caught, tally.updates),
+                rate(tally.wrong, tally.updates),
+                rate(tally.false_sup, tally.negatives),
+            );
+        }
+    }
+    // Distinct facts, in file order and reversed, with their own types and scopes and all as
+    // decisions in one scope (every pair a candidate): any supersession among them is false.
+    let facts = distinct_facts();
+    for (same_type, label) in [(false, "own types and scopes"), (true, "all one type and scope")] {
+        for frame in [false, true] {
+            let mut false_sup = 0;
+            for reversed in [false, true] {
+                let name = format!("distinct-{same_type}-{frame}-{reversed}");
+                let mut s = session(tmp.path(), &name, embedder, frame);
+                let mut list: Vec<_> = facts.iter().collect();
+                if reversed {
+                    list.reverse();
+                }
+                for (i, (fact_type, scope, subject, body)) in list.into_iter().enumerate() {
+                    s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s_dir(&s));
+                    let (fact_type, scope) =
+                        if same_type { ("decision", None) } else { (fact_type.as_str(), Some(scope.clone())) };
+                    let out = add_in(&mut s, fact_type, scope, subject, body);
+                    if pairs && frame {
+                        for j in &out.judged {
+                            let taken = out.superseded.iter().any(|p| p.old == j.id);
+                            println!(
+                                "pair\tdistinct\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
+                                j.cosine,
+                                j.word_overlap,
+                                j.shared_names,
+                                j.old_values,
+                                j.new_values,
+                                j.frames[0],
+                                j.frames[1]
+                            );
+                        }
+                    }
+                    false_sup += usize::from(!out.superseded.is_empty());
+                }
+                embedder = s.take_embedder().expect("the session kept the model");
+            }
+            println!(
+                "| recall fixture: {} distinct facts, {label}, two orders | {} | | | | | | | {} |",
+                facts.len(),
+                if frame { "implicit" } else { "implicit, cosine only (before)" },
+                rate(false_sup, 2 * facts.len())
+            );
+        }
+    }
+}
