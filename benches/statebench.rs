@@ -174,6 +174,7 @@ fn add_with(
         scope,
         tags: vec![],
         key: None,
+        slot: None,
         confidence: None,
         provenance: None,
         depends_on: vec![],

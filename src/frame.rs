@@ -14,8 +14,9 @@
 //! - anything else is a **word**, lowercased; words of five capitals or more ("CANCELLED") are
 //!   ordinary words written loudly.
 //!
-//! The frame is the masked text's content words (function words dropped, each cut to its first
-//! five letters, so "approved" and "approval" meet).
+//! The frame is the masked text's content words (function words dropped, a past participle's
+//! "re-" dropped, each cut to its first five letters, so "approved" and "approval" meet, and
+//! "reallocated" and "allocated").
 
 use std::collections::BTreeSet;
 
@@ -106,6 +107,11 @@ fn classify(token: &str, sentence_start: bool) -> Class {
 }
 
 fn stem(word: &str) -> String {
+    // "reallocated" and "allocated", "rescheduled" and "scheduled" say the same thing changed.
+    let word = match word.strip_prefix("re") {
+        Some(rest) if word.len() > 6 && word.ends_with("ed") => rest,
+        _ => word,
+    };
     word.chars().take(5).collect()
 }
 
@@ -165,6 +171,19 @@ impl Frame {
     fn add_name(&mut self, name: String) {
         self.first_name.get_or_insert_with(|| name.clone());
         self.names.insert(name);
+    }
+}
+
+/// The key a slot names: `"Mobile Team / project"` -> `"mobile team / project"` (subject and
+/// predicate, each lowercased with its spaces collapsed), or what is wrong with it.
+pub fn slot_key(slot: &str) -> Result<String, String> {
+    let parts: Vec<String> =
+        slot.split('/').map(|p| p.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()).collect();
+    match parts.as_slice() {
+        [subject, predicate] if !subject.is_empty() && !predicate.is_empty() => Ok(format!("{subject} / {predicate}")),
+        _ => Err(format!(
+            "{slot:?} is not a slot; write it as \"subject / predicate\", such as \"mobile team / project\""
+        )),
     }
 }
 
@@ -237,6 +256,14 @@ mod tests {
         assert_eq!(names("Use Postgres 15 for the main database"), ["postgres"]);
         assert_eq!(names("Seattle office, Building A, Room 302"), ["building a", "room", "seattle"]);
         assert_eq!(names("Max 20% discount without VP approval"), ["vp"]);
+    }
+
+    #[test]
+    fn a_slot_normalises_into_a_key() {
+        assert_eq!(slot_key("  Mobile   Team /Project ").as_deref(), Ok("mobile team / project"));
+        assert!(slot_key("mobile team").is_err());
+        assert!(slot_key("a / b / c").is_err());
+        assert!(slot_key(" / project").unwrap_err().contains("subject / predicate"));
     }
 
     #[test]

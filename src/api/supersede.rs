@@ -176,11 +176,26 @@ impl Memory {
         });
         if let Some(dup) = duplicate {
             let id = dup.0;
+            // Already stored: naming what it replaces confirms an update after the fact (a
+            // possible update the first write returned, or a conflict recall showed).
+            let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+            let confirmed: Vec<PlannedSupersession> = explicit
+                .iter()
+                .filter(|old| **old != id && !dup.1)
+                .map(|old| PlannedSupersession {
+                    old: *old,
+                    subject: self.state.entries[old].record.summary(),
+                    method: SupersessionMethod::Explicit,
+                    score: None,
+                    reason: reason.unwrap_or("replaced explicitly").to_string(),
+                })
+                .collect();
+            self.check_supersessions(&confirmed, id, ctx)?;
             return Ok(AddPlan {
                 record,
                 id,
                 duplicate_of: Some(dup),
-                supersedes: Vec::new(),
+                supersedes: confirmed,
                 similarity: SimilarityCheck::NotNeeded,
                 possible_updates: Vec::new(),
                 judged: Vec::new(),
@@ -296,15 +311,21 @@ impl Memory {
             }
         }
         let (id, _) = record.encode();
-        for p in &planned {
-            let sup = self.supersession_record(p, id, ctx);
+        self.check_supersessions(&planned, id, ctx)?;
+        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
+    }
+
+    /// The supersession records `planned` would write must pass validation and the secret filter.
+    fn check_supersessions(&self, planned: &[PlannedSupersession], new: RecordId, ctx: &WriteContext) -> Result<()> {
+        for p in planned {
+            let sup = self.supersession_record(p, new, ctx);
             let mut problems = record::validate::validate(&sup);
             problems.extend(crate::redact::check(&sup));
             if !problems.is_empty() {
                 return Err(Error::Invalid(Problems(problems)));
             }
         }
-        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
+        Ok(())
     }
 
     fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
@@ -325,6 +346,18 @@ impl Memory {
 
     /// Write what [`Memory::plan_add`] decided: the fact and its supersessions, in one commit.
     pub fn apply_add(&mut self, plan: AddPlan, ctx: &WriteContext) -> Result<AddOutcome> {
+        if let (Some((id, _)), false) = (plan.duplicate_of, plan.supersedes.is_empty()) {
+            // The fact is stored already: only the supersessions that confirm it are written.
+            let olds: Vec<String> = plan.supersedes.iter().map(|p| p.old.short()).collect();
+            let message = format!("neo: {} supersedes {}", id.short(), olds.join(", "));
+            let records = plan.supersedes.iter().map(|p| self.supersession_record(p, id, ctx)).collect();
+            let mut outcome = self.write_all(records, message, ctx)?;
+            outcome.id = id;
+            outcome.path = Record::path(Kind::Fact, &id);
+            outcome.deduplicated = true;
+            outcome.superseded = plan.supersedes;
+            return Ok(outcome);
+        }
         if let Some((id, proposed)) = plan.duplicate_of {
             return Ok(AddOutcome {
                 id,

@@ -19,6 +19,8 @@ pub struct AddRequest {
     pub scope: Option<String>,
     pub tags: Vec<String>,
     pub key: Option<String>,
+    /// What the fact is about as `subject / predicate`; normalised into the key.
+    pub slot: Option<String>,
     pub confidence: Option<f64>,
     pub provenance: Option<String>,
     /// Id prefixes of facts this one depends on.
@@ -45,7 +47,8 @@ pub struct AddRequest {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AddOutcome {
     pub id: RecordId,
-    /// True when an identical valid fact already existed and its id was returned; nothing was written.
+    /// True when an identical valid fact already existed and its id was returned; nothing was
+    /// written, except the supersessions it was asked to confirm (`superseded`).
     pub deduplicated: bool,
     /// True when the record went to the review-mode proposals ref instead of the memory ref.
     pub proposed: bool,
@@ -223,6 +226,24 @@ impl Memory {
                 anchors.push(a);
             }
         }
+        let key = req.key.as_deref().map(|k| k.trim().to_string());
+        let key = match req.slot.as_deref().map(crate::frame::slot_key) {
+            None => key,
+            Some(Err(message)) => {
+                problems.push(Problem::new("slot", message));
+                key
+            }
+            Some(Ok(slot)) => match key {
+                Some(k) if k != slot => {
+                    problems.push(Problem::new(
+                        "slot",
+                        format!("names the key {slot:?} but the key given is {k:?}; give one of them"),
+                    ));
+                    Some(k)
+                }
+                _ => Some(slot),
+            },
+        };
         let mut tags: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
         tags.sort();
         tags.dedup();
@@ -236,7 +257,7 @@ impl Memory {
                 subject: req.subject.trim().to_string(),
                 scope: req.scope.as_deref().map(str::trim).unwrap_or(DEFAULT_SCOPE).to_string(),
                 tags,
-                key: req.key.as_deref().map(|k| k.trim().to_string()),
+                key,
                 provenance,
                 confidence,
                 valid_from,

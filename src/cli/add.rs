@@ -29,6 +29,10 @@ pub struct Args {
     /// Stable subject+predicate, so later facts about the same thing share it.
     #[arg(long)]
     key: Option<String>,
+    /// What it is about as "subject / predicate" (e.g. "mobile team / project"); normalised into
+    /// the key, so a later fact with the same slot replaces this one.
+    #[arg(long)]
+    slot: Option<String>,
     /// Initial confidence, 0.0 to 1.0 (default by provenance: structural 0.8, observed 0.7, inferred 0.5).
     #[arg(long)]
     confidence: Option<f64>,
@@ -106,6 +110,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         scope: args.scope,
         tags: args.tags,
         key: args.key,
+        slot: args.slot,
         confidence: args.confidence,
         provenance: args.provenance,
         depends_on: args.depends_on,
@@ -134,7 +139,18 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if let Some(SimilarityCheck::Skipped { why }) = &outcome.similarity {
         ctx.out.note(&format!("similarity supersession skipped: {why}"));
     }
-    if outcome.deduplicated {
+    for p in &outcome.possible_updates {
+        ctx.out.note(&format!(
+            "possibly an update of {} (cosine {:.2}): {}; if it is, run this again with --supersedes {}",
+            p.id.short(),
+            p.cosine,
+            p.subject,
+            p.id.short()
+        ));
+    }
+    if outcome.deduplicated && !outcome.superseded.is_empty() {
+        ctx.out.note(&format!("already stored as {}: only its supersession was written", outcome.id.short()));
+    } else if outcome.deduplicated {
         let where_ = if outcome.proposed { " (a pending proposal)" } else { "" };
         ctx.out.note(&format!("already stored as {}{where_}: nothing written", outcome.id.short()));
     } else if outcome.dry_run {

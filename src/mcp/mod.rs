@@ -95,6 +95,7 @@ impl Warm {
             scope: a.scope,
             tags: a.tags,
             key: a.key,
+            slot: a.slot,
             confidence: a.confidence,
             provenance: None,
             depends_on: a.depends_on,

@@ -64,8 +64,9 @@ pub fn all() -> Vec<Tool> {
         .annotate(read_only()),
         Tool::new(
             "add_fact",
-            "Store a lesson as a typed fact. A fact with the same key and scope, or a near-identical one of the \
-             same type and scope, is replaced; the reply names what was. Identical content is not stored twice.",
+            "Store a lesson as a typed fact. A fact with the same key or slot and scope, a near-identical one, or \
+             one this updates (same subject, new value) is replaced; the reply says why. If `possible_updates` \
+             lists a fact this replaces, call again with `supersedes: [its id]`.",
             schema(
                 json!({
                     "type": {"enum": FACT_TYPES},
@@ -74,6 +75,7 @@ pub fn all() -> Vec<Tool> {
                     "scope": {"type": "string"},
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "key": {"type": "string", "description": "stable name of what it is about, e.g. db.engine"},
+                    "slot": {"type": "string", "description": "what it is about as \"subject / predicate\", e.g. \"mobile team / project\"; becomes the key"},
                     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                     "supersedes": ids(),
                     "depends_on": ids(),
@@ -171,6 +173,7 @@ pub struct AddFactArgs {
     #[serde(default)]
     pub tags: Vec<String>,
     pub key: Option<String>,
+    pub slot: Option<String>,
     pub confidence: Option<f64>,
     #[serde(default)]
     pub supersedes: Vec<String>,

@@ -11,6 +11,7 @@
 //! - Budget: tokens are estimated as characters / 4; items that do not fit are counted and the
 //!   output says how many were cut.
 
+pub mod conflicts;
 mod eval;
 pub mod render;
 
@@ -83,6 +84,13 @@ pub struct Item {
     /// Why this fact needs review (a dependency or source replaced, or a conflict).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub needs_review: Vec<String>,
+    /// Current facts shown with this one that answer the same question otherwise (see
+    /// [`conflicts`]): newer first, each naming the other.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts_with: Vec<RecordId>,
+    /// What the fact is about (its key: `subject / predicate` when written with a slot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
     /// For a fact outside its validity window: `expired on …` or `in effect from …`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
@@ -242,6 +250,8 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         freshness: None,
         task_status: None,
         needs_review: e.needs_review.iter().map(|f| f.to_string()).collect(),
+        conflicts_with: Vec::new(),
+        slot: e.record.as_fact().and_then(|f| f.key.clone()),
         window,
         linked: Vec::new(),
         passage: None,
@@ -383,6 +393,7 @@ pub fn recall(
         }
     }
     facts.truncate(req.k);
+    conflicts::mark(&mut facts, state);
     let mut attempts: Vec<Item> = best_attempt.into_values().collect();
     attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
 

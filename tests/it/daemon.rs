@@ -28,7 +28,7 @@ fn wait_until_running(sb: &Sandbox, repo: &Path) -> serde_json::Value {
         if s["running"] == true {
             return s;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no server came up: {s}");
+        assert!(start.elapsed() < Duration::from_secs(60), "no server came up: {s}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }

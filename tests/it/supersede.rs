@@ -109,8 +109,10 @@ fn similarity_supersession_follows_the_threshold_and_says_when_it_is_skipped() {
     let old_id = old["id"].as_str().expect("id");
     add_json(&sb, &repo, "hash", t, &["-t", "pattern", "-s", "We release with blue green deploys on Fridays too"]);
 
-    // A stricter threshold for decisions. Far below it, the nearest fact is reported by its
-    // indexed score and not compared exactly; near it, compared exactly but not superseded.
+    // A stricter threshold for decisions (the frame rule off: similarity alone). Far below it,
+    // the nearest fact is reported by its indexed score and not compared exactly; near it,
+    // compared exactly but not superseded.
+    sb.git(&repo, &["config", "neo.updates.frame", "false"]);
     let thursdays = ["-t", "decision", "-s", "We release with blue green deploys on Thursdays", "--dry-run"];
     sb.git(&repo, &["config", "neo.supersede.decision", "0.99"]);
     let dry = add_json(&sb, &repo, "hash", t, &thursdays);
@@ -127,6 +129,24 @@ fn similarity_supersession_follows_the_threshold_and_says_when_it_is_skipped() {
     let score = dry["similarity"]["score"].as_f64().expect("compared exactly");
     assert!(score > 0.8 && score < 0.95 && score <= indexed, "{dry}");
     assert!(dry["superseded"].is_null());
+    // Fridays -> Thursdays is an update all the same: the writer is told, with how to confirm.
+    assert_eq!(dry["possible_updates"][0]["id"], old_id, "{dry}");
+    assert_eq!(dry["possible_updates"][0]["frames"][1], "we release with blue green deploys on <n>", "{dry}");
+    // With the frame rule on (the default), it is superseded, and the record says why.
+    sb.git(&repo, &["config", "neo.updates.frame", "true"]);
+    let dry = add_json(&sb, &repo, "hash", t, &thursdays);
+    assert_eq!(dry["superseded"][0]["old"], old_id, "{dry}");
+    assert_eq!(dry["superseded"][0]["method"], "frame", "{dry}");
+    let why = dry["superseded"][0]["reason"].as_str().expect("reason");
+    assert!(why.contains("names [fridays] -> [thursdays]") && why.contains("indexed cosine"), "{why}");
+    assert!(dry["possible_updates"].is_null(), "{dry}");
+    // A bad switch is a clear error naming the key.
+    sb.git(&repo, &["config", "neo.updates.frame", "maybe"]);
+    let bad =
+        run(&sb, &repo, "hash", t, &["add", "-t", "decision", "-s", "We release with blue green deploys on Mondays"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("neo.updates.frame"), "{}", stderr(&bad));
+    sb.git(&repo, &["config", "--unset", "neo.updates.frame"]);
 
     // A bad threshold is a clear error naming the key, and nothing is written.
     sb.git(&repo, &["config", "neo.supersede.decision", "high"]);
@@ -620,4 +640,80 @@ fn the_indexed_score_never_falls_far_below_the_subject_and_body_score() {
         "the margin {} is too small: {worst}",
         git_neo::api::SIMILARITY_MARGIN
     );
+}
+
+/// The writer decides the hard cases: an update below the automatic rules comes back as a
+/// possible update, and adding the same fact again with `--supersedes` confirms it (only the
+/// supersession is written). Until then recall shows both as a conflict, the newer first.
+#[test]
+fn possible_updates_are_confirmed_after_the_fact_and_recall_flags_the_conflict_until_then() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let t = "2026-03-01T12:00:00Z";
+    let later = "2026-03-02T12:00:00Z";
+    sb.git(&repo, &["config", "neo.updates.frame", "false"]);
+    let old = add_json(&sb, &repo, "hash", t, &["-t", "decision", "-s", "Backend Squad allocated to Project Phoenix"]);
+    let old_id = old["id"].as_str().expect("id").to_string();
+    let moved = ["-t", "decision", "-s", "Backend Squad reallocated to Project Alpha"];
+    let new = add_json(&sb, &repo, "hash", later, &moved);
+    let new_id = new["id"].as_str().expect("id").to_string();
+    assert!(new["superseded"].is_null(), "{new}");
+    let possible = &new["possible_updates"][0];
+    assert_eq!(possible["id"], old_id.as_str(), "{new}");
+    assert_eq!(possible["shared_names"][0], "backend squad", "{new}");
+    let human = ok(
+        &sb,
+        &repo,
+        "hash",
+        later,
+        &["add", "-t", "decision", "-s", "Backend Squad reallocated to Project Alpha", "--dry-run"],
+    );
+    assert!(human.contains(&new_id), "{human}");
+
+    // Recall: both current, the newer first, each naming the other.
+    let r = json(&ok(&sb, &repo, "hash", later, &["recall", "which project is the backend squad on", "--json"]));
+    assert_eq!(r["facts"][0]["id"], new_id.as_str(), "{r}");
+    assert_eq!(r["facts"][0]["conflicts_with"][0], old_id.as_str(), "{r}");
+    assert_eq!(r["facts"][1]["conflicts_with"][0], new_id.as_str(), "{r}");
+    let flag = r["facts"][1]["needs_review"][0].as_str().expect("flag");
+    assert!(flag.starts_with("conflict:") && flag.contains("(newer)") && flag.contains("git neo outdated"), "{flag}");
+    let md = ok(&sb, &repo, "hash", later, &["recall", "which project is the backend squad on"]);
+    assert!(md.contains("conflict:"), "{md}");
+
+    // Confirmed with one more add: the same fact, naming what it replaces.
+    let mut confirm = moved.to_vec();
+    confirm.extend(["--supersedes", &old_id[..12]]);
+    let before = sb.tip(&repo);
+    let done = add_json(&sb, &repo, "hash", later, &confirm);
+    assert_eq!((done["id"].as_str(), done["deduplicated"].as_bool()), (Some(new_id.as_str()), Some(true)), "{done}");
+    assert_eq!(done["superseded"][0]["old"], old_id.as_str(), "{done}");
+    assert_ne!(sb.tip(&repo), before, "the supersession was written");
+    assert_eq!(status(&sb, &repo, &old_id)["status"], "superseded");
+    let r = json(&ok(&sb, &repo, "hash", later, &["recall", "which project is the backend squad on", "--json"]));
+    assert!(r["facts"][0]["conflicts_with"].is_null(), "{r}");
+}
+
+#[test]
+fn a_slot_is_a_key_written_as_subject_and_predicate() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let t = "2026-03-01T12:00:00Z";
+    let first =
+        add_json(&sb, &repo, "hash", t, &["-t", "decision", "-s", "Deploy to Heroku", "--slot", "Deploy / Target"]);
+    let second =
+        add_json(&sb, &repo, "hash", t, &["-t", "decision", "-s", "Ship it on Fly.io", "--slot", " deploy /  target "]);
+    assert_eq!(second["superseded"][0]["old"], first["id"], "{second}");
+    assert_eq!(second["superseded"][0]["method"], "key");
+    let r = json(&ok(&sb, &repo, "hash", t, &["recall", "Ship it on Fly.io, or deploy to Heroku", "--json"]));
+    assert_eq!(r["facts"][0]["id"], second["id"], "{r}");
+    assert_eq!(r["facts"][0]["slot"], "deploy / target", "{r}");
+    assert_eq!(r["invalidated"][0]["slot"], "deploy / target", "{r}");
+    // A slot that is not one, or that disagrees with --key: a clear error, nothing written.
+    let before = sb.tip(&repo);
+    let bad = run(&sb, &repo, "hash", t, &["add", "-t", "decision", "-s", "x", "--slot", "deploy target"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("slot") && stderr(&bad).contains("subject / predicate"), "{}", stderr(&bad));
+    let bad = run(&sb, &repo, "hash", t, &["add", "-t", "decision", "-s", "x", "--slot", "a / b", "--key", "c"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert_eq!(sb.tip(&repo), before);
 }

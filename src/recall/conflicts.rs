@@ -1,0 +1,70 @@
+//! Two answers to one question, both current: recall never shows them without saying so. PURE.
+//!
+//! Two current facts of the same type and scope hold the **same slot** when they share a key, or
+//! when their frames say so ([`crate::frame`]): the same subject (first name), something else
+//! said (a value or a name changed) and most of the other words shared (overlap at least
+//! [`OVERLAP`]). Neither supersedes the other (then one would not be current), so recall puts
+//! the newer first, flags both `conflict` naming each other and which is newer, and says how to
+//! settle it with one command.
+
+use super::Item;
+use crate::frame::{compare, frame};
+use crate::record::RecordId;
+use crate::state::State;
+
+/// Content-word overlap two facts about the same subject need to be read as one slot: lower than
+/// the write-time rule needs with the model's agreement, since here nothing is written, and
+/// recall only asks a person to look.
+pub const OVERLAP: f32 = 0.5;
+
+/// Flag the items of `items` (one layer, best first) that hold the same slot, newer first.
+pub fn mark(items: &mut Vec<Item>, state: &State) {
+    let frames: Vec<_> = items.iter().map(|i| frame(&i.subject)).collect();
+    let key = |id: &RecordId| state.entries.get(id).and_then(|e| e.record.as_fact()).and_then(|f| f.key.clone());
+    let created = |id: &RecordId| state.entries.get(id).map(|e| (e.record.created_at, *id));
+    let mut pairs = Vec::new();
+    for i in 0..items.len() {
+        for j in i + 1..items.len() {
+            let (a, b) = (&items[i], &items[j]);
+            if a.fact_type != b.fact_type || a.scope != b.scope {
+                continue;
+            }
+            let same_key = key(&a.id).is_some() && key(&a.id) == key(&b.id);
+            let c = compare(&frames[i], &frames[j]);
+            let same_frame = c.same_subject && (c.values_changed() || c.names_changed()) && c.word_overlap >= OVERLAP;
+            if same_key || same_frame {
+                let (newer, older) = if created(&a.id) >= created(&b.id) { (i, j) } else { (j, i) };
+                pairs.push((newer, older));
+            }
+        }
+    }
+    for &(newer, older) in &pairs {
+        let (n, o) = (items[newer].id, items[older].id);
+        let settle = format!(
+            "if the newer replaces it: `git neo outdated {} --reason \"replaced by {}\"`",
+            o.short(),
+            n.short()
+        );
+        items[newer]
+            .needs_review
+            .push(format!("conflict: {} says otherwise about the same thing; this one is newer", o.short()));
+        items[newer].conflicts_with.push(o);
+        items[older]
+            .needs_review
+            .push(format!("conflict: {} (newer) says otherwise about the same thing; {settle}", n.short()));
+        items[older].conflicts_with.push(n);
+    }
+    // The newer of each pair goes first: just before the older, if it ranked below it.
+    for &(newer, older) in &pairs {
+        let (n, o) = (items[newer].id, items[older].id);
+        let (pn, po) = (pos(items, n), pos(items, o));
+        if pn > po {
+            let it = items.remove(pn);
+            items.insert(po, it);
+        }
+    }
+}
+
+fn pos(items: &[Item], id: RecordId) -> usize {
+    items.iter().position(|i| i.id == id).unwrap_or(0)
+}
