@@ -64,8 +64,10 @@ pub fn instructions(with_mcp: bool) -> String {
          2. **After each meaningful try**, record it: `git neo attempt --task <id> --action \"…\" \
          --observation \"…\" --run \"<the check>\"` (git-neo runs the check and records the commit).\n\
          3. **When you learn something durable**, add it as a fact: `git neo add --type \
-         decision|constraint|pattern|failure|known-unknown --subject \"…\" --key <what it is about>`. \
-         A fact with the same key replaces the old one.\n\
+         decision|constraint|pattern|failure|known-unknown --subject \"…\" --slot \"<subject> / <predicate>\"` \
+         (the thing, then what is said of it: `\"payments api / timeout\"`). A fact with the same slot \
+         replaces the old one; if the reply lists a possible update that this replaces, add it again \
+         with `--supersedes <id>`.\n\
          4. **When a fact stops being true**, say so: `git neo outdated <id> --reason \"…\"`.\n\n\
          Never put secrets in memory; git-neo refuses them.\n"
     )
