@@ -717,3 +717,42 @@ fn a_slot_is_a_key_written_as_subject_and_predicate() {
     assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
     assert_eq!(sb.tip(&repo), before);
 }
+
+/// The frame rule with the real model: updates without a key or an id are noticed (a name shared
+/// as the subject; or the same words around other names), neighbours are not, and the record says
+/// why. Needs scripts/install-model.sh (which .ci/run runs).
+#[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
+fn the_real_model_notices_unlabelled_updates_and_leaves_neighbours_alone() {
+    let root = crate::support::installed_model_root();
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let add = |subject: &str| {
+        let mut cmd = sb.neo_cmd(&repo);
+        cmd.env("GIT_NEO_CACHE_DIR", &root).args(["add", "--json", "-t", "decision", "-s", subject]);
+        let out = cmd.output().expect("run");
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&String::from_utf8_lossy(&out.stdout))
+    };
+    let policy = add("Max 15% discount without VP approval");
+    let team = add("Mobile Team allocated to Project Phoenix");
+    let room = add("Seattle office, Building A, Room 302");
+    let keys = add("Idempotency keys are stored in Redis for 24 hours");
+
+    let moved = add("Mobile Team reallocated to Project Alpha");
+    assert_eq!(moved["superseded"][0]["old"], team["id"], "{moved}");
+    assert_eq!(moved["superseded"][0]["method"], "frame", "{moved}");
+    let why = moved["superseded"][0]["reason"].as_str().expect("reason");
+    assert!(why.contains("same mobile team") && why.contains("project phoenix"), "{why}");
+    let other_room = add("Portland office, Building C, Conference Room 1");
+    assert_eq!(other_room["superseded"][0]["old"], room["id"], "{other_room}");
+
+    // Neighbours: a rule and an event about a discount; Redis named, but not as the subject.
+    let event = add("15% discount approved for Umbrella Corp");
+    assert!(event["superseded"].is_null(), "{event}");
+    let failover = add("A Redis failover lost idempotency keys");
+    assert!(failover["superseded"].is_null(), "{failover}");
+    for id in [&policy["id"], &keys["id"], &event["id"]] {
+        assert_eq!(status(&sb, &repo, id.as_str().expect("id"))["status"], "valid");
+    }
+}
