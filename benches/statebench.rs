@@ -15,8 +15,10 @@
 //! chain appears there), **must-mention** (every required term appears) and **must-not**
 //! (a forbidden term appears); over the writes: updates **caught** (the replaced fact superseded)
 //! and **wrong** (something else superseded), and **false supersessions** among the writes that
-//! replace nothing. A negative set adds the recall fixture's 62 distinct facts, in file order and
-//! reversed: any supersession among them is false.
+//! replace nothing. Negative sets: the recall fixture's 62 distinct facts, in file order and
+//! reversed; and text nobody here wrote, the opening sentences of the READMEs in the cargo
+//! registry cache, each crate's in one memory (the same topic, often the same name): any frame
+//! supersession among them is false (similarity ones, near-duplicate sentences, are counted apart).
 
 mod common;
 
@@ -235,20 +237,7 @@ fn replay(
                 let out = add(&mut s, if w.constraint { "constraint" } else { "decision" }, &w.value, "", named);
                 let superseded: Vec<_> = out.superseded.iter().map(|p| p.old).collect();
                 if pairs {
-                    for j in &out.judged {
-                        let label = if Some(j.id) == old { "UPDATE" } else { "other" };
-                        let taken = superseded.contains(&j.id);
-                        println!(
-                            "pair\t{label}\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
-                            j.cosine,
-                            j.word_overlap,
-                            j.shared_names,
-                            j.old_values,
-                            j.new_values,
-                            j.frames[0],
-                            j.frames[1]
-                        );
-                    }
+                    print_pairs(&out, |id| if Some(id) == old { "UPDATE" } else { "other" });
                 }
                 match old {
                     Some(old) => {
@@ -323,8 +312,59 @@ fn replay(
     s.take_embedder().expect("the session kept the model")
 }
 
+/// One line per candidate the frame rule judged (`--pairs`), tab-separated: label, superseded,
+/// indexed cosine, word overlap, shared names, values old -> new, masked frames old <- new.
+fn print_pairs(out: &git_neo::api::AddOutcome, label: impl Fn(git_neo::record::RecordId) -> &'static str) {
+    for j in &out.judged {
+        let taken = out.superseded.iter().any(|p| p.old == j.id);
+        println!(
+            "pair\t{}\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
+            label(j.id),
+            j.cosine,
+            j.word_overlap,
+            j.shared_names,
+            j.old_values,
+            j.new_values,
+            j.frames[0],
+            j.frames[1]
+        );
+    }
+}
+
 fn s_dir(s: &Session) -> PathBuf {
     s.dir().to_path_buf()
+}
+
+/// Each crate's README sentences (the first sentence of each plain paragraph), for crates with at
+/// least three, at most `per` each: `crates` crates after the first `skip` such crates.
+fn readme_sentences(skip: usize, crates: usize, per: usize) -> Vec<Vec<String>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::registry_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|reg| std::fs::read_dir(reg.path()).into_iter().flatten().flatten().map(|c| c.path()))
+        .collect();
+    dirs.sort();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(text) = std::fs::read_to_string(dir.join("README.md")) else { continue };
+        let mut sentences: Vec<String> = Vec::new();
+        for para in text.split("\n\n") {
+            let line = para.split_whitespace().collect::<Vec<_>>().join(" ");
+            let first = line.split_inclusive(['.', '!', '?']).next().unwrap_or_default().trim().to_string();
+            let plain = !first.contains(['[', '<', '`', '|', '#', '*', '=']);
+            if plain && (30..=200).contains(&first.len()) && !sentences.contains(&first) && sentences.len() < per {
+                sentences.push(first);
+            }
+        }
+        if sentences.len() >= 3 {
+            out.push(sentences);
+        }
+        if out.len() == skip + crates {
+            break;
+        }
+    }
+    out.split_off(skip.min(out.len()))
 }
 
 /// The recall fixture's facts (type, scope, subject, body), each distinct from every other.
@@ -410,19 +450,7 @@ fn main() {
                         if same_type { ("decision", None) } else { (fact_type.as_str(), Some(scope.clone())) };
                     let out = add_in(&mut s, fact_type, scope, subject, body);
                     if pairs && frame {
-                        for j in &out.judged {
-                            let taken = out.superseded.iter().any(|p| p.old == j.id);
-                            println!(
-                                "pair\tdistinct\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
-                                j.cosine,
-                                j.word_overlap,
-                                j.shared_names,
-                                j.old_values,
-                                j.new_values,
-                                j.frames[0],
-                                j.frames[1]
-                            );
-                        }
+                        print_pairs(&out, |_| "distinct");
                     }
                     false_sup += usize::from(!out.superseded.is_empty());
                 }
@@ -435,5 +463,34 @@ fn main() {
                 rate(false_sup, 2 * facts.len())
             );
         }
+    }
+    // README sentences, each crate's in one memory: the first 40 such crates were looked at while
+    // choosing the rule, the next 40 were not.
+    for (skip, label) in [(0, "crates 1-40, looked at"), (40, "crates 41-80, held out")] {
+        let groups = readme_sentences(skip, 40, 8);
+        let (mut frame_sup, mut similar_sup, mut n) = (0, 0, 0);
+        for (g, sentences) in groups.iter().enumerate() {
+            let mut s = session(tmp.path(), &format!("readme-{skip}-{g}"), embedder, true);
+            for (i, sentence) in sentences.iter().enumerate() {
+                s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s_dir(&s));
+                let out = add_in(&mut s, "decision", None, sentence, "");
+                if pairs {
+                    print_pairs(&out, |_| "readme");
+                }
+                n += 1;
+                for p in &out.superseded {
+                    match p.method {
+                        git_neo::record::SupersessionMethod::Frame => frame_sup += 1,
+                        _ => similar_sup += 1,
+                    }
+                }
+            }
+            embedder = s.take_embedder().expect("the session kept the model");
+        }
+        println!(
+            "| README sentences ({label}): {n} in {} memories, one per crate | implicit | | | | | | | {} by the frame rule ({similar_sup} near-duplicates by similarity) |",
+            groups.len(),
+            rate(frame_sup, n)
+        );
     }
 }

@@ -7,8 +7,10 @@
 //! Tokens are read left to right, split on whitespace and trimmed of edge punctuation:
 //! - a **value** has a digit and no letter-hyphen prefix (`15%`, `$50,000`, `2026`, `18th`,
 //!   `net-30`, `v2`), or is a month or a weekday: it is masked as `<v>`;
-//! - a **name** is a capitalised word, unless it opens a sentence and is a common opening word
-//!   ("Use", "Never", "Max"; "Backend Squad" and "Seattle" are names wherever they stand), an
+//! - a **name** is a capitalised word inside a sentence, or one opening it when another follows
+//!   ("Backend Squad") or it has an inner capital ("DashMap"); a plain capitalised word opening a
+//!   sentence ("It", "Tantivy", "Seattle") may or may not name something, so it counts as
+//!   neither name nor word (common openers such as "Use", "Never", "Max" are words); also an
 //!   acronym of at most four capitals, an identifier (`INC-9012`, `#4521`) or quoted text: it is
 //!   masked as `<n>`; consecutive name words form one name;
 //! - anything else is a **word**, lowercased; words of five capitals or more ("CANCELLED") are
@@ -29,11 +31,55 @@ pub struct Frame {
     pub names: BTreeSet<String>,
     /// The first name read: what the statement is about, most often (its subject).
     pub first_name: Option<String>,
+    /// The ambiguous capitalised word the statement opens with, if any ("Idempotency keys are
+    /// stored in Redis": then Redis is not what it is about).
+    pub opening: Option<String>,
     /// Values, lowercased.
     pub values: BTreeSet<String>,
     /// Content words of the masked text, cut to five letters.
     pub words: BTreeSet<String>,
+    /// It says that something changed ("moved", "cancelled", "now", "no longer") or denies
+    /// something ("not", "never"): see [`CUES`].
+    pub cue: bool,
+    /// It reads as code (braces or a line comment), not as a statement.
+    pub code: bool,
 }
+
+/// Words with which a statement says it changes or denies something.
+pub const CUES: &[&str] = &[
+    "canceled",
+    "cancelled",
+    "changed",
+    "deprecated",
+    "decreased",
+    "delayed",
+    "dropped",
+    "escalated",
+    "extended",
+    "increased",
+    "instead",
+    "lowered",
+    "migrated",
+    "moved",
+    "never",
+    "no",
+    "not",
+    "now",
+    "postponed",
+    "raised",
+    "reallocated",
+    "reassigned",
+    "removed",
+    "renamed",
+    "replaced",
+    "rescheduled",
+    "rescinded",
+    "reverted",
+    "revoked",
+    "switched",
+    "switching",
+    "updated",
+];
 
 const MONTHS: [&str; 12] = [
     "january",
@@ -69,9 +115,12 @@ enum Class {
     Value,
     Name,
     Word,
+    /// A plain capitalised word opening a sentence ("It", "Tantivy", "Seattle"): a name or not,
+    /// the words alone cannot tell, so it counts as neither.
+    Opening,
 }
 
-fn classify(token: &str, sentence_start: bool) -> Class {
+fn classify(token: &str, sentence_start: bool, next_capitalised: bool) -> Class {
     let lower = token.to_lowercase();
     let letters = token.chars().filter(|c| c.is_alphabetic()).count();
     let upper = token.chars().filter(|c| c.is_uppercase()).count();
@@ -99,10 +148,15 @@ fn classify(token: &str, sentence_start: bool) -> Class {
     if !capitalised {
         return Class::Word;
     }
-    if !sentence_start || !OPENERS.contains(&lower.as_str()) {
+    let inner_capital = token.chars().skip(1).any(char::is_uppercase);
+    if !sentence_start || inner_capital {
+        Class::Name
+    } else if OPENERS.contains(&lower.as_str()) {
+        Class::Word
+    } else if next_capitalised {
         Class::Name
     } else {
-        Class::Word
+        Class::Opening
     }
 }
 
@@ -125,9 +179,16 @@ pub fn frame(text: &str) -> Frame {
     let mut masked: Vec<String> = Vec::new();
     let mut name: Vec<String> = Vec::new();
     let mut sentence_start = true;
-    for t in &raw {
+    out.code = text.contains(['{', '}']) || text.contains("//");
+    for (i, t) in raw.iter().enumerate() {
         let token = trim(t);
-        let class = if token.is_empty() { Class::Word } else { classify(&token, sentence_start) };
+        if CUES.contains(&token.to_lowercase().as_str()) {
+            out.cue = true;
+        }
+        // "Backend Squad": a capitalised word followed by another, in the same phrase, is a name.
+        let next_capitalised = !t.ends_with([',', ';', ':', '.', '!', '?'])
+            && raw.get(i + 1).is_some_and(|n| trim(n).chars().next().is_some_and(char::is_uppercase));
+        let class = if token.is_empty() { Class::Word } else { classify(&token, sentence_start, next_capitalised) };
         if class != Class::Name && !name.is_empty() {
             out.add_name(name.join(" "));
             name.clear();
@@ -147,6 +208,12 @@ pub fn frame(text: &str) -> Frame {
                     out.add_name(name.join(" "));
                     name.clear();
                 }
+            }
+            Class::Opening => {
+                if out.first_name.is_none() && out.opening.is_none() {
+                    out.opening = Some(token.to_lowercase());
+                }
+                masked.push(token.to_lowercase());
             }
             Class::Word => {
                 let lower = token.to_lowercase();
@@ -190,7 +257,8 @@ pub fn slot_key(slot: &str) -> Result<String, String> {
 /// How two frames compare.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
-    /// Both statements are about the same thing: their first names are the same.
+    /// Both statements are about the same thing: their first names are the same, and so is the
+    /// ambiguous word they open with, if either does.
     pub same_subject: bool,
     /// Names both mention.
     pub shared_names: Vec<String>,
@@ -221,7 +289,7 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
     let union = old.words.union(&new.words).count();
     let both = old.words.intersection(&new.words).count();
     Comparison {
-        same_subject: old.first_name.is_some() && old.first_name == new.first_name,
+        same_subject: old.first_name.is_some() && old.first_name == new.first_name && old.opening == new.opening,
         shared_names: old.names.intersection(&new.names).cloned().collect(),
         word_overlap: if union == 0 { 0.0 } else { both as f32 / union as f32 },
         old_values: old.values.difference(&new.values).cloned().collect(),
@@ -252,9 +320,16 @@ mod tests {
         assert_eq!(f.masked, "<n> deadline moved to <v> <v> <v>");
         assert_eq!(names("INC-9012 status changed: escalated to tier 2"), ["inc-9012"]);
         assert!(frame("INC-9012 status changed: escalated to tier 2").values.contains("2"));
+        assert!(frame("INC-9012 status changed: escalated to tier 2").cue);
+        assert!(frame("do not renew CloudPro").cue && !frame("DashMap gladly accepts contributions!").cue);
+        assert!(frame("struct Foo { name: String }").code && !frame("Use Postgres 15").code);
         // An opening verb is not a name; an opening proper noun is.
         assert_eq!(names("Use Postgres 15 for the main database"), ["postgres"]);
-        assert_eq!(names("Seattle office, Building A, Room 302"), ["building a", "room", "seattle"]);
+        // A plain capitalised opening word may or may not be a name: neither, but remembered.
+        assert_eq!(names("Seattle office, Building A, Room 302"), ["building a", "room"]);
+        assert_eq!(frame("Seattle office, Building A, Room 302").opening.as_deref(), Some("seattle"));
+        assert_eq!(frame("It makes it possible to compress integers").first_name, None);
+        assert_eq!(names("DashMap puts great effort into performance"), ["dashmap"]);
         assert_eq!(names("Max 20% discount without VP approval"), ["vp"]);
     }
 

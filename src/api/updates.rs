@@ -12,7 +12,12 @@
 //!   values ("Seattle office, Building A" -> "Portland office, Building C"); a name shared
 //!   elsewhere is not enough ("Idempotency keys are stored in Redis" is not updated by "A Redis
 //!   failover lost idempotency keys");
-//! - **something else said about it**: a value or a word of the old statement is gone;
+//! - **something else said about it**: a value, a name or a word of the old statement is gone;
+//!   and, with the same subject, what is said of it is recognisably the same question: most
+//!   content words shared, a change word in the new statement ([`crate::frame::CUES`]: "moved",
+//!   "cancelled", "not" …), or values on both sides that differ ("DashMap puts great effort into
+//!   performance" is not updated by "DashMap gladly accepts contributions");
+//! - **prose**: a statement that reads as code (braces, a line comment) is left to similarity;
 //! - **close enough by the model**: the indexed cosine (type, scope and tags included) reaches the
 //!   rule's floor, so a shared name in two unrelated sentences is not enough.
 //!
@@ -28,6 +33,10 @@ pub const UPDATE_CANDIDATES: usize = 8;
 
 /// With the same subject: the indexed cosine an update reaches at least.
 pub const NAMED_FLOOR: f32 = 0.55;
+
+/// With the same subject, the content-word overlap that says the same is being said of it (short
+/// of it, the new statement needs a change word, or values on both sides that differ).
+pub const NAMED_OVERLAP: f32 = 0.5;
 
 /// Without a shared name: the content-word overlap and the indexed cosine an update reaches.
 pub const UNNAMED_OVERLAP: f32 = 0.6;
@@ -70,9 +79,16 @@ pub fn judge(id: RecordId, old: &str, new: &str, cosine: f32) -> (bool, Possible
     let c = compare(&of, &nf);
     let words_changed = of.words != nf.words;
     let said_else = c.values_changed() || c.names_changed() || words_changed;
+    // What is said of it changed: the words around the names mostly agree, the statement says it
+    // changes something, or both carry values and they differ.
+    let predicate = c.word_overlap >= NAMED_OVERLAP
+        || nf.cue
+        || (!of.values.is_empty() && !nf.values.is_empty() && c.values_changed());
     let update = said_else
+        && !of.code
+        && !nf.code
         && if c.same_subject {
-            cosine >= NAMED_FLOOR
+            predicate && cosine >= NAMED_FLOOR
         } else if c.shared_names.is_empty() {
             // Entirely different names and values in the same words.
             let all_differ =
@@ -134,6 +150,11 @@ mod tests {
         assert!(yes, "{why:?}");
         assert_eq!(why.shared_names, ["mobile team"]);
         assert!(why.reason().contains("same mobile team"), "{}", why.reason());
+        // The same subject, something else entirely said of it.
+        assert!(
+            !judge(id(), "DashMap puts great effort into performance", "DashMap gladly accepts contributions!", 0.68).0
+        );
+        assert!(!judge(id(), "struct Foo { id: u32, name: String }", "struct Foo { name: String }", 0.7).0);
         // A name shared, but not the subject.
         assert!(
             !judge(
