@@ -16,6 +16,7 @@ pub mod changes;
 mod correct;
 pub mod hooks;
 mod import;
+mod options;
 mod outcomes;
 mod proposals;
 mod purge;

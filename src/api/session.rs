@@ -29,74 +29,7 @@ use crate::record::{FactType, Record, RecordId, Timestamp};
 use crate::store::{Identity, Store, StoreOptions};
 use std::path::PathBuf;
 
-/// Where "now" comes from. Recall needs it for validity windows and ages; writes date records
-/// with it. It is separate from the author: reading memory needs no git identity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
-    /// The system clock.
-    System,
-    /// A fixed time (tests, reproducible runs).
-    Fixed(Timestamp),
-}
-
-impl Clock {
-    /// The current time by this clock.
-    pub fn now(&self) -> Timestamp {
-        match self {
-            Clock::Fixed(t) => *t,
-            Clock::System => Timestamp(
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_secs() as i64)
-                    .unwrap_or(0),
-            ),
-        }
-    }
-}
-
-/// What a front end tells a session, read by the front end from its flags and environment.
-#[derive(Clone, Debug)]
-pub struct SessionOptions {
-    /// A directory inside the repository.
-    pub dir: PathBuf,
-    /// The memory ref (`--ref`); `None` reads `git config neo.ref`.
-    pub ref_name: Option<String>,
-    /// The author of writes; `None` uses git config `user.name` and `user.email`.
-    pub identity: Option<Identity>,
-    pub clock: Clock,
-    pub embedder: EmbedderChoice,
-}
-
-/// Something the person at the front end should be told, once.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Notice {
-    /// Recall runs lexical only, and why.
-    SemanticOff(NoEmbedder),
-    /// The recall index was rebuilt (a missing, outdated or corrupt cache is rebuilt, never an error).
-    Rebuilt { reason: String, records: usize, embedded: usize },
-    /// Entries on the memory ref that are not valid records (they are ignored).
-    InvalidEntries { count: usize, first: String },
-    /// Project Construct patterns that fail lint (they are left out).
-    ConstructProblems { count: usize, first: String },
-}
-
-/// A recall as a front end receives it: strings, validated here, each problem naming its field.
-#[derive(Clone, Debug)]
-pub struct RecallQuery {
-    pub query: String,
-    /// Relevant facts to show at most.
-    pub k: usize,
-    /// Token budget for the whole answer.
-    pub budget: usize,
-    /// Fact types to keep (empty: all).
-    pub types: Vec<String>,
-    pub scope: Option<String>,
-    /// A date, a UTC time, or a commit.
-    pub as_of: Option<String>,
-}
-
-/// Called with `(what, done, total)` while something long runs (embedding a whole memory).
-pub type Progress = Box<dyn FnMut(&str, usize, usize) + Send>;
+pub use super::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
 /// A front end's hold on one repository's memory (see the module docs).
 pub struct Session {
