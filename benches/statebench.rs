@@ -141,27 +141,8 @@ fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) ->
     s
 }
 
+/// `add` a fact (no key: the point is what git-neo notices without one).
 fn add(
-    s: &mut Session,
-    fact_type: &str,
-    subject: &str,
-    body: &str,
-    supersedes: Vec<String>,
-) -> git_neo::api::AddOutcome {
-    add_with(s, fact_type, None, subject, body, supersedes)
-}
-
-fn add_in(
-    s: &mut Session,
-    fact_type: &str,
-    scope: Option<String>,
-    subject: &str,
-    body: &str,
-) -> git_neo::api::AddOutcome {
-    add_with(s, fact_type, scope, subject, body, vec![])
-}
-
-fn add_with(
     s: &mut Session,
     fact_type: &str,
     scope: Option<String>,
@@ -228,13 +209,13 @@ fn replay(
     for e in &t.events {
         match e {
             Event::Write(w) => {
-                s.set_caller(Some(common::who()), Clock::Fixed(w.at), s_dir(&s));
+                s.set_caller(Some(common::who()), Clock::Fixed(w.at), s.dir().to_path_buf());
                 let old = w.supersedes.as_deref().and_then(|k| ids.get(k).copied());
                 let named = match (explicit, old) {
                     (true, Some(old)) => vec![old.to_hex()],
                     _ => vec![],
                 };
-                let out = add(&mut s, if w.constraint { "constraint" } else { "decision" }, &w.value, "", named);
+                let out = add(&mut s, if w.constraint { "constraint" } else { "decision" }, None, &w.value, "", named);
                 let superseded: Vec<_> = out.superseded.iter().map(|p| p.old).collect();
                 if pairs {
                     print_pairs(&out, |id| if Some(id) == old { "UPDATE" } else { "other" });
@@ -266,7 +247,7 @@ fn replay(
                 ids.insert(&w.key, out.id);
             }
             Event::Query(q) => {
-                s.set_caller(Some(common::who()), Clock::Fixed(q.at), s_dir(&s));
+                s.set_caller(Some(common::who()), Clock::Fixed(q.at), s.dir().to_path_buf());
                 let r = s
                     .recall(&RecallQuery {
                         query: q.prompt.clone(),
@@ -329,10 +310,6 @@ fn print_pairs(out: &git_neo::api::AddOutcome, label: impl Fn(git_neo::record::R
             j.frames[1]
         );
     }
-}
-
-fn s_dir(s: &Session) -> PathBuf {
-    s.dir().to_path_buf()
 }
 
 /// Each crate's README sentences (the first sentence of each plain paragraph), for crates with at
@@ -445,10 +422,14 @@ fn main() {
                     list.reverse();
                 }
                 for (i, (fact_type, scope, subject, body)) in list.into_iter().enumerate() {
-                    s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s_dir(&s));
+                    s.set_caller(
+                        Some(common::who()),
+                        Clock::Fixed(Timestamp(1_735_689_600 + i as i64)),
+                        s.dir().to_path_buf(),
+                    );
                     let (fact_type, scope) =
                         if same_type { ("decision", None) } else { (fact_type.as_str(), Some(scope.clone())) };
-                    let out = add_in(&mut s, fact_type, scope, subject, body);
+                    let out = add(&mut s, fact_type, scope, subject, body, vec![]);
                     if pairs && frame {
                         print_pairs(&out, |_| "distinct");
                     }
@@ -472,8 +453,12 @@ fn main() {
         for (g, sentences) in groups.iter().enumerate() {
             let mut s = session(tmp.path(), &format!("readme-{skip}-{g}"), embedder, true);
             for (i, sentence) in sentences.iter().enumerate() {
-                s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s_dir(&s));
-                let out = add_in(&mut s, "decision", None, sentence, "");
+                s.set_caller(
+                    Some(common::who()),
+                    Clock::Fixed(Timestamp(1_735_689_600 + i as i64)),
+                    s.dir().to_path_buf(),
+                );
+                let out = add(&mut s, "decision", None, sentence, "", vec![]);
                 if pairs {
                     print_pairs(&out, |_| "readme");
                 }
