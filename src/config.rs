@@ -27,6 +27,20 @@ pub const OUTCOMES_SURVIVE_COMMITS: &str = "neo.outcomes.surviveCommits";
 /// id (`true` by default; docs/supersession.md).
 pub const UPDATES_FRAME: &str = "neo.updates.frame";
 
+/// The team's memory repository: any git URL (a local path too), or `auto` for the convention
+/// on the origin remote's owner ([`crate::scope::org_url_by_convention`]).
+pub const ORG_URL: &str = "neo.org.url";
+/// How writes to the org memory are taken: `review` (the default: a proposal branch pushed for a
+/// pull request), `auto` (pushed to its memory branch) or `off`.
+pub const ORG_MODE: &str = "neo.org.mode";
+/// How old, in minutes, the org cache may get before a read starts a fetch in the background
+/// (default [`DEFAULT_ORG_REFRESH_MINUTES`]; 0 never fetches on read).
+pub const ORG_REFRESH_MINUTES: &str = "neo.org.refreshMinutes";
+/// The default of [`ORG_REFRESH_MINUTES`].
+pub const DEFAULT_ORG_REFRESH_MINUTES: u64 = 60;
+/// Where the person's own memory is shared between their machines (a git URL; optional).
+pub const USER_URL: &str = "neo.user.url";
+
 /// `true` or `false` (git's spellings: yes/no, on/off, 1/0 too).
 pub fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {

@@ -68,6 +68,13 @@ pub enum Error {
     #[error(transparent)]
     Index(#[from] crate::index::IndexError),
 
+    /// A record was written to a shared scope's local copy but could not be shared (its remote
+    /// did not answer, or refused): nothing is lost, a later sync shares it.
+    #[error(
+        "{scope} memory: record {id} is kept in the local copy but was not shared: {why}\n         `git neo sync --scope {scope}` shares it once the remote answers"
+    )]
+    NotShared { id: String, scope: String, why: String },
+
     /// A filesystem operation failed.
     #[error("{context}: {source}")]
     Io {
@@ -101,7 +108,11 @@ impl Error {
             | Error::Config { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
             Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) => Category::Conflict,
-            Error::Git { .. } | Error::GitCommand { .. } | Error::Io { .. } | Error::Index(_) => Category::Environment,
+            Error::Git { .. }
+            | Error::GitCommand { .. }
+            | Error::Io { .. }
+            | Error::Index(_)
+            | Error::NotShared { .. } => Category::Environment,
         }
     }
 

@@ -27,6 +27,28 @@ impl CacheDir {
         self.root.join("index")
     }
 
+    /// The recall indexes of session scope `name` (`refs/neo/sessions/<name>`).
+    pub fn session_index(&self, name: &str) -> PathBuf {
+        self.root.join("sessions").join(name).join("index")
+    }
+
+    /// The session scope that `git neo session start` made current in this clone.
+    pub fn current_session(&self) -> PathBuf {
+        self.root.join("session")
+    }
+
+    /// In a user or org memory repository: touched after every successful fetch, so reads can
+    /// say how old the cached memory is.
+    pub fn fetched(&self) -> PathBuf {
+        self.root.join("fetched")
+    }
+
+    /// In an org memory cache: why its last fetch was refused (it failed verify); absent when
+    /// the last fetch was accepted.
+    pub fn refused(&self) -> PathBuf {
+        self.root.join("refused")
+    }
+
     /// The Construct's pattern vectors, keyed by model and pattern text.
     pub fn construct_vectors(&self) -> PathBuf {
         self.root.join("construct-vectors.json")
@@ -60,5 +82,6 @@ mod tests {
         assert_eq!(d.outcomes_state("feature/x y"), PathBuf::from("/r/.git/neo/outcomes/feature_x_y.json"));
         assert_eq!(d.outcomes_lock("main"), PathBuf::from("/r/.git/neo/outcomes/main.lock"));
         assert_eq!(d.index(), PathBuf::from("/r/.git/neo/index"));
+        assert_eq!(d.session_index("s1"), PathBuf::from("/r/.git/neo/sessions/s1/index"));
     }
 }

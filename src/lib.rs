@@ -27,6 +27,7 @@ pub mod rank;
 pub mod recall;
 pub mod record;
 pub mod redact;
+pub mod scope;
 pub mod setup;
 pub mod state;
 pub mod store;

@@ -42,7 +42,8 @@ pub struct AttemptRequest {
     pub inference: Option<String>,
     pub files: Vec<String>,
     pub check: CheckSpec,
-    pub scope: Option<String>,
+    /// A free-form area label (the record's `scope` field); default: the memory's scope name.
+    pub area: Option<String>,
     pub tags: Vec<String>,
     pub retry_of: Option<RecordId>,
     /// A code snippet the attempt proposes.
@@ -214,7 +215,7 @@ impl Memory {
                 files,
                 suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
                 retry_of: req.retry_of,
-                scope: req.scope.as_deref().map(str::trim).unwrap_or(crate::api::DEFAULT_SCOPE).to_string(),
+                scope: req.area.as_deref().map(str::trim).unwrap_or(self.scope.default_area()).to_string(),
                 tags: {
                     let mut t: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
                     t.sort();
@@ -323,7 +324,7 @@ impl Memory {
                 .filter(|p| self.store().work_dir().is_none_or(|w| w.join(p).exists()))
                 .collect(),
             check: CheckSpec::Run { command, shell: shell.to_path_buf(), timeout },
-            scope: Some(old.scope.clone()),
+            area: Some(old.scope.clone()),
             tags: old.tags.clone(),
             retry_of: Some(original),
             suggestion: None,

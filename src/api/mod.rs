@@ -21,6 +21,8 @@ mod outcomes;
 mod proposals;
 mod purge;
 mod recall;
+mod scope_ops;
+pub mod scopes;
 pub mod session;
 pub mod share;
 mod supersede;
@@ -33,6 +35,7 @@ pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
 pub use import::{ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
+pub use scope_ops::{Promoted, Promotion};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;
 pub use supersede::{
@@ -54,8 +57,6 @@ pub const SIMILARITY_SHORTLIST: usize = 8;
 /// (`supersede::the_indexed_score_never_falls_far_below_the_subject_and_body_score`).
 pub const SIMILARITY_MARGIN: f32 = 0.05;
 
-/// The scope used when none is given.
-pub const DEFAULT_SCOPE: &str = "project";
 
 /// The initial confidence for a provenance when none is given: what the code's structure shows is
 /// surest, what someone observed is likely, what was inferred is a hypothesis.
@@ -76,6 +77,8 @@ pub struct Memory {
     tips: Vec<(String, ObjectId)>,
     /// Review-mode proposals (`refs/neo/proposed/...`), loaded when the mode or a command needs them.
     proposals: Option<Box<Memory>>,
+    /// The scope this memory is (the project unless the session says otherwise).
+    scope: crate::scope::Scope,
 }
 
 /// A record's file and its derived state, for `show`.
@@ -92,7 +95,8 @@ pub struct Shown {
 pub struct ListFilter {
     pub kind: Option<String>,
     pub fact_type: Option<String>,
-    pub scope: Option<String>,
+    /// Only facts and attempts with this area label.
+    pub area: Option<String>,
     pub tag: Option<String>,
     /// Include retracted, superseded and outdated records.
     pub all: bool,
@@ -117,11 +121,29 @@ impl Memory {
         let blobs = snapshot.records.iter().map(|r| (r.id, r.blob)).collect();
         let state = state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
         let mut memory =
-            Memory { store, state, blobs, invalid: snapshot.invalid, tips: snapshot.tips, proposals: None };
+            Memory {
+                store,
+                state,
+                blobs,
+                invalid: snapshot.invalid,
+                tips: snapshot.tips,
+                proposals: None,
+                scope: crate::scope::Scope::Project,
+            };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;
         }
         Ok(memory)
+    }
+
+    /// Say which scope this memory is (new facts' default area label follows it).
+    pub fn set_scope(&mut self, scope: crate::scope::Scope) {
+        self.scope = scope;
+    }
+
+    /// The scope this memory is.
+    pub fn scope(&self) -> &crate::scope::Scope {
+        &self.scope
     }
 
     /// The folded state.
@@ -237,7 +259,7 @@ impl Memory {
             })
             .filter(|e| fact_type.is_none_or(|t| e.record.as_fact().is_some_and(|f| f.fact_type == t)))
             .filter(|e| {
-                filter.scope.as_deref().is_none_or(|s| match &e.record.payload {
+                filter.area.as_deref().is_none_or(|s| match &e.record.payload {
                     Payload::Fact(f) => f.scope == s.trim(),
                     Payload::Attempt(a) => a.scope == s.trim(),
                     _ => false,

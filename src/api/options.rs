@@ -43,6 +43,18 @@ pub struct SessionOptions {
     pub identity: Option<Identity>,
     pub clock: Clock,
     pub embedder: EmbedderChoice,
+    /// The scope commands act on (`--scope`); `None` is the project, and then recall reads every
+    /// scope there is.
+    pub scope: Option<crate::scope::Scope>,
+    /// `<data dir>/git-neo`, home of the user memory and the org cache (`None`: none known).
+    pub data_dir: Option<PathBuf>,
+}
+
+impl SessionOptions {
+    /// Where this session's scopes are.
+    pub fn places(&self) -> super::scopes::Places {
+        super::scopes::Places { dir: self.dir.clone(), ref_name: self.ref_name.clone(), data_dir: self.data_dir.clone() }
+    }
 }
 
 /// Something the person at the front end should be told, once.
@@ -56,6 +68,12 @@ pub enum Notice {
     InvalidEntries { count: usize, first: String },
     /// Project Construct patterns that fail lint (they are left out).
     ConstructProblems { count: usize, first: String },
+    /// A scope recall could not read (it answered from the others).
+    ScopeUnreadable { scope: String, why: String },
+    /// The org cache is older than `neo.org.refreshMinutes` (or was never fetched): recall used
+    /// it as it is. With `fetch`, this caller should start a fetch in the background (at most
+    /// one caller in [`super::scopes::FETCH_CLAIM_SECS`] is told to).
+    OrgStale { fetched: Option<Timestamp>, fetch: bool },
 }
 
 /// A recall as a front end receives it: strings, validated here, each problem naming its field.
@@ -68,7 +86,8 @@ pub struct RecallQuery {
     pub budget: usize,
     /// Fact types to keep (empty: all).
     pub types: Vec<String>,
-    pub scope: Option<String>,
+    /// Only facts and attempts with this area label.
+    pub area: Option<String>,
     /// A date, a UTC time, or a commit.
     pub as_of: Option<String>,
 }

@@ -10,7 +10,7 @@ use crate::store::ObjectId;
 impl Memory {
     /// Where the derived caches live: `<common git dir>/neo/index`, shared by linked worktrees.
     pub fn index_dir(&self) -> std::path::PathBuf {
-        self.store.caches().index()
+        self.store.index_dir()
     }
 
     /// The tips this memory was read from, as commit ids (what the caches are stamped with).
@@ -168,54 +168,115 @@ impl Memory {
         embedder: Option<&mut dyn crate::embed::Embedder>,
         req: &crate::recall::Request,
     ) -> Result<crate::recall::Recall> {
-        let lexical = indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
-        let (vector, semantic, query_vector) = match (embedder, &indexes.vectors) {
-            (Some(e), Some(_)) => {
-                let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
-                let q = q.into_iter().next().unwrap_or_default();
-                let found = indexes.search_passages(&q, crate::recall::CANDIDATES)?;
-                (found, true, Some((e.model_id().to_string(), q)))
-            }
-            _ => (Vec::new(), false, None),
-        };
-        let passage_of: std::collections::HashMap<RecordId, usize> =
-            vector.iter().map(|(id, _, p)| (*id, *p)).collect();
-        let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
-        let then;
-        let (state, req) = match req.as_of {
-            Some(t) => {
-                then = (self.state_as_of(t), crate::recall::Request { now: t, ..req.clone() });
-                (&then.0, &then.1)
-            }
-            None => (&self.state, req),
-        };
-        let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
-        out.query_vector = query_vector;
-        // A long fact says which passage of its body matched.
-        for item in
-            out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
-        {
-            if let Some(&p) = passage_of.get(&item.id) {
-                let passages = crate::index::passages::split(&item.subject, &item.body);
-                if let (true, Some(m)) = (passages.len() > 1, passages.get(p)) {
-                    item.passage = Some(crate::recall::PassageMatch { index: p, lines: [m.lines.0, m.lines.1] });
-                }
-            }
-        }
-        // Attempts say whether their check still applies, and where their task stands now.
-        for item in &mut out.attempts {
-            if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {
-                item.freshness =
-                    Some(crate::store::freshness(&self.store, a.check.commit.as_deref(), &a.files)?.to_string());
-                item.task_status = state
-                    .iter()
-                    .filter_map(|e| match &e.record.payload {
-                        Payload::Attempt(x) if x.task == a.task => Some(x.check.result.to_string()),
-                        _ => None,
-                    })
-                    .last();
-            }
-        }
-        Ok(out)
+        let part = Part { scope: self.scope.clone(), memory: self, indexes };
+        recall_parts(std::slice::from_ref(&part), None, embedder, req)
     }
+}
+
+/// One scope's memory and its open indexes, for a recall over several scopes.
+pub struct Part<'a> {
+    pub scope: crate::scope::Scope,
+    pub memory: &'a Memory,
+    pub indexes: &'a crate::index::Indexes,
+}
+
+/// Both candidate lists of several indexes merged: best score first, one entry per record.
+fn merge_hits<T: Copy>(lists: Vec<Vec<(RecordId, f32, T)>>, limit: usize) -> Vec<(RecordId, f32, T)> {
+    let mut all: Vec<(RecordId, f32, T)> = lists.into_iter().flatten().collect();
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut seen = std::collections::HashSet::new();
+    all.retain(|(id, _, _)| seen.insert(*id));
+    all.truncate(limit);
+    all
+}
+
+/// Recall over `parts` (one or more scopes) ranked together. With several scopes, `union` is the
+/// fold of all their records and the scope each record came from; attempts' freshness is told
+/// against the first part's repository (the project's).
+pub fn recall_parts(
+    parts: &[Part<'_>],
+    union: Option<(&State, std::sync::Arc<std::collections::HashMap<RecordId, crate::scope::Scope>>)>,
+    embedder: Option<&mut dyn crate::embed::Embedder>,
+    req: &crate::recall::Request,
+) -> Result<crate::recall::Recall> {
+    let Some(first) = parts.first() else {
+        return Err(Error::Integrity("internal: a recall over no scope".into()));
+    };
+    let mut lexical = Vec::new();
+    for p in parts {
+        let hits = p.indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
+        lexical.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
+    }
+    let lexical: Vec<(RecordId, f32)> =
+        merge_hits(lexical, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
+    let semantic_indexes = parts.iter().all(|p| p.indexes.vectors.is_some());
+    let (vector, semantic, query_vector) = match embedder {
+        Some(e) if semantic_indexes => {
+            let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
+            let q = q.into_iter().next().unwrap_or_default();
+            let mut found = Vec::new();
+            for p in parts {
+                found.push(p.indexes.search_passages(&q, crate::recall::CANDIDATES)?);
+            }
+            (merge_hits(found, crate::recall::CANDIDATES), true, Some((e.model_id().to_string(), q)))
+        }
+        _ => (Vec::new(), false, None),
+    };
+    let passage_of: std::collections::HashMap<RecordId, usize> = vector.iter().map(|(id, _, p)| (*id, *p)).collect();
+    let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
+    let (state, origins) = match union {
+        Some((state, origins)) => (state, Some(origins)),
+        None => (&first.memory.state, None),
+    };
+    let single_scope = match parts {
+        [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
+        _ => None,
+    };
+    let then;
+    let (state, req) = match req.as_of {
+        Some(t) => {
+            then = (
+                state::fold(state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone()))),
+                crate::recall::Request { now: t, origins: origins.clone(), ..req.clone() },
+            );
+            (&then.0, &then.1)
+        }
+        None => {
+            then = (State::default(), crate::recall::Request { origins: origins.clone(), ..req.clone() });
+            (state, &then.1)
+        }
+    };
+    let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
+    out.query_vector = query_vector;
+    out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
+    for item in out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
+    {
+        // A long fact says which passage of its body matched.
+        if let Some(&p) = passage_of.get(&item.id) {
+            let passages = crate::index::passages::split(&item.subject, &item.body);
+            if let (true, Some(m)) = (passages.len() > 1, passages.get(p)) {
+                item.passage = Some(crate::recall::PassageMatch { index: p, lines: [m.lines.0, m.lines.1] });
+            }
+        }
+    }
+    for item in out.all_items_mut() {
+        if let Some(s) = &single_scope {
+            item.scope = s.to_string();
+        }
+    }
+    // Attempts say whether their check still applies, and where their task stands now.
+    for item in &mut out.attempts {
+        if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {
+            item.freshness =
+                Some(crate::store::freshness(first.memory.store(), a.check.commit.as_deref(), &a.files)?.to_string());
+            item.task_status = state
+                .iter()
+                .filter_map(|e| match &e.record.payload {
+                    Payload::Attempt(x) if x.task == a.task => Some(x.check.result.to_string()),
+                    _ => None,
+                })
+                .last();
+        }
+    }
+    Ok(out)
 }

@@ -26,23 +26,45 @@ use crate::index::{IndexError, Indexes, Refresh};
 use crate::outcomes::ScanReport;
 use crate::recall::{Recall, Request};
 use crate::record::{FactType, Record, RecordId, Timestamp};
+use crate::scope::Scope;
+use crate::state::State;
 use crate::store::{Identity, Store, StoreOptions};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use super::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
-/// A front end's hold on one repository's memory (see the module docs).
+/// A front end's hold on one repository's memory and the scopes around it (see the module docs).
 pub struct Session {
     opts: SessionOptions,
-    memory: Option<Memory>,
+    /// Each scope read so far: its memory and its recall indexes.
+    parts: BTreeMap<Scope, Part>,
+    /// The fold of every scope a recall read, and which scope each record came from.
+    union: Option<Union>,
     warm: Warm,
 }
 
-/// Everything kept warm beside the memory; split from it so a use case can read the memory while
-/// the similarity search it calls back into uses the model and indexes.
+/// Recall indexes and the tips they were opened at.
+type Slot = Option<(Indexes, Vec<String>)>;
+
+/// One scope's memory and caches.
+#[derive(Default)]
+struct Part {
+    memory: Option<Memory>,
+    indexes: Slot,
+}
+
+/// Records of several scopes folded together (a supersession named across scopes applies).
+struct Union {
+    tips: Vec<String>,
+    state: State,
+    origins: Arc<HashMap<RecordId, Scope>>,
+}
+
+/// Everything kept warm beside the memories; split from them so a use case can read a memory
+/// while the similarity search it calls back into uses the model and indexes.
 struct Warm {
-    /// The recall indexes and the tips they were opened at.
-    indexes: Option<(Indexes, Vec<String>)>,
     embedder: Option<Box<dyn Embedder>>,
     /// Why there is no embedder, once asked.
     no_embedder: Option<NoEmbedder>,
@@ -94,13 +116,14 @@ impl Warm {
     /// while embedding does not take recall down: lexical from then on. With `lexical` false
     /// (the similarity check on write, which searches vectors only) the lexical index may stay
     /// behind until the next recall.
-    fn refresh_indexes(&mut self, memory: &Memory, choice: &EmbedderChoice, lexical: bool) -> Result<()> {
+    fn refresh_indexes(&mut self, slot: &mut Slot, memory: &Memory, choice: &EmbedderChoice, lexical: bool) -> Result<()> {
         self.ensure_embedder(choice);
         let tips = memory.tip_ids();
-        if self.indexes.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
+        if slot.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
             return Ok(());
         }
-        let Warm { embedder, no_embedder, progress, indexes: open, .. } = self;
+        let Warm { embedder, no_embedder, progress, .. } = self;
+        let open = slot;
         let mut report = |done: usize, total: usize| progress("embedding", done, total);
         // Caches this session holds: catch them up in place (after its own write, typically).
         if let Some((indexes, at)) = open.as_mut() {
@@ -129,7 +152,7 @@ impl Warm {
         if let Refresh::Rebuilt { reason, records, embedded } = &refresh {
             self.notices.push(Notice::Rebuilt { reason: reason.clone(), records: *records, embedded: *embedded });
         }
-        self.indexes = Some((indexes, tips));
+        *open = Some((indexes, tips));
         Ok(())
     }
 
@@ -137,14 +160,15 @@ impl Warm {
     /// that cannot be told.
     fn similarity(
         &mut self,
+        slot: &mut Slot,
         memory: &Memory,
         choice: &EmbedderChoice,
         record: &Record,
         is_candidate: &CandidateFn<'_>,
     ) -> Result<Similarity> {
-        let opened = self.refresh_indexes(memory, choice, false);
+        let opened = self.refresh_indexes(slot, memory, choice, false);
         let (Ok(()), Some((indexes, _)), Some(embedder)) =
-            (&opened, self.indexes.as_ref(), self.embedder.as_deref_mut())
+            (&opened, slot.as_ref(), self.embedder.as_deref_mut())
         else {
             let why = match &opened {
                 Err(e) => format!("the recall index could not be opened: {e}"),
@@ -206,9 +230,9 @@ impl Session {
     pub fn new(opts: SessionOptions) -> Session {
         Session {
             opts,
-            memory: None,
+            parts: BTreeMap::new(),
+            union: None,
             warm: Warm {
-                indexes: None,
                 embedder: None,
                 no_embedder: None,
                 said_semantic_off: false,
@@ -219,13 +243,39 @@ impl Session {
         }
     }
 
-    /// Serve another caller with the warm parts kept (memory, model, indexes, Construct): its
-    /// author, clock and directory (inside the same repository) replace the session's. For a
-    /// long-lived front end that runs one command after another.
+    /// Serve another caller with the warm parts kept (memories, model, indexes, Construct): its
+    /// author, clock, directory (inside the same repository) and scope replace the session's. For
+    /// a long-lived front end that runs one command after another.
     pub fn set_caller(&mut self, identity: Option<Identity>, clock: Clock, dir: PathBuf) {
         self.opts.identity = identity;
         self.opts.clock = clock;
         self.opts.dir = dir;
+    }
+
+    /// Act on `scope` from now on (`None`: the project, with recall reading every scope).
+    pub fn set_scope(&mut self, scope: Option<Scope>) {
+        self.opts.scope = scope;
+    }
+
+    /// The scope asked for (`None`: the project, recall reading every scope).
+    pub fn scope(&self) -> Option<&Scope> {
+        self.opts.scope.as_ref()
+    }
+
+    /// Drop what is held for `scope` (its ref was deleted).
+    pub(super) fn forget_scope(&mut self, scope: &Scope) {
+        self.parts.remove(scope);
+        self.union = None;
+    }
+
+    /// The scope commands act on.
+    pub fn target(&self) -> Scope {
+        self.opts.scope.clone().unwrap_or(Scope::Project)
+    }
+
+    /// Where this session's scopes are.
+    pub fn places(&self) -> super::scopes::Places {
+        self.opts.places()
     }
 
     /// The directory this session works in.
@@ -236,15 +286,21 @@ impl Session {
     /// The loaded model, handed over to another session (a caller that works on several
     /// repositories loads it once); this one loads it again if it needs it.
     pub fn take_embedder(&mut self) -> Option<Box<dyn crate::embed::Embedder>> {
-        self.warm.indexes = None;
+        self.drop_indexes();
         self.warm.embedder.take()
     }
 
     /// Use `embedder` (taken from another session) instead of loading the model.
     pub fn give_embedder(&mut self, embedder: Box<dyn crate::embed::Embedder>) {
-        self.warm.indexes = None;
+        self.drop_indexes();
         self.warm.embedder = Some(embedder);
         self.warm.no_embedder = None;
+    }
+
+    fn drop_indexes(&mut self) {
+        for part in self.parts.values_mut() {
+            part.indexes = None;
+        }
     }
 
     /// Report long work through `progress` from now on.
@@ -262,9 +318,19 @@ impl Session {
         self.opts.clock.now()
     }
 
-    /// Open the store (without loading the memory).
+    /// Open the store of the scope commands act on (without loading the memory).
     pub fn store(&self) -> Result<Store> {
-        Store::discover(&self.opts.dir, StoreOptions { ref_name: self.opts.ref_name.clone(), lock_timeout: None })
+        self.store_of(&self.target())
+    }
+
+    /// Open `scope`'s store, making a missing user repository or org cache.
+    pub fn store_of(&self, scope: &Scope) -> Result<Store> {
+        self.places().open(scope, true)?.ok_or_else(|| Error::invalid("scope", format!("{scope} has no memory")))
+    }
+
+    /// The project's store (for what only the project has: its work tree, hooks, Construct).
+    pub fn project_store(&self) -> Result<Store> {
+        Store::discover(&self.opts.dir, StoreOptions { ref_name: self.opts.ref_name.clone(), ..Default::default() })
     }
 
     /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
@@ -272,9 +338,16 @@ impl Session {
         write_context(self.opts.identity.as_ref(), self.now(), store)
     }
 
-    /// Read the memory afresh, apart from the session's warm copy (for a caller that owns it).
+    /// Read the target scope's memory afresh, apart from the session's warm copy (for a caller
+    /// that owns it).
     pub fn load_memory(&mut self) -> Result<Memory> {
-        let memory = Memory::load(self.store()?)?;
+        self.load_memory_of(&self.target())
+    }
+
+    /// Read `scope`'s memory afresh.
+    pub fn load_memory_of(&mut self, scope: &Scope) -> Result<Memory> {
+        let mut memory = Memory::load(self.store_of(scope)?)?;
+        memory.set_scope(scope.clone());
         if let Some(first) = memory.invalid().first() {
             self.warm.notices.push(Notice::InvalidEntries {
                 count: memory.invalid().len(),
@@ -284,9 +357,16 @@ impl Session {
         Ok(memory)
     }
 
-    /// The memory, read on first use and again whenever a tip it was read from has moved.
+    /// The target scope's memory, read on first use and again whenever a tip it was read from
+    /// has moved.
     pub fn memory(&mut self) -> Result<&mut Memory> {
-        let stale = match &self.memory {
+        let scope = self.target();
+        self.memory_of(&scope)
+    }
+
+    /// `scope`'s memory, kept like [`Session::memory`].
+    pub fn memory_of(&mut self, scope: &Scope) -> Result<&mut Memory> {
+        let stale = match self.parts.get(scope).and_then(|p| p.memory.as_ref()) {
             None => true,
             Some(m) => {
                 let now: Vec<String> = m.store().tips()?.into_iter().map(|(_, c)| c.to_string()).collect();
@@ -294,14 +374,14 @@ impl Session {
             }
         };
         if stale {
-            let memory = self.load_memory()?;
-            self.memory = Some(memory);
+            let memory = self.load_memory_of(scope)?;
+            self.parts.entry(scope.clone()).or_default().memory = Some(memory);
         }
-        Ok(self.memory.as_mut().expect("loaded above"))
+        Ok(self.parts.get_mut(scope).and_then(|p| p.memory.as_mut()).expect("loaded above"))
     }
 
-    /// The memory and a write context for it.
-    fn writing(&mut self) -> Result<(&mut Memory, WriteContext)> {
+    /// The target memory and a write context for it.
+    pub(super) fn writing(&mut self) -> Result<(&mut Memory, WriteContext)> {
         let (identity, now) = (self.opts.identity.clone(), self.now());
         let memory = self.memory()?;
         let wc = write_context(identity.as_ref(), now, memory.store())?;
@@ -325,8 +405,80 @@ impl Session {
         self.warm.construct_hits(&self.opts.dir, query, None, k)
     }
 
-    /// Recall for a query: the memory's layers, attempts with their freshness, and the Construct
-    /// patterns that clearly match ([`construct::for_recall`]).
+    /// The scopes a recall reads: the one asked for, or every scope there is (those that cannot
+    /// be read are left out with a notice; the project must answer).
+    fn recall_scopes(&mut self) -> Result<Vec<Scope>> {
+        let wanted = match &self.opts.scope {
+            Some(s) => vec![s.clone()],
+            None => self.places().readable()?,
+        };
+        let target = self.target();
+        let mut live = Vec::new();
+        for scope in wanted {
+            match self.memory_of(&scope) {
+                Ok(_) => live.push(scope),
+                Err(e) if scope != target => {
+                    self.parts.remove(&scope);
+                    self.warm.notices.push(Notice::ScopeUnreadable { scope: scope.to_string(), why: e.to_string() });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        if live.contains(&Scope::Org) {
+            self.note_org_age()?;
+        }
+        Ok(live)
+    }
+
+    /// Say when the org cache is older than `neo.org.refreshMinutes`, or refused its last fetch.
+    fn note_org_age(&mut self) -> Result<()> {
+        let Some(store) = self.parts.get(&Scope::Org).and_then(|p| p.memory.as_ref()).map(|m| m.store()) else {
+            return Ok(());
+        };
+        if let Some(why) = super::scopes::refused(store) {
+            self.warm.notices.push(Notice::ScopeUnreadable { scope: "org".into(), why });
+        }
+        let minutes = match self.project_store()?.config_value(crate::config::ORG_REFRESH_MINUTES) {
+            Some(v) => crate::config::parse_u64(crate::config::ORG_REFRESH_MINUTES, &v)?,
+            None => crate::config::DEFAULT_ORG_REFRESH_MINUTES,
+        };
+        let fetched = super::scopes::last_fetch(store);
+        let old = fetched.is_none_or(|t| self.now().0 - t.0 > minutes as i64 * 60);
+        if minutes > 0 && old {
+            let fetch = super::scopes::claim_fetch(store);
+            self.warm.notices.push(Notice::OrgStale { fetched, fetch });
+        }
+        Ok(())
+    }
+
+    /// The fold of the records of `scopes`, kept while their tips stay.
+    fn union_of(&mut self, scopes: &[Scope]) -> &Union {
+        let memories: Vec<(&Scope, &Memory)> =
+            scopes.iter().filter_map(|s| self.parts.get(s).and_then(|p| p.memory.as_ref()).map(|m| (s, m))).collect();
+        let tips: Vec<String> =
+            memories.iter().flat_map(|(s, m)| std::iter::once(s.to_string()).chain(m.tip_ids())).collect();
+        if self.union.as_ref().is_none_or(|u| u.tips != tips) {
+            let mut origins = HashMap::new();
+            let mut records = Vec::new();
+            // Higher priority first: a record held by two scopes is said to come from the stronger.
+            let mut by_priority = memories.clone();
+            by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
+            for (scope, memory) in by_priority {
+                for e in memory.state().entries.values() {
+                    if origins.insert(e.id, scope.clone()).is_none() {
+                        records.push((e.id, e.record.clone()));
+                    }
+                }
+            }
+            let state = crate::state::fold(records);
+            self.union = Some(Union { tips, state, origins: Arc::new(origins) });
+        }
+        self.union.as_ref().expect("built above")
+    }
+
+    /// Recall for a query over every scope (or the one asked for): the memories' layers ranked
+    /// together, attempts with their freshness, and the Construct patterns that clearly match
+    /// ([`construct::for_recall`]).
     pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
         if q.query.trim().is_empty() {
             return Err(Error::invalid("query", "is empty; say what the task is about"));
@@ -338,6 +490,7 @@ impl Session {
             })?);
         }
         let now = self.now();
+        let scopes = self.recall_scopes()?;
         let memory = self.memory()?;
         let as_of = match q.as_of.as_deref().map(str::trim) {
             None => None,
@@ -353,14 +506,42 @@ impl Session {
                 })?,
             }),
         };
-        let memory = self.memory.as_ref().expect("loaded above");
-        self.warm.refresh_indexes(memory, &self.opts.embedder, true)?;
+        for scope in &scopes {
+            let part = self.parts.get_mut(scope).expect("read by recall_scopes");
+            let memory = part.memory.as_ref().expect("read by recall_scopes");
+            self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, true)?;
+        }
         self.warm.say_semantic_off();
-        let req =
-            Request { query: q.query.clone(), k: q.k, budget: q.budget, types, scope: q.scope.clone(), now, as_of };
-        let (indexes, _) = self.warm.indexes.as_ref().expect("refreshed");
-        let mut result = memory.recall(indexes, reborrow(&mut self.warm.embedder), &req)?;
-        // The Construct comes after the project's own memory: a few patterns that clearly match.
+        if scopes.len() > 1 {
+            self.union_of(&scopes);
+        }
+        let req = Request {
+            query: q.query.clone(),
+            k: q.k,
+            budget: q.budget,
+            types,
+            area: q.area.clone(),
+            now,
+            as_of,
+            origins: None,
+        };
+        let parts: Vec<super::recall::Part<'_>> = scopes
+            .iter()
+            .map(|s| {
+                let p = &self.parts[s];
+                super::recall::Part {
+                    scope: s.clone(),
+                    memory: p.memory.as_ref().expect("read by recall_scopes"),
+                    indexes: &p.indexes.as_ref().expect("refreshed above").0,
+                }
+            })
+            .collect();
+        let union = match scopes.len() {
+            1 => None,
+            _ => self.union.as_ref().map(|u| (&u.state, u.origins.clone())),
+        };
+        let mut result = super::recall::recall_parts(&parts, union, reborrow(&mut self.warm.embedder), &req)?;
+        // The Construct comes after the memories: a few patterns that clearly match.
         let hits = self.warm.construct_hits(
             &self.opts.dir,
             &req.query,
@@ -371,59 +552,92 @@ impl Session {
         Ok(result)
     }
 
-    /// Delete the recall indexes and build them again.
+    /// Delete the target scope's recall indexes and build them again.
     pub fn reindex(&mut self) -> Result<(Indexes, Refresh)> {
+        let scope = self.target();
         self.memory()?;
-        let memory = self.memory.as_ref().expect("loaded above");
+        let part = self.parts.get_mut(&scope).expect("loaded above");
+        let memory = part.memory.as_ref().expect("loaded above");
         let warm = &mut self.warm;
         warm.ensure_embedder(&self.opts.embedder);
         warm.say_semantic_off();
-        warm.indexes = None;
+        part.indexes = None;
         let Warm { embedder, progress, .. } = warm;
         memory.reindex(reborrow(embedder), &mut |done, total| progress("embedding", done, total))
     }
 
-    /// Add a fact, superseding by explicit id, by key, and (with the model) by similarity to the
-    /// current facts of the same type and scope. `dry_run` decides everything and writes nothing.
-    /// The model and indexes are opened only when a similarity comparison is needed.
+    /// Add a fact to the target scope, superseding by explicit id, by key, and (with the model)
+    /// by similarity to the current facts of the same type and area there. `dry_run` decides
+    /// everything and writes nothing. The model and indexes are opened only when a similarity
+    /// comparison is needed. A write to the org memory is shared at once (see [`Session::share`]).
     pub fn add(&mut self, req: &AddRequest, dry_run: bool) -> Result<AddOutcome> {
+        let scope = self.target();
         let (_, wc) = self.writing()?;
-        let memory = self.memory.as_mut().expect("loaded by writing()");
+        let part = self.parts.get_mut(&scope).expect("loaded by writing()");
+        let memory = part.memory.as_mut().expect("loaded by writing()");
+        let slot = &mut part.indexes;
         let (warm, choice) = (&mut self.warm, &self.opts.embedder);
         let plan = {
             let reader: &Memory = memory;
-            let mut similar =
-                |record: &Record, is_candidate: &CandidateFn<'_>| warm.similarity(reader, choice, record, is_candidate);
+            let mut similar = |record: &Record, is_candidate: &CandidateFn<'_>| {
+                warm.similarity(slot, reader, choice, record, is_candidate)
+            };
             reader.plan_add(req, &wc, &mut similar)?
         };
         if dry_run {
             return Ok(plan.into_dry_run());
         }
-        memory.apply_add(plan, &wc)
+        let outcome = memory.apply_add(plan, &wc)?;
+        self.share(outcome, &wc)
+    }
+
+    /// After a write to the org memory, share it: push it (auto mode) or push it as a proposal
+    /// branch (review mode). When the org cannot be reached the record stays in the local cache
+    /// and the error says how to share it later.
+    fn share(&mut self, mut outcome: AddOutcome, wc: &WriteContext) -> Result<AddOutcome> {
+        if self.target() != Scope::Org || outcome.commit.is_none() {
+            return Ok(outcome);
+        }
+        let memory = self.memory()?;
+        let url = memory.store().remote_url(super::scopes::REMOTE).unwrap_or_default();
+        match super::share::share_org(memory, wc) {
+            Ok(proposal) => {
+                outcome.shared = Some(match proposal {
+                    Some(p) => format!("proposed as branch {} of {url}, for review in a pull request", p.branch),
+                    None => format!("pushed to {url}"),
+                });
+                Ok(outcome)
+            }
+            Err(e) => Err(Error::NotShared { id: outcome.id.short(), scope: "org".into(), why: e.to_string() }),
+        }
     }
 
     /// Record an attempt (a reported check, or one git-neo ran).
     pub fn attempt(&mut self, req: &AttemptRequest) -> Result<AddOutcome> {
         let (memory, wc) = self.writing()?;
-        memory.attempt(req, &wc)
+        let outcome = memory.attempt(req, &wc)?;
+        self.share(outcome, &wc)
     }
 
     /// Forget a record: append a retraction.
     pub fn forget(&mut self, id: &str, reason: &str) -> Result<AddOutcome> {
         let (memory, wc) = self.writing()?;
-        memory.forget(id, reason, &wc)
+        let outcome = memory.forget(id, reason, &wc)?;
+        self.share(outcome, &wc)
     }
 
     /// Mark a fact or attempt outdated, with a reason.
     pub fn outdated(&mut self, id: &str, reason: &str) -> Result<AddOutcome> {
         let (memory, wc) = self.writing()?;
-        memory.outdated(id, reason, &wc)
+        let outcome = memory.outdated(id, reason, &wc)?;
+        self.share(outcome, &wc)
     }
 
     /// Undo a supersession, an outdated mark or a forget; returns the records it restores.
     pub fn revert(&mut self, id: &str, reason: Option<&str>) -> Result<(AddOutcome, Vec<RecordId>)> {
         let (memory, wc) = self.writing()?;
-        memory.revert(id, reason, &wc)
+        let (outcome, restored) = memory.revert(id, reason, &wc)?;
+        Ok((self.share(outcome, &wc)?, restored))
     }
 
     /// The whole chain around a record or key.
@@ -444,7 +658,8 @@ impl Session {
         self.memory()?.explain(id)
     }
 
-    /// Verify the memory (or a range `A..B` of its history); `None` when there is no memory yet.
+    /// Verify the target scope's memory (or a range `A..B` of its history); `None` when there is
+    /// no memory yet.
     pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
         let store = self.store()?;
         let Some((name, tip, from)) = super::verify::target(&store, range)? else { return Ok(None) };

@@ -26,6 +26,9 @@ pub struct SyncOutcome {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tip: Option<String>,
     pub attempts: u32,
+    /// Review-mode writes to the org memory pushed as a proposal branch by this sync.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<ProposeOutcome>,
 }
 
 fn added_records(store: &Store, from: Option<ObjectId>, to: Option<ObjectId>) -> Result<usize> {
@@ -88,6 +91,17 @@ fn refuse_purged(store: &Store, theirs: ObjectId, remote: &str) -> Result<()> {
 /// Fetch the remote's memory, merge it into the local memory, and push the result with a lease,
 /// retrying when another clone pushed in between.
 pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<SyncOutcome> {
+    sync_checked(store, remote, ctx, &|_, _| Ok(()))
+}
+
+/// [`sync`], with `check` run on every fetched tip before anything of it is merged (the org
+/// memory's fetched tips must pass verify).
+pub fn sync_checked(
+    store: &Store,
+    remote: Option<&str>,
+    ctx: &WriteContext,
+    check: &dyn Fn(&Store, ObjectId) -> Result<()>,
+) -> Result<SyncOutcome> {
     let remote = match remote {
         Some(r) => r.to_string(),
         None => store.default_remote()?,
@@ -101,6 +115,7 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
         let theirs = store.fetch_memory(&remote)?;
         let local = match theirs {
             Some(t) => {
+                check(store, t)?;
                 refuse_purged(store, t, &remote)?;
                 let merge_with = apply_purges(store, t, ctx)?;
                 let (kind, tip) =
@@ -114,7 +129,16 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
             None => before,
         };
         let Some(local) = local else {
-            return Ok(SyncOutcome { remote, merge, received, sent: 0, pushed: false, tip: None, attempts: attempt });
+            return Ok(SyncOutcome {
+                remote,
+                merge,
+                received,
+                sent: 0,
+                pushed: false,
+                tip: None,
+                attempts: attempt,
+                proposal: None,
+            });
         };
         if Some(local) == theirs {
             return Ok(SyncOutcome {
@@ -125,6 +149,7 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
                 pushed: false,
                 tip: Some(local.to_string()),
                 attempts: attempt,
+                proposal: None,
             });
         }
         let sent = added_records(store, theirs, Some(local))?;
@@ -138,6 +163,7 @@ pub fn sync(store: &Store, remote: Option<&str>, ctx: &WriteContext) -> Result<S
                     pushed: true,
                     tip: Some(local.to_string()),
                     attempts: attempt,
+                    proposal: None,
                 })
             }
             Push::Rejected(_) => std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))),
@@ -203,4 +229,127 @@ pub fn propose(store: &Store, remote: Option<&str>, name: Option<&str>, ctx: &Wr
             ),
         )),
     }
+}
+
+/// A fetched tip of a shared memory must pass verify before anything of it is read or merged.
+/// One that fails is forgotten (its remote-tracking copy deleted, so reads keep to the last
+/// verified copy) and the reason is kept for recall to say.
+pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId) -> Result<()> {
+    let name = format!("refs/remotes/{remote}/{}", store.branch()?);
+    let report = super::verify::verify(store, &name, tip, None)?;
+    if report.is_clean() {
+        return super::scopes::set_refused(store, None);
+    }
+    let first = &report.problems[0];
+    let why = format!(
+        "its fetched memory {} fails verify ({} problem{}, first: {}: {}: {}); nothing of it is read until the remote is fixed",
+        &tip.to_string()[..12],
+        report.problems.len(),
+        if report.problems.len() == 1 { "" } else { "s" },
+        first.path,
+        first.field,
+        first.message
+    );
+    store.forget_fetched(remote, tip)?;
+    super::scopes::set_refused(store, Some(&why))?;
+    Err(Error::Integrity(why))
+}
+
+/// Share what was just written to the org memory: in review mode, push the waiting proposals as
+/// a proposal branch; in auto mode, sync (fetch, verify, merge, push with a lease).
+pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
+    use crate::store::WriteMode;
+    match memory.store().write_mode() {
+        WriteMode::Review => publish_proposals(memory, ctx),
+        WriteMode::Auto => {
+            sync_checked(memory.store(), Some(super::scopes::REMOTE), ctx, &|s, t| {
+                verify_fetched(s, super::scopes::REMOTE, t)
+            })?;
+            super::scopes::stamp_fetch(memory.store())?;
+            Ok(None)
+        }
+        WriteMode::Off => Ok(None),
+    }
+}
+
+/// Sync the org memory: fetch and verify, merge into the cache, then push (auto mode) or push
+/// the waiting proposals as a proposal branch (review mode: the memory branch itself is never
+/// pushed; a pull request moves proposals into it).
+pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOutcome> {
+    use crate::store::WriteMode;
+    let remote = super::scopes::REMOTE;
+    if memory.store().write_mode() == WriteMode::Auto {
+        let outcome = sync_checked(memory.store(), Some(remote), ctx, &|s, t| verify_fetched(s, remote, t))?;
+        super::scopes::stamp_fetch(memory.store())?;
+        return Ok(outcome);
+    }
+    let store = memory.store();
+    let before = store.local_tip()?;
+    let theirs = store.fetch_memory(remote)?;
+    let (mut merge, mut tip) = (MergeKind::UpToDate, before);
+    if let Some(t) = theirs {
+        verify_fetched(store, remote, t)?;
+        let branch = store.branch()?.to_string();
+        let (kind, new) = store.merge_into_local(t, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;
+        (merge, tip) = (kind, Some(new));
+    }
+    super::scopes::stamp_fetch(store)?;
+    let received = added_records(store, before, tip)?;
+    let proposal = publish_proposals(memory, ctx)?;
+    Ok(SyncOutcome {
+        remote: remote.into(),
+        merge,
+        received,
+        sent: proposal.as_ref().map_or(0, |p| p.records),
+        pushed: proposal.is_some(),
+        tip: tip.map(|t| t.to_string()),
+        attempts: 1,
+        proposal,
+    })
+}
+
+/// Push the review-mode proposals waiting in the org cache as one proposal branch
+/// (`neo-memory-proposals/<who>-<first id>`) built on the org's memory, so a pull request shows
+/// exactly those records; once pushed they leave the local proposals. `None` when none wait.
+pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
+    let remote = super::scopes::REMOTE;
+    let proposals = memory.ensure_proposals()?;
+    let Some(first) = proposals.state.order.first().copied() else { return Ok(None) };
+    let mut encoded = Vec::new();
+    let mut paths = Vec::new();
+    for id in &proposals.state.order {
+        let entry = &proposals.state.entries[id];
+        let blob = proposals.blobs.get(id).copied().ok_or_else(|| {
+            Error::Integrity(format!("proposal {} has no blob", id.short()))
+        })?;
+        encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
+        paths.push(crate::record::Record::path(entry.record.kind, id));
+    }
+    let store = memory.store();
+    let theirs = store.fetch_memory(remote)?;
+    let who = ctx.identity.email.split('@').next().unwrap_or("proposal");
+    let who: String = who.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' }).collect();
+    let name = format!("{who}-{}", first.short());
+    let outbox = store.with_ref(&format!("refs/neo/outbox/{name}"))?;
+    if let Some(t) = theirs {
+        outbox.merge_into_local(t, &format!("{remote} memory"), &ctx.identity, ctx.now)?;
+    }
+    let n = encoded.len();
+    let message = format!("neo: propose {n} record{}", if n == 1 { "" } else { "s" });
+    outbox.write_records(&encoded, &message, &ctx.identity, ctx.now, true)?;
+    let tip = outbox
+        .local_tip()?
+        .ok_or_else(|| Error::Integrity(format!("{} vanished after it was written", outbox.ref_name())))?;
+    let branch = format!("{}-proposals/{name}", store.branch()?);
+    if let Push::Rejected(why) = store.push_with_lease(remote, tip, &format!("refs/heads/{branch}"), None)? {
+        return Err(Error::invalid(
+            "proposal",
+            format!("the org memory refused the proposal branch {branch}: {}", why.lines().last().unwrap_or("").trim()),
+        ));
+    }
+    // On the forge now: it waits for review there, not here.
+    store.proposals()?.remove_records(&paths, &format!("neo: proposed as {branch}"), &ctx.identity, ctx.now)?;
+    outbox.delete_ref(tip)?;
+    memory.proposals = None;
+    Ok(Some(ProposeOutcome { remote: remote.into(), branch, records: n, pushed: true }))
 }

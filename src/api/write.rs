@@ -16,7 +16,8 @@ pub struct AddRequest {
     pub fact_type: String,
     pub subject: String,
     pub body: String,
-    pub scope: Option<String>,
+    /// A free-form area label (the record's `scope` field); default: the memory's scope name.
+    pub area: Option<String>,
     pub tags: Vec<String>,
     pub key: Option<String>,
     /// What the fact is about as `subject / predicate`; normalised into the key.
@@ -52,6 +53,10 @@ pub struct AddOutcome {
     pub deduplicated: bool,
     /// True when the record went to the review-mode proposals ref instead of the memory ref.
     pub proposed: bool,
+    /// For a write to the org memory: how it was shared (`pushed to <url>`, or the proposal
+    /// branch it waits in for review).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared: Option<String>,
     /// The new commit on the memory ref, when something was written.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
@@ -78,6 +83,7 @@ impl AddOutcome {
             id,
             deduplicated: false,
             proposed: false,
+            shared: None,
             commit,
             path: Record::path(kind, &id),
             superseded: Vec::new(),
@@ -255,7 +261,7 @@ impl Memory {
             payload: Payload::Fact(Fact {
                 fact_type,
                 subject: req.subject.trim().to_string(),
-                scope: req.scope.as_deref().map(str::trim).unwrap_or(DEFAULT_SCOPE).to_string(),
+                scope: req.area.as_deref().map(str::trim).unwrap_or(self.scope.default_area()).to_string(),
                 tags,
                 key,
                 provenance,

@@ -20,9 +20,10 @@ pub struct Args {
     /// Read the body from a file, or from stdin with `-`.
     #[arg(long, value_name = "PATH")]
     body_file: Option<PathBuf>,
-    /// The part of the project this is about (default: project).
+    /// A free-form area label: the part of the project this is about (default: the scope's
+    /// name). Where the fact is stored is the global `--scope`.
     #[arg(long)]
-    scope: Option<String>,
+    area: Option<String>,
     /// A tag (repeatable).
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
@@ -107,7 +108,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         fact_type: args.fact_type,
         subject: args.subject,
         body,
-        scope: args.scope,
+        area: args.area,
         tags: args.tags,
         key: args.key,
         slot: args.slot,
@@ -155,6 +156,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         ctx.out.note(&format!("already stored as {}{where_}: nothing written", outcome.id.short()));
     } else if outcome.dry_run {
         ctx.out.note("dry run: nothing written");
+    } else if let Some(how) = &outcome.shared {
+        ctx.out.note(&format!("added {} to the org memory: {how}", outcome.path));
     } else if outcome.proposed {
         ctx.out.note(&format!(
             "proposed (neo.mode is review): `git neo approve {}` moves it to the memory",
@@ -162,7 +165,11 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         ));
     } else {
         let ref_name = ctx.session.memory()?.store().ref_name().to_string();
-        ctx.out.note(&format!("added {} to {ref_name}", outcome.path));
+        let scope = match ctx.session.target() {
+            git_neo::scope::Scope::Project => String::new(),
+            s => format!(" of the {s} memory"),
+        };
+        ctx.out.note(&format!("added {} to {ref_name}{scope}", outcome.path));
     }
     Ok(())
 }

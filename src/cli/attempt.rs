@@ -37,8 +37,9 @@ pub struct AttemptArgs {
     /// Timeout for --run, in seconds.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_secs())]
     timeout: u64,
+    /// A free-form area label (default: the scope's name).
     #[arg(long)]
-    scope: Option<String>,
+    area: Option<String>,
     #[arg(long = "tag")]
     tags: Vec<String>,
     /// A code snippet the attempt proposes; `git neo outcomes` looks for it in later commits.
@@ -87,7 +88,7 @@ pub fn attempt(ctx: &mut Ctx, args: AttemptArgs) -> Result<(), Error> {
         inference: args.inference,
         files: args.files,
         check,
-        scope: args.scope,
+        area: args.area,
         tags: args.tags,
         retry_of: None,
         suggestion: args.suggestion,

@@ -46,6 +46,8 @@ pub const ENV_VARS: &[&str] = &[
     "GIT_NEO_EMBEDDER",
     "GIT_NEO_CACHE_DIR",
     "XDG_CACHE_HOME",
+    "GIT_NEO_DATA_DIR",
+    "XDG_DATA_HOME",
     "HOME",
     "NO_COLOR",
 ];
@@ -236,6 +238,17 @@ fn start_in_background(tree: &Path, ref_name: Option<&str>) {
     let _ = cmd.spawn();
 }
 
+/// Start `git neo --scope org sync` for the project at `dir`, detached and silent, without
+/// waiting: a read never waits for the network, the next one finds the cache fresh.
+pub fn fetch_org_in_background(dir: &Path) {
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("-C").arg(dir).args(["--scope", "org", "sync"]).env("GIT_NEO_DAEMON", "off");
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let _ = cmd.spawn();
+}
+
 /// A fingerprint of what a warm session does not notice by itself: git config (the repository's,
 /// the user's) and the project's Construct patterns. When it changes, the memory and the
 /// Construct library are read afresh.
@@ -348,14 +361,14 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
     let env: Env = &super::process_env;
     let mut seen_fingerprint = fingerprint(tree, env);
     let mut session: Option<Session> =
-        session_options(tree.to_path_buf(), ctx.ref_name.clone(), env).ok().map(|opts| {
+        session_options(tree.to_path_buf(), ctx.ref_name.clone(), None, env).ok().map(|opts| {
             let mut s = Session::new(opts);
             let warm_up = git_neo::api::RecallQuery {
                 query: "warm up".into(),
                 k: 1,
                 budget: 100,
                 types: Vec::new(),
-                scope: None,
+                area: None,
                 as_of: None,
             };
             let _ = s.recall(&warm_up);
@@ -420,12 +433,15 @@ fn run_one(
         None => cwd.clone(),
     };
     let ref_name = cli.ref_name.clone();
-    let opts = match session_options(dir.clone(), ref_name.clone(), env) {
+    let opts = match session_options(dir.clone(), ref_name.clone(), cli.scope.as_deref(), env) {
         Ok(o) => o,
         Err(e) => return Response::Declined { why: e.to_string() },
     };
     if ref_name != server.ref_name {
         return Response::Declined { why: "another memory ref".into() };
+    }
+    if opts.data_dir != server.session.places().data_dir {
+        return Response::Declined { why: "another data directory".into() };
     }
     // Relative paths in arguments (anchors) mean what they mean in the client's directory.
     if std::env::set_current_dir(&cwd).is_err() {
@@ -433,9 +449,21 @@ fn run_one(
     }
     let mut warm = session.take().unwrap_or_else(|| Session::new(opts.clone()));
     warm.set_caller(opts.identity.clone(), opts.clock, dir.clone());
-    let mut ctx =
-        Ctx { out: super::output::Out::capturing(cli.json, colour), dir, ref_name, session: warm, exit: None, stdin };
+    warm.set_scope(opts.scope.clone());
+    let mut ctx = Ctx {
+        out: super::output::Out::capturing(cli.json, colour),
+        dir,
+        ref_name,
+        scope: cli.scope.clone(),
+        session: warm,
+        exit: None,
+        stdin,
+        org_stale: false,
+    };
     let code = execute(&mut ctx, cli.command);
+    if ctx.org_stale {
+        fetch_org_in_background(&ctx.dir);
+    }
     let captured = ctx.out.take_captured();
     *session = Some(ctx.session);
     Response::Ran {

@@ -1,7 +1,6 @@
 //! `git neo diff <a> [<b>]`: what changed in memory between two commits, as pull-request markdown.
 
 use super::Ctx;
-use git_neo::store::{Store, StoreOptions};
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -13,7 +12,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
+    let store = ctx.session.store()?;
     let from = store.resolve_commit(&args.from)?;
     let to_spec = args.to.clone().unwrap_or_else(|| store.ref_name().to_string());
     let to = store.resolve_commit(&to_spec)?;

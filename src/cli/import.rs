@@ -72,7 +72,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
                     fact_type: l.fact_type,
                     subject: l.subject,
                     body: l.body,
-                    scope: l.scope,
+                    area: l.scope,
                     tags: l.tags,
                     key: l.key,
                     confidence: l.confidence,

@@ -13,9 +13,9 @@ pub struct Args {
     /// Only facts of this type.
     #[arg(long = "type", short = 't')]
     fact_type: Option<String>,
-    /// Only this scope.
+    /// Only records with this area label.
     #[arg(long)]
-    scope: Option<String>,
+    area: Option<String>,
     /// Only records with this tag.
     #[arg(long)]
     tag: Option<String>,
@@ -35,7 +35,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let filter = ListFilter {
         kind: args.kind,
         fact_type: args.fact_type,
-        scope: args.scope,
+        area: args.area,
         tag: args.tag,
         all: args.all,
         needs_review: args.needs_review,

@@ -21,6 +21,7 @@ mod output;
 mod purge;
 pub mod recall;
 mod review;
+mod scopes;
 mod setup;
 mod show;
 pub mod signals;
@@ -64,6 +65,10 @@ pub(crate) struct Cli {
     /// The memory ref to use (default: git config neo.ref, then refs/heads/neo-memory).
     #[arg(long = "ref", global = true, value_name = "REF")]
     ref_name: Option<String>,
+    /// Which memory: project (default), user, org, session:<name> (session: the current one).
+    /// Writes go there; recall reads only it (without --scope, recall reads every scope).
+    #[arg(long, global = true, value_name = "SCOPE")]
+    scope: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -110,6 +115,11 @@ enum Command {
     Reject(review::RejectArgs),
     /// Remove one record file from the current memory (leaked secrets; see docs/security.md).
     Purge(purge::Args),
+    /// Every scope memory lives in: location, tip, records, remote, last fetch, reachable.
+    Scopes(scopes::ScopesArgs),
+    /// Working sessions: scratch memory on refs/neo/sessions/<name>, promoted or dropped.
+    #[command(subcommand)]
+    Session(scopes::SessionCommand),
     /// What memory knows about a task: constraints, relevant facts, attempts, what changed.
     Recall(recall::RecallArgs),
     /// Rebuild the recall indexes from the records.
@@ -146,12 +156,28 @@ pub struct Ctx {
     pub out: Out,
     dir: PathBuf,
     ref_name: Option<String>,
+    /// `--scope` as given (parsed into the session's options).
+    scope: Option<String>,
     /// The library session (memory, model, caches, clock), given its settings from our environment.
     pub session: Session,
     /// A non-zero exit code for a command that ran to completion but found problems (verify).
     exit: Option<i32>,
     /// Standard input already read (by the background server's client), if any.
     stdin: Option<String>,
+    /// The org cache is older than its refresh interval: fetch it in the background afterwards.
+    org_stale: bool,
+}
+
+/// "3 minutes ago", "2 hours ago", "5 days ago".
+fn age_words(secs: i64) -> String {
+    let secs = secs.max(0);
+    let (n, unit) = match secs {
+        s if s < 120 => (s, "second"),
+        s if s < 7200 => (s / 60, "minute"),
+        s if s < 172_800 => (s / 3600, "hour"),
+        s => (s / 86_400, "day"),
+    };
+    format!("{n} {unit}{} ago", if n == 1 { "" } else { "s" })
 }
 
 impl Ctx {
@@ -203,6 +229,20 @@ impl Ctx {
                 Notice::ConstructProblems { count, first } => self.out.warn(&format!(
                     "{count} problem(s) in project patterns, which are left out (first: {first}); run `git neo construct lint`"
                 )),
+                Notice::ScopeUnreadable { scope, why } => {
+                    self.out.warn(&format!("the {scope} memory is left out of this answer: {why}"))
+                }
+                Notice::OrgStale { fetched, fetch } => {
+                    let age = match fetched {
+                        Some(t) => format!("fetched {}", age_words(self.session.now().0 - t.0)),
+                        None => "never fetched".into(),
+                    };
+                    self.out.note(&format!(
+                        "the org memory is from the local cache ({age}){}",
+                        if fetch { "; fetching it in the background" } else { "" }
+                    ));
+                    self.org_stale |= fetch;
+                }
             }
         }
     }
@@ -226,12 +266,27 @@ pub fn cache_root(env: Env) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".git-neo-cache"))
 }
 
+/// Where the user memory and org caches live: `GIT_NEO_DATA_DIR`, else
+/// `$XDG_DATA_HOME/git-neo`, else `~/.local/share/git-neo`.
+pub fn data_root(env: Env) -> Option<PathBuf> {
+    let var = |k: &str| env(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("GIT_NEO_DATA_DIR")
+        .or_else(|| var("XDG_DATA_HOME").map(|x| x.join("git-neo")))
+        .or_else(|| var("HOME").map(|h| h.join(".local").join("share").join("git-neo")))
+}
+
 /// The session's settings from our environment, the only place the front ends read it:
 /// the author from `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` (else git config, read by the library);
 /// the clock from `GIT_NEO_NOW` (seconds or a UTC time, for reproducible runs) or the system;
 /// the embedder from `GIT_NEO_EMBEDDER` (`hash` for the deterministic test embedder, `none`) or
 /// the installed model under [`cache_root`].
-pub fn session_options(dir: PathBuf, ref_name: Option<String>, env: Env) -> Result<SessionOptions, Error> {
+pub fn session_options(
+    dir: PathBuf,
+    ref_name: Option<String>,
+    scope: Option<&str>,
+    env: Env,
+) -> Result<SessionOptions, Error> {
+    let data_dir = data_root(env);
     let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
         (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
@@ -254,7 +309,11 @@ pub fn session_options(dir: PathBuf, ref_name: Option<String>, env: Env) -> Resu
         Some("none") => EmbedderChoice::Off,
         _ => EmbedderChoice::Model { cache_root: cache_root(&env) },
     };
-    Ok(SessionOptions { dir, ref_name, identity, clock, embedder })
+    let mut opts = SessionOptions { dir, ref_name, identity, clock, embedder, scope: None, data_dir };
+    if let Some(s) = scope {
+        opts.scope = Some(opts.places().parse(s)?);
+    }
+    Ok(opts)
 }
 
 fn exit_code(e: &Error) -> i32 {
@@ -300,7 +359,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     }
     let mut out = Out::new(cli.json);
-    let opts = match session_options(dir.clone(), cli.ref_name.clone(), &process_env) {
+    let opts = match session_options(dir.clone(), cli.ref_name.clone(), cli.scope.as_deref(), &process_env) {
         Ok(o) => o,
         Err(e) => {
             out.error(&e);
@@ -316,8 +375,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             bar.finish_and_clear();
         }
     }));
-    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, session, exit: None, stdin };
+    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, scope: cli.scope, session, exit: None, stdin, org_stale: false };
     let code = execute(&mut ctx, cli.command);
+    if ctx.org_stale {
+        daemon::fetch_org_in_background(&ctx.dir);
+    }
     if let Some(code) = signals::pending() {
         return code;
     }
@@ -349,13 +411,15 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Reject(a) => review::reject(ctx, a),
         Command::Purge(a) => purge::run(ctx, a),
         Command::Recall(a) => recall::recall(ctx, a),
+        Command::Scopes(a) => scopes::scopes(ctx, a),
+        Command::Session(c) => scopes::session(ctx, c),
         Command::Reindex => recall::reindex(ctx),
         Command::Model(c) => recall::model(ctx, c),
         Command::Construct(c) => construct::run(ctx, c),
         Command::Outcomes(a) => outcomes::outcomes(ctx, a),
         Command::Explain(a) => outcomes::explain(ctx, a),
         Command::Hooks(c) => outcomes::hooks(ctx, c),
-        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone(), &process_env) {
+        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone(), ctx.scope.as_deref(), &process_env) {
             Ok(opts) => crate::mcp::serve(Session::new(opts)),
             Err(e) => Err(e),
         },

@@ -18,9 +18,9 @@ pub struct RecallArgs {
     /// Only facts of this type (repeatable).
     #[arg(long = "type", short = 't')]
     types: Vec<String>,
-    /// Only this scope.
+    /// Only facts and attempts with this area label (the global --scope picks one scope).
     #[arg(long)]
-    scope: Option<String>,
+    area: Option<String>,
     /// Answer from the memory as it stood then: a date (YYYY-MM-DD), a UTC time, or a commit.
     #[arg(long, value_name = "DATE|COMMIT")]
     as_of: Option<String>,
@@ -46,7 +46,7 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
 
 /// Recall for `query` with the defaults and a `budget`: what the prompt hook prints.
 pub fn answer_for(ctx: &mut Ctx, query: String, budget: usize) -> Result<git_neo::recall::Recall, Error> {
-    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), scope: None, as_of: None })
+    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None })
 }
 
 fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Error> {
@@ -55,7 +55,7 @@ fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Er
         k: args.k,
         budget: args.budget,
         types: args.types,
-        scope: args.scope,
+        area: args.area,
         as_of: args.as_of,
     };
     let result = ctx.session.recall(&query);

@@ -1,7 +1,8 @@
-//! `git neo sync` and `git neo propose`: share memory through a git remote.
+//! `git neo sync` and `git neo propose`: share memory through a git remote (each scope through
+//! its own: `--scope user|org`).
 
 use super::Ctx;
-use git_neo::store::{MergeKind, Store, StoreOptions};
+use git_neo::store::{MergeKind, Store};
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -22,14 +23,13 @@ pub struct ProposeArgs {
 /// The store and who writes. Sync and propose need no folded state: the identity comes from the
 /// store's git config, so the records are not loaded.
 fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions { ref_name: ctx.ref_name.clone(), lock_timeout: None })?;
+    let store = ctx.session.store()?;
     let wc = ctx.write_context_for(&store)?;
     Ok((store, wc))
 }
 
 pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
-    let (store, wc) = open(ctx)?;
-    let outcome = git_neo::api::share::sync(&store, args.remote.as_deref(), &wc)?;
+    let outcome = ctx.session.sync(args.remote.as_deref())?;
     if ctx.out.json {
         ctx.out.json(&outcome);
         return Ok(());
@@ -46,6 +46,9 @@ pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
         outcome.sent,
         if outcome.pushed { "" } else { " (nothing to push)" }
     ));
+    if let Some(p) = &outcome.proposal {
+        ctx.out.line(&format!("proposed {} records as {} on the org memory; they land when its pull request is merged", p.records, p.branch));
+    }
     Ok(())
 }
 

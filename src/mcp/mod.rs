@@ -68,17 +68,35 @@ fn json(v: &impl serde::Serialize) -> String {
 }
 
 impl Warm {
+    /// Run `f` on the scope a call names (the session goes back to the project afterwards).
+    fn in_scope<T>(
+        &mut self,
+        scope: Option<&str>,
+        f: impl FnOnce(&mut Session) -> Result<T, Error>,
+    ) -> Result<T, String> {
+        let scope = match scope {
+            Some(s) => Some(self.session.places().parse(s).map_err(err)?),
+            None => None,
+        };
+        self.session.set_scope(scope);
+        let result = f(&mut self.session);
+        self.session.set_scope(None);
+        result.map_err(err)
+    }
+
     fn recall(&mut self, a: tools::RecallArgs) -> ToolResult {
         let query = RecallQuery {
             query: a.query,
             k: a.k.unwrap_or(10).clamp(1, 50),
             budget: a.budget.unwrap_or(DEFAULT_BUDGET).clamp(200, 50_000),
             types: a.types,
-            scope: a.scope,
+            area: a.area,
             as_of: a.as_of,
         };
         // The tool's argument is `types`; the library names the field of one value `type`.
-        let result = self.session.recall(&query).map_err(|e| err(e).replacen("error: type:", "error: types:", 1))?;
+        let result = self
+            .in_scope(a.scope.as_deref(), |s| s.recall(&query))
+            .map_err(|e| e.replacen("error: type:", "error: types:", 1))?;
         self.session.take_notices();
         let mut text = git_neo::recall::render::markdown(&result);
         if let Some(why) = self.session.semantic_off() {
@@ -92,7 +110,7 @@ impl Warm {
             fact_type: a.fact_type,
             subject: a.subject,
             body: a.body,
-            scope: a.scope,
+            area: a.area,
             tags: a.tags,
             key: a.key,
             slot: a.slot,
@@ -109,7 +127,7 @@ impl Warm {
             reason: None,
             suggestion: a.suggestion,
         };
-        Ok(json(&self.session.add(&req, false).map_err(err)?))
+        Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?))
     }
 
     fn record_attempt(&mut self, a: tools::AttemptArgs) -> ToolResult {
@@ -125,12 +143,12 @@ impl Warm {
             inference: a.inference,
             files: a.files,
             check,
-            scope: a.scope,
+            area: a.area,
             tags: a.tags,
             retry_of: None,
             suggestion: a.suggestion,
         };
-        Ok(json(&self.session.attempt(&req).map_err(err)?))
+        Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.attempt(&req))?))
     }
 
     fn mark_outdated(&mut self, a: tools::IdReasonArgs) -> ToolResult {

@@ -55,7 +55,8 @@ pub fn all() -> Vec<Tool> {
                     "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "relevant facts, default 10"},
                     "budget": {"type": "integer", "minimum": 200, "maximum": 50000, "description": "tokens, default 4000"},
                     "types": {"type": "array", "items": {"enum": FACT_TYPES}},
-                    "scope": {"type": "string"},
+                    "scope": {"type": "string", "description": "read only this scope (default: all, ranked together)"},
+                    "area": {"type": "string"},
                     "as_of": {"type": "string", "description": "YYYY-MM-DD, UTC time or commit: memory as it stood then"}
                 }),
                 &["query"],
@@ -72,7 +73,8 @@ pub fn all() -> Vec<Tool> {
                     "type": {"enum": FACT_TYPES},
                     "subject": {"type": "string", "minLength": 1, "description": "one line"},
                     "body": {"type": "string"},
-                    "scope": {"type": "string"},
+                    "scope": {"type": "string", "description": "project (default), user, org or session:<name>"},
+                    "area": {"type": "string", "description": "free-form part of the project"},
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "key": {"type": "string", "description": "stable name of what it is about, e.g. db.engine"},
                     "slot": {"type": "string", "description": "what it is about as \"subject / predicate\", e.g. \"mobile team / project\"; becomes the key"},
@@ -102,7 +104,8 @@ pub fn all() -> Vec<Tool> {
                     "files": {"type": "array", "items": {"type": "string"}},
                     "check_command": {"type": "string"},
                     "check_result": {"enum": ["passed", "failed"]},
-                    "scope": {"type": "string"},
+                    "scope": {"type": "string", "description": "project (default), user, org or session:<name>"},
+                    "area": {"type": "string"},
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "suggestion": {"type": "string", "description": "code it proposes"}
                 }),
@@ -158,6 +161,7 @@ pub struct RecallArgs {
     #[serde(default)]
     pub types: Vec<String>,
     pub scope: Option<String>,
+    pub area: Option<String>,
     pub as_of: Option<String>,
 }
 
@@ -170,6 +174,7 @@ pub struct AddFactArgs {
     #[serde(default)]
     pub body: String,
     pub scope: Option<String>,
+    pub area: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
     pub key: Option<String>,
@@ -200,6 +205,7 @@ pub struct AttemptArgs {
     pub check_command: Option<String>,
     pub check_result: Option<String>,
     pub scope: Option<String>,
+    pub area: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
     pub suggestion: Option<String>,

@@ -20,8 +20,10 @@ pub use eval::{metrics, rank_flat, Mode};
 pub use crate::rank::{relevance, score, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
 use crate::state::{Entry, State, Status};
+use crate::scope::Scope;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// Candidates taken from each index.
 pub const CANDIDATES: usize = 50;
@@ -38,13 +40,18 @@ pub struct Request {
     pub budget: usize,
     /// Only these fact types (empty: all).
     pub types: Vec<FactType>,
-    pub scope: Option<String>,
+    /// Only facts and attempts with this area label (the record's `scope` field).
+    pub area: Option<String>,
     /// The time the answer is for: validity windows and ages are measured against it. With
     /// `as_of`, the caller also folds only the records written by then.
     pub now: Timestamp,
     /// Answer from the memory as it stood at this time: only records written by then, validity
     /// windows measured then.
     pub as_of: Option<Timestamp>,
+    /// With several scopes folded together: which scope each record came from (absent: all
+    /// from the project). Current facts sharing a key with a fact of a stronger scope
+    /// ([`crate::scope::Scope::priority`]) are left out, constraints excepted.
+    pub origins: Option<Arc<HashMap<RecordId, Scope>>>,
 }
 
 /// One recalled record.
@@ -56,7 +63,10 @@ pub struct Item {
     pub fact_type: Option<FactType>,
     pub subject: String,
     pub body: String,
+    /// Where the record lives: `project`, `user`, `org` or `session:<name>`.
     pub scope: String,
+    /// Its free-form area label (the record's `scope` field).
+    pub area: String,
     pub status: Status,
     pub confidence: f64,
     pub successes: u32,
@@ -160,6 +170,8 @@ pub struct Recall {
     pub tokens: usize,
     /// Items left out to stay within the budget (0 when nothing was cut).
     pub cut: usize,
+    /// The scopes this answer was read from (set by the caller that read them).
+    pub scopes: Vec<String>,
     /// Curated patterns from the Construct that match, after the project's own memory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub construct: Vec<crate::construct::Hit>,
@@ -169,6 +181,16 @@ pub struct Recall {
 }
 
 impl Recall {
+    /// Every recalled item, layer by layer.
+    pub fn all_items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
+        self.constraints
+            .iter_mut()
+            .chain(&mut self.facts)
+            .chain(&mut self.attempts)
+            .chain(&mut self.invalidated)
+            .chain(&mut self.known_unknowns)
+    }
+
     /// Add the Construct layer (after everything else), within what is left of the budget.
     pub fn attach_construct(&mut self, hits: Vec<crate::construct::Hit>) {
         for h in hits {
@@ -211,7 +233,7 @@ fn ranks_of(lexical: &[(RecordId, f32)], vector: &[(RecordId, f32)]) -> Ranks {
 
 fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool, now: Timestamp) -> Item {
     let Rank { lexical: lexical_rank, vector: vector_rank, similarity, bm25 } = rank;
-    let (fact_type, subject, scope, task, check) = match &e.record.payload {
+    let (fact_type, subject, area, task, check) = match &e.record.payload {
         Payload::Fact(f) => (Some(f.fact_type), f.subject.clone(), f.scope.clone(), None, None),
         Payload::Attempt(a) => {
             (None, a.action.clone(), a.scope.clone(), Some(a.task.clone()), Some(a.check.result.to_string()))
@@ -236,7 +258,8 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         fact_type,
         subject,
         body: e.record.body.trim_end().to_string(),
-        scope,
+        scope: Scope::Project.to_string(),
+        area,
         status: e.status,
         confidence,
         successes: e.successes,
@@ -325,8 +348,9 @@ pub fn recall(
         Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
         None => req.types.is_empty(),
     };
+    let shadowed = shadowed(state, req.origins.as_deref());
     let scope_ok = |e: &Entry| {
-        req.scope.as_deref().is_none_or(|s| match &e.record.payload {
+        req.area.as_deref().is_none_or(|s| match &e.record.payload {
             Payload::Fact(f) => f.scope == s,
             Payload::Attempt(a) => a.scope == s,
             _ => false,
@@ -335,7 +359,7 @@ pub fn recall(
     let mut matched: Vec<Item> = ranks
         .iter()
         .filter_map(|(id, rank)| state.entries.get(id).map(|e| (e, *rank)))
-        .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted)
+        .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted && !shadowed.contains(&e.id))
         // Vector search always returns neighbours, related or not: a record that only the vector
         // side found must be at least somewhat similar to count as a match.
         .filter(|(_, rank)| rank.lexical.is_some() || rank.similarity.is_some_and(|s| s >= MIN_SIMILARITY))
@@ -454,7 +478,7 @@ pub fn recall(
     for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
         i.linked = links(i.id, state);
     }
-    Recall {
+    let mut out = Recall {
         query: req.query.clone(),
         semantic,
         constraints,
@@ -466,7 +490,38 @@ pub fn recall(
         budget: req.budget,
         tokens: used,
         cut,
+        scopes: Vec::new(),
         construct: Vec::new(),
         query_vector: None,
+    };
+    if let Some(origins) = &req.origins {
+        for i in out.all_items_mut() {
+            if let Some(s) = origins.get(&i.id) {
+                i.scope = s.to_string();
+            }
+        }
     }
+    out
+}
+
+/// Current non-constraint facts whose key a current fact of a stronger scope also holds: the
+/// stronger one answers (project over org over user; a session's notes over all).
+fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashSet<RecordId> {
+    let Some(origins) = origins else { return HashSet::new() };
+    let keyed: Vec<(&str, u8, RecordId)> = state
+        .entries
+        .values()
+        .filter(|e| e.status == Status::Valid)
+        .filter_map(|e| {
+            let f = e.record.as_fact()?;
+            let key = f.key.as_deref()?;
+            (f.fact_type != FactType::Constraint).then(|| (key, origins.get(&e.id).map_or(2, Scope::priority), e.id))
+        })
+        .collect();
+    let mut strongest: HashMap<&str, u8> = HashMap::new();
+    for (key, p, _) in &keyed {
+        let best = strongest.entry(key).or_insert(*p);
+        *best = (*best).max(*p);
+    }
+    keyed.into_iter().filter(|(key, p, _)| strongest[key] > *p).map(|(_, _, id)| id).collect()
 }

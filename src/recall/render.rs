@@ -6,6 +6,10 @@ use std::fmt::Write;
 
 fn line(s: &mut String, i: &Item, with_body: bool) {
     let _ = write!(s, "- **{}** `{}`", md(&i.subject), i.id.short());
+    // Project items are the default; any other scope says where it came from.
+    if i.scope != "project" {
+        let _ = write!(s, " [{}]", md(&i.scope));
+    }
     if i.kind == crate::record::Kind::Fact {
         let _ = write!(s, " (confidence {:.2}", i.confidence);
         if i.successes > 0 {
@@ -49,6 +53,9 @@ pub fn markdown(r: &Recall) -> String {
     if !r.semantic {
         let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
     }
+    if r.scopes.len() > 1 {
+        let _ = writeln!(s, "_Scopes read: {} (items from other scopes than project say which)._\n", r.scopes.join(", "));
+    }
     if !r.constraints.is_empty() {
         let _ = writeln!(s, "## Constraints (always apply)\n");
         for i in &r.constraints {
@@ -72,10 +79,11 @@ pub fn markdown(r: &Recall) -> String {
         for i in &r.attempts {
             let _ = writeln!(
                 s,
-                "- task {}: {} `{}` (check {}; {}; task's latest: {})",
+                "- task {}: {} `{}`{} (check {}; {}; task's latest: {})",
                 md(i.task.as_deref().unwrap_or("")),
                 md(&i.subject),
                 i.id.short(),
+                if i.scope == "project" { String::new() } else { format!(" [{}]", md(&i.scope)) },
                 i.check.as_deref().unwrap_or("unverified"),
                 md(i.freshness.as_deref().unwrap_or("freshness unknown")),
                 i.task_status.as_deref().unwrap_or("unknown")

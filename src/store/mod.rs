@@ -11,6 +11,7 @@ mod freshness;
 mod history;
 mod purge;
 mod read;
+mod refs;
 mod sync;
 mod write;
 
@@ -52,6 +53,18 @@ pub enum WriteMode {
     Off,
 }
 
+impl WriteMode {
+    /// `auto`, `review` or `off`, as the value of config `key`.
+    pub fn parse(key: &str, value: &str) -> Result<WriteMode> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(WriteMode::Auto),
+            "review" => Ok(WriteMode::Review),
+            "off" => Ok(WriteMode::Off),
+            _ => Err(Error::Config { key: key.into(), message: format!("{value:?} is not a mode; use auto, review or off") }),
+        }
+    }
+}
+
 /// The content of the `FORMAT` entry.
 pub fn format_entry() -> String {
     format!("{}\n", crate::record::FORMAT_VERSION)
@@ -65,6 +78,9 @@ pub struct StoreOptions {
     pub ref_name: Option<String>,
     /// How long a writer waits for the ref lock; `None` reads `neo.lockTimeout` (ms), default 5 s.
     pub lock_timeout: Option<Duration>,
+    /// How writes are taken; `None` reads `neo.mode` from this repository's config (the org
+    /// memory's mode comes from the project's `neo.org.mode` instead).
+    pub mode: Option<WriteMode>,
 }
 
 /// An open repository and the memory ref within it.
@@ -81,6 +97,37 @@ impl Store {
         let repo =
             gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
         Store::from_repo(repo, options)
+    }
+
+    /// Open the repository at exactly `path` (a user or org memory, usually bare); with `create`,
+    /// make a bare repository there first when there is none. `None` when there is none and
+    /// `create` is false.
+    pub fn open_at(path: &Path, options: StoreOptions, create: bool) -> Result<Option<Store>> {
+        let repo = if path.exists() {
+            gix::open(path).map_err(|e| Error::NotARepository { path: path.to_path_buf(), source: Box::new(e) })?
+        } else if create {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| Error::Io { context: format!("creating {}", parent.display()), source: e })?;
+            }
+            gix::init_bare(path).map_err(|e| Error::Git {
+                context: format!("creating the memory repository {}", path.display()),
+                source: Box::new(e),
+            })?
+        } else {
+            return Ok(None);
+        };
+        Store::from_repo(repo, options).map(Some)
+    }
+
+    /// The same repository with another memory ref (a session's), in auto mode.
+    pub fn with_ref(&self, name: &str) -> Result<Store> {
+        Ok(Store {
+            repo: self.repo.clone(),
+            ref_name: parse_ref_name(name)?,
+            lock_timeout: self.lock_timeout,
+            mode: WriteMode::Auto,
+        })
     }
 
     fn from_repo(mut repo: gix::Repository, options: StoreOptions) -> Result<Store> {
@@ -112,17 +159,10 @@ impl Store {
             },
         };
 
-        let mode = match config.string(MODE_CONFIG_KEY).map(|v| v.to_string().trim().to_ascii_lowercase()) {
-            None => WriteMode::Auto,
-            Some(v) if v == "auto" => WriteMode::Auto,
-            Some(v) if v == "review" => WriteMode::Review,
-            Some(v) if v == "off" => WriteMode::Off,
-            Some(v) => {
-                return Err(Error::Config {
-                    key: MODE_CONFIG_KEY.into(),
-                    message: format!("{v:?} is not a mode; use auto, review or off"),
-                })
-            }
+        let mode = match (options.mode, config.string(MODE_CONFIG_KEY)) {
+            (Some(m), _) => m,
+            (None, None) => WriteMode::Auto,
+            (None, Some(v)) => WriteMode::parse(MODE_CONFIG_KEY, &v.to_string())?,
         };
         Ok(Store { repo, ref_name, lock_timeout, mode })
     }
@@ -224,6 +264,15 @@ impl Store {
     /// The layout of this repository's `neo/` cache directory.
     pub fn caches(&self) -> crate::layout::CacheDir {
         crate::layout::CacheDir::in_git_dir(self.common_dir())
+    }
+
+    /// Where this memory ref's recall indexes live: a session ref has its own, beside the
+    /// repository's main ones.
+    pub fn index_dir(&self) -> std::path::PathBuf {
+        match self.ref_name().strip_prefix(crate::scope::SESSION_REF_PREFIX) {
+            Some(name) => self.caches().session_index(name),
+            None => self.caches().index(),
+        }
     }
 
     /// The similarity threshold for superseding facts of `fact_type`: `git config

@@ -313,6 +313,8 @@ impl Store {
             .arg("--git-dir")
             .arg(self.repo.git_dir())
             .args(args)
+            // Never wait for a password nobody can type (a background fetch, an agent's call).
+            .env("GIT_TERMINAL_PROMPT", "0")
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| Error::GitCommand { command: args.join(" "), message: format!("could not start git: {e}") })?;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("frame", 0),
     ("layout", 0),
     ("setup", 0),
+    ("scope", 0),
     ("config", 1),
     ("redact", 1),
     ("embed", 1),

@@ -42,7 +42,7 @@ fn seed(sb: &Sandbox, repo: &Path) -> Vec<String> {
             "Bump the version suffix instead of deleting keys.",
         ]),
         add(&["add", "-t", "known-unknown", "-s", "Why the payments webhook retries twice", "-b", "Nobody knows yet."]),
-        add(&["add", "-t", "decision", "-s", "Deploy with Fly.io", "--scope", "ops"]),
+        add(&["add", "-t", "decision", "-s", "Deploy with Fly.io", "--area", "ops"]),
     ]
 }
 
@@ -73,7 +73,7 @@ fn lexical_recall_works_without_a_model_and_layers_the_answer() {
     assert!(text.contains("Lexical recall only"), "{text}");
     // --type and --scope filter.
     let ops =
-        json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["deploy", "--scope", "ops", "--json"]).stdout));
+        json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["deploy", "--area", "ops", "--json"]).stdout));
     assert_eq!(ops["facts"][0]["id"], ids[4]);
     let only =
         json(&String::from_utf8_lossy(&recall(&sb, &repo, "none", &["payments", "-t", "pattern", "--json"]).stdout));
@@ -230,11 +230,11 @@ fn recall_json_shape_is_pinned() {
             shape.push_str(&format!("{layer}: {} | {}\n", item["subject"].as_str().unwrap_or(""), keys(item)));
         }
     }
-    let expected = "top: attempts,budget,constraints,cut,facts,familiarity,invalidated,known_unknowns,query,semantic,tokens
+    let expected = "top: attempts,budget,constraints,cut,facts,familiarity,invalidated,known_unknowns,query,scopes,semantic,tokens
 familiarity: best_confidence,best_similarity,level
-constraints: Never call the payments API from tests | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
-facts: Payments go through the ledger service | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
-known_unknowns: Why the payments webhook retries twice | body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+constraints: Never call the payments API from tests | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+facts: Payments go through the ledger service | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+known_unknowns: Why the payments webhook retries twice | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
 ";
     assert_eq!(shape, expected);
 }

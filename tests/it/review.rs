@@ -58,7 +58,7 @@ pub fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
         "constraint",
         "-s",
         "Never log card numbers (PCI) *ever*",
-        "--scope",
+        "--area",
         "payments",
     ]);
     assert!(c.output().expect("run").status.success());

@@ -51,7 +51,7 @@ fn key_supersession_names_what_it_replaced_and_carries_confidence_over() {
         &repo,
         "none",
         t,
-        &["-t", "constraint", "-s", "Analytics uses ClickHouse", "--key", "db.engine", "--scope", "analytics"],
+        &["-t", "constraint", "-s", "Analytics uses ClickHouse", "--key", "db.engine", "--area", "analytics"],
     );
     assert!(other_scope["superseded"].is_null(), "same key, other scope: not the same thing");
 

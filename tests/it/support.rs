@@ -21,6 +21,8 @@ pub fn hermetic<'a>(cmd: &'a mut Command, home: &Path) -> &'a mut Command {
         "GIT_OBJECT_DIRECTORY",
         "GIT_COMMON_DIR",
         "GIT_CEILING_DIRECTORIES",
+        "XDG_DATA_HOME",
+        "GIT_NEO_DATA_DIR",
     ] {
         cmd.env_remove(var);
     }
