@@ -103,21 +103,40 @@ impl Store {
     /// make a bare repository there first when there is none. `None` when there is none and
     /// `create` is false.
     pub fn open_at(path: &Path, options: StoreOptions, create: bool) -> Result<Option<Store>> {
-        let repo = if path.exists() {
-            gix::open(path).map_err(|e| Error::NotARepository { path: path.to_path_buf(), source: Box::new(e) })?
-        } else if create {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| Error::Io { context: format!("creating {}", parent.display()), source: e })?;
+        if !path.exists() {
+            if !create {
+                return Ok(None);
             }
-            gix::init_bare(path).map_err(|e| Error::Git {
-                context: format!("creating the memory repository {}", path.display()),
-                source: Box::new(e),
-            })?
-        } else {
-            return Ok(None);
-        };
+            Store::init_bare_atomically(path)?;
+        }
+        let repo =
+            gix::open(path).map_err(|e| Error::NotARepository { path: path.to_path_buf(), source: Box::new(e) })?;
         Store::from_repo(repo, options).map(Some)
+    }
+
+    /// Make a bare repository at `path` beside it first, then move it into place: processes
+    /// creating the same memory at the same moment never see a half-made one (the one whose
+    /// rename loses uses the winner's).
+    fn init_bare_atomically(path: &Path) -> Result<()> {
+        let parent = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::Io { context: format!("creating {}", parent.display()), source: e })?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+        gix::init_bare(&temp).map_err(|e| Error::Git {
+            context: format!("creating the memory repository {}", path.display()),
+            source: Box::new(e),
+        })?;
+        if std::fs::rename(&temp, path).is_err() {
+            let _ = std::fs::remove_dir_all(&temp);
+            if !path.join("HEAD").is_file() {
+                return Err(Error::Io {
+                    context: format!("creating the memory repository {}", path.display()),
+                    source: std::io::Error::other("another process holds the path, and it is no repository"),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The same repository with another memory ref (a session's), in auto mode.

@@ -69,8 +69,23 @@ impl Store {
         if self.remote_url(name).as_deref() == Some(url) {
             return Ok(());
         }
-        self.run_git(&["config", &format!("remote.{name}.url"), url])?;
-        Ok(())
+        let key = format!("remote.{name}.url");
+        let mut last = None;
+        // Several processes may set it at once the first time; git config takes a lock, so a
+        // loser looks again before it tries again.
+        for attempt in 0..10u64 {
+            match self.run_git(&["config", &key, url]) {
+                Ok(_) => return Ok(()),
+                Err(e) => {
+                    if self.run_git(&["config", "--get", &key]).is_ok_and(|v| v.trim() == url) {
+                        return Ok(());
+                    }
+                    last = Some(e);
+                    std::thread::sleep(std::time::Duration::from_millis(20 * (attempt + 1)));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::invalid("remote", format!("could not set {key}"))))
     }
 
     /// Whether `remote` answers: `Err` with git's own words when it does not.

@@ -15,6 +15,7 @@ mod outcomes;
 mod quality;
 mod recall;
 mod review;
+mod scopes;
 mod setup;
 mod snapshots;
 mod store;
