@@ -66,10 +66,22 @@ impl Store {
         let branch = self.branch()?.to_string();
         let tracking = format!("refs/remotes/{remote}/{branch}");
         let refspec = format!("+refs/heads/{branch}:{tracking}");
-        match self.run_git(&["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, &refspec]) {
-            Ok(_) => {}
-            Err(Error::GitCommand { message, .. }) if message.contains("couldn't find remote ref") => return Ok(None),
-            Err(e) => return Err(e),
+        // A user or org memory is one repository shared by every project on the machine: two
+        // processes may fetch into it at once, and git then refuses the slower one's update of
+        // the tracking ref. That one fetches again.
+        for attempt in 1..=10u64 {
+            match self.run_git(&["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, &refspec]) {
+                Ok(_) => break,
+                Err(Error::GitCommand { message, .. }) if message.contains("couldn't find remote ref") => {
+                    return Ok(None)
+                }
+                Err(Error::GitCommand { message, .. })
+                    if attempt < 10 && (message.contains("cannot lock ref") || message.contains("unable to update local ref")) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(30 * attempt));
+                }
+                Err(e) => return Err(e),
+            }
         }
         let Some(mut r) = self.repo.try_find_reference(tracking.as_str()).git(|| format!("reading {tracking}"))? else {
             return Ok(None);
