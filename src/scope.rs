@@ -42,9 +42,11 @@ impl Scope {
             "org" => Ok(Scope::Org),
             "session" => match current {
                 Some(name) => Ok(Scope::Session(name.to_string())),
-                None => Err("\"session\" names the current session, and none was started; run `git neo session start`, \
+                None => {
+                    Err("\"session\" names the current session, and none was started; run `git neo session start`, \
                              or name one: session:<name>"
-                    .into()),
+                        .into())
+                }
             },
             _ => match s.strip_prefix("session:") {
                 Some(name) => {

@@ -34,6 +34,7 @@ impl Memory {
         let summary = entry.record.summary();
         let payload = Payload::Supersession(Supersession {
             old: target,
+            old_scope: None,
             new: None,
             reason: reason.trim().to_string(),
             method: SupersessionMethod::Outdated,

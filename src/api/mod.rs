@@ -35,9 +35,9 @@ pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
 pub use import::{ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
-pub use scope_ops::{Promoted, Promotion};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;
+pub use scope_ops::{Promoted, Promotion};
 pub use supersede::{
     no_similarity, AddPlan, CandidateFn, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
     CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
@@ -56,7 +56,6 @@ pub const SIMILARITY_SHORTLIST: usize = 8;
 /// 0.052 below the indexed one, so a margin of 0.05 leaves room to spare
 /// (`supersede::the_indexed_score_never_falls_far_below_the_subject_and_body_score`).
 pub const SIMILARITY_MARGIN: f32 = 0.05;
-
 
 /// The initial confidence for a provenance when none is given: what the code's structure shows is
 /// surest, what someone observed is likely, what was inferred is a hypothesis.
@@ -120,16 +119,15 @@ impl Memory {
         let snapshot = store.load()?;
         let blobs = snapshot.records.iter().map(|r| (r.id, r.blob)).collect();
         let state = state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
-        let mut memory =
-            Memory {
-                store,
-                state,
-                blobs,
-                invalid: snapshot.invalid,
-                tips: snapshot.tips,
-                proposals: None,
-                scope: crate::scope::Scope::Project,
-            };
+        let mut memory = Memory {
+            store,
+            state,
+            blobs,
+            invalid: snapshot.invalid,
+            tips: snapshot.tips,
+            proposals: None,
+            scope: crate::scope::Scope::Project,
+        };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;
         }

@@ -53,7 +53,11 @@ pub struct SessionOptions {
 impl SessionOptions {
     /// Where this session's scopes are.
     pub fn places(&self) -> super::scopes::Places {
-        super::scopes::Places { dir: self.dir.clone(), ref_name: self.ref_name.clone(), data_dir: self.data_dir.clone() }
+        super::scopes::Places {
+            dir: self.dir.clone(),
+            ref_name: self.ref_name.clone(),
+            data_dir: self.data_dir.clone(),
+        }
     }
 }
 

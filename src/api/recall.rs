@@ -236,7 +236,9 @@ pub fn recall_parts(
     let (state, req) = match req.as_of {
         Some(t) => {
             then = (
-                state::fold(state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone()))),
+                state::fold(
+                    state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())),
+                ),
                 crate::recall::Request { now: t, origins: origins.clone(), ..req.clone() },
             );
             (&then.0, &then.1)
@@ -249,7 +251,8 @@ pub fn recall_parts(
     let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
     out.query_vector = query_vector;
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
-    for item in out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
+    for item in
+        out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
     {
         // A long fact says which passage of its body matched.
         if let Some(&p) = passage_of.get(&item.id) {

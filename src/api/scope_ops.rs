@@ -147,7 +147,10 @@ impl Session {
         }
         let from = Scope::Session(name.to_string());
         if self.places().project()?.refs_with_prefix(&from.session_ref().unwrap_or_default())?.is_empty() {
-            return Err(Error::invalid("session", format!("there is no session {name:?}; `git neo session list` shows them")));
+            return Err(Error::invalid(
+                "session",
+                format!("there is no session {name:?}; `git neo session list` shows them"),
+            ));
         }
         let requests: Vec<(RecordId, AddRequest)> = {
             let memory = self.memory_of(&from)?;

@@ -167,7 +167,8 @@ pub fn last_fetch(store: &Store) -> Option<Timestamp> {
 pub fn stamp_fetch(store: &Store) -> Result<()> {
     let path = store.caches().fetched();
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
     }
     std::fs::write(&path, b"").map_err(|e| Error::Io { context: format!("writing {}", path.display()), source: e })
 }
@@ -209,7 +210,8 @@ pub fn set_refused(store: &Store, why: Option<&str>) -> Result<()> {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
             }
-            std::fs::write(&path, why).map_err(|e| Error::Io { context: format!("writing {}", path.display()), source: e })
+            std::fs::write(&path, why)
+                .map_err(|e| Error::Io { context: format!("writing {}", path.display()), source: e })
         }
     }
 }

@@ -116,7 +116,13 @@ impl Warm {
     /// while embedding does not take recall down: lexical from then on. With `lexical` false
     /// (the similarity check on write, which searches vectors only) the lexical index may stay
     /// behind until the next recall.
-    fn refresh_indexes(&mut self, slot: &mut Slot, memory: &Memory, choice: &EmbedderChoice, lexical: bool) -> Result<()> {
+    fn refresh_indexes(
+        &mut self,
+        slot: &mut Slot,
+        memory: &Memory,
+        choice: &EmbedderChoice,
+        lexical: bool,
+    ) -> Result<()> {
         self.ensure_embedder(choice);
         let tips = memory.tip_ids();
         if slot.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
@@ -167,8 +173,7 @@ impl Warm {
         is_candidate: &CandidateFn<'_>,
     ) -> Result<Similarity> {
         let opened = self.refresh_indexes(slot, memory, choice, false);
-        let (Ok(()), Some((indexes, _)), Some(embedder)) =
-            (&opened, slot.as_ref(), self.embedder.as_deref_mut())
+        let (Ok(()), Some((indexes, _)), Some(embedder)) = (&opened, slot.as_ref(), self.embedder.as_deref_mut())
         else {
             let why = match &opened {
                 Err(e) => format!("the recall index could not be opened: {e}"),
@@ -572,6 +577,8 @@ impl Session {
     /// comparison is needed. A write to the org memory is shared at once (see [`Session::share`]).
     pub fn add(&mut self, req: &AddRequest, dry_run: bool) -> Result<AddOutcome> {
         let scope = self.target();
+        let (foreign, local) = self.foreign_supersessions(req)?;
+        let req = &local;
         let (_, wc) = self.writing()?;
         let part = self.parts.get_mut(&scope).expect("loaded by writing()");
         let memory = part.memory.as_mut().expect("loaded by writing()");
@@ -584,11 +591,58 @@ impl Session {
             };
             reader.plan_add(req, &wc, &mut similar)?
         };
+        let mut plan = plan;
+        plan.supersedes.extend(foreign);
         if dry_run {
             return Ok(plan.into_dry_run());
         }
         let outcome = memory.apply_add(plan, &wc)?;
         self.share(outcome, &wc)
+    }
+
+    /// The `--supersedes` ids of `req` that name a current fact of another scope (asked for
+    /// explicitly, so a supersession may cross scopes: it is recorded in the target scope and
+    /// applies wherever both are read), and the request without them.
+    fn foreign_supersessions(&mut self, req: &AddRequest) -> Result<(Vec<super::PlannedSupersession>, AddRequest)> {
+        let target = self.target();
+        let mut local = req.clone();
+        local.supersedes.clear();
+        let mut foreign = Vec::new();
+        for prefix in &req.supersedes {
+            match self.memory()?.resolve("supersedes", prefix) {
+                Err(Error::NotFound { .. }) => {}
+                _ => {
+                    local.supersedes.push(prefix.clone());
+                    continue;
+                }
+            }
+            let mut found = None;
+            for scope in self.places().readable()?.into_iter().filter(|s| *s != target) {
+                let Ok(memory) = self.memory_of(&scope) else { continue };
+                if let Ok(id) = memory.resolve("supersedes", prefix) {
+                    let e = &memory.state().entries[&id];
+                    if e.record.kind == crate::record::Kind::Fact && e.status == crate::state::Status::Valid {
+                        found = Some((scope.clone(), id, e.record.summary()));
+                        break;
+                    }
+                }
+            }
+            match found {
+                Some((scope, old, subject)) => foreign.push(super::PlannedSupersession {
+                    old,
+                    old_scope: Some(scope.to_string()),
+                    subject,
+                    method: crate::record::SupersessionMethod::Explicit,
+                    score: None,
+                    reason: req.reason.clone().unwrap_or_else(|| {
+                        format!("replaced explicitly, across scopes (a fact of the {scope} memory)")
+                    }),
+                }),
+                // Not found anywhere: the write path says so, naming the field.
+                None => local.supersedes.push(prefix.clone()),
+            }
+        }
+        Ok((foreign, local))
     }
 
     /// After a write to the org memory, share it: push it (auto mode) or push it as a proposal

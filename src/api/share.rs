@@ -319,9 +319,11 @@ pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Resu
     let mut paths = Vec::new();
     for id in &proposals.state.order {
         let entry = &proposals.state.entries[id];
-        let blob = proposals.blobs.get(id).copied().ok_or_else(|| {
-            Error::Integrity(format!("proposal {} has no blob", id.short()))
-        })?;
+        let blob = proposals
+            .blobs
+            .get(id)
+            .copied()
+            .ok_or_else(|| Error::Integrity(format!("proposal {} has no blob", id.short())))?;
         encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
         paths.push(crate::record::Record::path(entry.record.kind, id));
     }

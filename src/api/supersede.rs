@@ -58,6 +58,9 @@ pub fn no_similarity(why: &str) -> impl FnMut(&Record, &CandidateFn<'_>) -> Resu
 #[derive(Clone, Debug, Serialize)]
 pub struct PlannedSupersession {
     pub old: RecordId,
+    /// The scope `old` lives in when it is another than the one written to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_scope: Option<String>,
     pub subject: String,
     pub method: SupersessionMethod,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,6 +187,7 @@ impl Memory {
                 .iter()
                 .filter(|old| **old != id && !dup.1)
                 .map(|old| PlannedSupersession {
+                    old_scope: None,
                     old: *old,
                     subject: self.state.entries[old].record.summary(),
                     method: SupersessionMethod::Explicit,
@@ -208,6 +212,7 @@ impl Memory {
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         for id in &explicit {
             planned.push(PlannedSupersession {
+                old_scope: None,
                 old: *id,
                 subject: self.state.entries[id].record.summary(),
                 method: SupersessionMethod::Explicit,
@@ -223,6 +228,7 @@ impl Memory {
                     let f = e.record.as_fact().expect("facts only");
                     if f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope && !explicit.contains(&e.id) {
                         planned.push(PlannedSupersession {
+                            old_scope: None,
                             old: e.id,
                             subject: f.subject.clone(),
                             method: SupersessionMethod::Key,
@@ -258,6 +264,7 @@ impl Memory {
                                 .copied();
                             if let Some((id, score)) = best.filter(|(_, s)| *s >= threshold) {
                                 planned.push(PlannedSupersession {
+                                    old_scope: None,
                                     old: id,
                                     subject: self.state.entries[&id].record.summary(),
                                     method: SupersessionMethod::Similarity,
@@ -278,6 +285,7 @@ impl Memory {
                                     let (update, j) = super::updates::judge(id, &old.summary(), &fact.subject, cosine);
                                     if update && frame_on && planned.is_empty() {
                                         planned.push(PlannedSupersession {
+                                            old_scope: None,
                                             old: id,
                                             subject: old.summary(),
                                             method: SupersessionMethod::Frame,
@@ -334,6 +342,7 @@ impl Memory {
             kind: Kind::Supersession,
             payload: Payload::Supersession(Supersession {
                 old: p.old,
+                old_scope: p.old_scope.clone(),
                 new: Some(new),
                 reason: p.reason.clone(),
                 method: p.method,

@@ -126,6 +126,13 @@ pub fn verify(store: &Store, ref_name: &str, tip: ObjectId, range_from: Option<O
             if present.contains(&id) {
                 continue;
             }
+            // A supersession asked for across scopes names a record of another memory.
+            if let (true, Payload::Supersession(s)) = (field == "old", &r.record.payload) {
+                if let Some(scope) = &s.old_scope {
+                    notes.push(format!("{path}: old names {} of the {scope} memory", id.short()));
+                    continue;
+                }
+            }
             let purged = match &purged {
                 Some(p) => p,
                 None => purged.insert(store.purged_ids(tip)?),

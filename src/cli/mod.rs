@@ -375,7 +375,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             bar.finish_and_clear();
         }
     }));
-    let mut ctx = Ctx { out, dir, ref_name: cli.ref_name, scope: cli.scope, session, exit: None, stdin, org_stale: false };
+    let mut ctx =
+        Ctx { out, dir, ref_name: cli.ref_name, scope: cli.scope, session, exit: None, stdin, org_stale: false };
     let code = execute(&mut ctx, cli.command);
     if ctx.org_stale {
         daemon::fetch_org_in_background(&ctx.dir);
@@ -419,10 +420,12 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Outcomes(a) => outcomes::outcomes(ctx, a),
         Command::Explain(a) => outcomes::explain(ctx, a),
         Command::Hooks(c) => outcomes::hooks(ctx, c),
-        Command::Mcp => match session_options(ctx.dir.clone(), ctx.ref_name.clone(), ctx.scope.as_deref(), &process_env) {
-            Ok(opts) => crate::mcp::serve(Session::new(opts)),
-            Err(e) => Err(e),
-        },
+        Command::Mcp => {
+            match session_options(ctx.dir.clone(), ctx.ref_name.clone(), ctx.scope.as_deref(), &process_env) {
+                Ok(opts) => crate::mcp::serve(Session::new(opts)),
+                Err(e) => Err(e),
+            }
+        }
         Command::Setup(a) => setup::setup(ctx, a),
         Command::Hook(c) => setup::hook(ctx, c),
         Command::InstallManPages(a) => manpages::run(ctx, a),

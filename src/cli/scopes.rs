@@ -75,7 +75,10 @@ pub fn scopes(ctx: &mut Ctx, args: ScopesArgs) -> Result<(), Error> {
             ctx.out.line(&format!("  fetched:  {when}"));
         }
         if let Some(m) = i.mode {
-            ctx.out.line(&format!("  writes:   {}", serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()));
+            ctx.out.line(&format!(
+                "  writes:   {}",
+                serde_json::to_value(m).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+            ));
         }
         if let Some(p) = &i.problem {
             ctx.out.warn(&format!("{}: {p}", i.scope));

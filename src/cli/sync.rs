@@ -47,7 +47,10 @@ pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
         if outcome.pushed { "" } else { " (nothing to push)" }
     ));
     if let Some(p) = &outcome.proposal {
-        ctx.out.line(&format!("proposed {} records as {} on the org memory; they land when its pull request is merged", p.records, p.branch));
+        ctx.out.line(&format!(
+            "proposed {} records as {} on the org memory; they land when its pull request is merged",
+            p.records, p.branch
+        ));
     }
     Ok(())
 }

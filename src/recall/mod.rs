@@ -19,8 +19,8 @@ pub use eval::{metrics, rank_flat, Mode};
 
 pub use crate::rank::{relevance, score, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
-use crate::state::{Entry, State, Status};
 use crate::scope::Scope;
+use crate::state::{Entry, State, Status};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -54,7 +54,8 @@ pub fn markdown(r: &Recall) -> String {
         let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
     }
     if r.scopes.len() > 1 {
-        let _ = writeln!(s, "_Scopes read: {} (items from other scopes than project say which)._\n", r.scopes.join(", "));
+        let _ =
+            writeln!(s, "_Scopes read: {} (items from other scopes than project say which)._\n", r.scopes.join(", "));
     }
     if !r.constraints.is_empty() {
         let _ = writeln!(s, "## Constraints (always apply)\n");

@@ -166,6 +166,7 @@ fn attempt(w: &mut Writer, a: &Attempt) {
 
 fn supersession(w: &mut Writer, s: &Supersession) {
     w.str("old", &s.old.to_hex());
+    w.opt_str("old_scope", s.old_scope.as_deref());
     w.opt_str("new", s.new.map(|n| n.to_hex()).as_deref());
     w.str("reason", &s.reason);
     w.plain("method", s.method);

@@ -325,6 +325,10 @@ pub struct Attempt {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Supersession {
     pub old: RecordId,
+    /// The scope `old` lives in, when it is not the scope this record is in (a supersession
+    /// asked for across scopes: `project`, `user`, `org` or `session:<name>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_scope: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub new: Option<RecordId>,
     pub reason: String,

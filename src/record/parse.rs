@@ -366,12 +366,14 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
 
 fn parse_supersession(f: &mut Fields) -> Supersession {
     let old = f.req_id("old");
+    let old_scope = f.opt_str("old_scope");
     let new = f.opt_id("new");
     let reason = f.req_str("reason");
     let method = f.word("method", true, SupersessionMethod::from_word, SupersessionMethod::expected());
     let score = f.number("score", false);
     Supersession {
         old: old.unwrap_or(PLACEHOLDER_ID),
+        old_scope,
         new,
         reason: reason.unwrap_or_default(),
         method: method.unwrap_or(SupersessionMethod::Explicit),

@@ -286,6 +286,16 @@ pub fn validate(record: &Record) -> Vec<Problem> {
         }
         Payload::Supersession(s) => {
             check_line(&mut p, "reason", &s.reason, MAX_LINE_CHARS, "why the old record no longer holds");
+            if let Some(scope) = &s.old_scope {
+                let named = matches!(scope.as_str(), "project" | "user" | "org")
+                    || scope.strip_prefix("session:").is_some_and(|n| !n.is_empty());
+                if !named {
+                    p.push(Problem::new(
+                        "old_scope",
+                        format!("{scope:?} is not a scope; use project, user, org or session:<name>"),
+                    ));
+                }
+            }
             if s.new == Some(s.old) {
                 p.push(Problem::new("new", "names the same record as old; a record cannot supersede itself"));
             }

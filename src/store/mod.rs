@@ -60,7 +60,10 @@ impl WriteMode {
             "auto" => Ok(WriteMode::Auto),
             "review" => Ok(WriteMode::Review),
             "off" => Ok(WriteMode::Off),
-            _ => Err(Error::Config { key: key.into(), message: format!("{value:?} is not a mode; use auto, review or off") }),
+            _ => Err(Error::Config {
+                key: key.into(),
+                message: format!("{value:?} is not a mode; use auto, review or off"),
+            }),
         }
     }
 }

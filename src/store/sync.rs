@@ -76,7 +76,8 @@ impl Store {
                     return Ok(None)
                 }
                 Err(Error::GitCommand { message, .. })
-                    if attempt < 10 && (message.contains("cannot lock ref") || message.contains("unable to update local ref")) =>
+                    if attempt < 10
+                        && (message.contains("cannot lock ref") || message.contains("unable to update local ref")) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(30 * attempt));
                 }

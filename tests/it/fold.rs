@@ -88,6 +88,7 @@ fn scenario() -> Vec<(RecordId, Record)> {
         Kind::Supersession,
         Payload::Supersession(Supersession {
             old: c.0,
+            old_scope: None,
             new: Some(a.0),
             reason: "merged".into(),
             method: SupersessionMethod::Explicit,
@@ -178,6 +179,7 @@ fn supersede(secs: i64, old: RecordId, new: Option<RecordId>) -> (RecordId, Reco
         Kind::Supersession,
         Payload::Supersession(Supersession {
             old,
+            old_scope: None,
             new,
             reason: "replaced".into(),
             method: if new.is_some() { SupersessionMethod::Key } else { SupersessionMethod::Outdated },

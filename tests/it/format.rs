@@ -136,6 +136,7 @@ created_at: "2026-03-01T12:00:00Z"
                 Kind::Supersession,
                 Payload::Supersession(Supersession {
                     old: id('1'),
+                    old_scope: None,
                     new: Some(id('2')),
                     reason: "deploy target moved".into(),
                     method: SupersessionMethod::Key,

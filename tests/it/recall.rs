@@ -163,6 +163,7 @@ fn the_budget_cuts_and_says_so_and_invalidated_facts_show_their_replacement() {
         kind: git_neo::record::Kind::Supersession,
         payload: git_neo::record::Payload::Supersession(git_neo::record::Supersession {
             old: git_neo::record::RecordId::from_hex(&old).expect("id"),
+            old_scope: None,
             new: git_neo::record::RecordId::from_hex(&new),
             reason: "moved to Fly.io in March".into(),
             method: git_neo::record::SupersessionMethod::Key,

@@ -67,6 +67,7 @@ pub fn history(sb: &Sandbox) -> (std::path::PathBuf, String) {
         &repo,
         Payload::Supersession(Supersession {
             old: id(&old),
+            old_scope: None,
             new: Some(id(&new)),
             reason: "moved to Fly.io in March".into(),
             method: SupersessionMethod::Key,

@@ -78,7 +78,13 @@ fn user_and_org_facts_reach_a_fresh_project_and_each_item_says_its_scope() {
     assert!(!got.iter().any(|(s, _)| s.contains("Project A")), "project A's own memory stays in A: {got:?}");
     // On another machine (another data directory) the org memory arrives with a fetch.
     let elsewhere = |args: &[&str]| {
-        let out = sb.neo_cmd(&b).env("GIT_NEO_DATA_DIR", sb.path("laptop")).env("GIT_NEO_EMBEDDER", "hash").args(args).output().expect("run");
+        let out = sb
+            .neo_cmd(&b)
+            .env("GIT_NEO_DATA_DIR", sb.path("laptop"))
+            .env("GIT_NEO_EMBEDDER", "hash")
+            .args(args)
+            .output()
+            .expect("run");
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         stdout(&out)
     };
@@ -115,7 +121,8 @@ fn the_same_key_is_answered_by_project_over_org_over_user_but_constraints_all_sh
     let key = ["--key", "style.indent"];
     add(&sb, &repo, "user", &["-t", "pattern", "-s", "Indent with tabs everywhere", key[0], key[1]]);
     add(&sb, &repo, "org", &["-t", "pattern", "-s", "Indent with two spaces everywhere", key[0], key[1]]);
-    let project_id = add(&sb, &repo, "project", &["-t", "pattern", "-s", "Indent with four spaces everywhere", key[0], key[1]]);
+    let project_id =
+        add(&sb, &repo, "project", &["-t", "pattern", "-s", "Indent with four spaces everywhere", key[0], key[1]]);
     add(&sb, &repo, "user", &["-t", "constraint", "-s", "Never indent with a mix", key[0], "style.mix"]);
     add(&sb, &repo, "org", &["-t", "constraint", "-s", "Never indent with a mix of widths", key[0], "style.mix"]);
 
@@ -304,11 +311,20 @@ fn a_free_form_scope_label_is_an_area_and_old_labels_keep_working() {
 fn two_machines_share_one_user_memory_through_its_remote() {
     let sb = Sandbox::new();
     let remote = forge(&sb, "user-memory.git");
-    sb.git(sb.dir.path(), &["config", "--file", &sb.path("gitconfig").to_string_lossy(), "neo.user.url", &remote.to_string_lossy()]);
+    sb.git(
+        sb.dir.path(),
+        &["config", "--file", &sb.path("gitconfig").to_string_lossy(), "neo.user.url", &remote.to_string_lossy()],
+    );
     let repo = sb.repo("r");
     let machine = |n: &str| sb.path(&format!("machine-{n}"));
     let run = |m: &str, args: &[&str]| {
-        let out = sb.neo_cmd(&repo).env("GIT_NEO_DATA_DIR", machine(m)).env("GIT_NEO_EMBEDDER", "hash").args(args).output().expect("run");
+        let out = sb
+            .neo_cmd(&repo)
+            .env("GIT_NEO_DATA_DIR", machine(m))
+            .env("GIT_NEO_EMBEDDER", "hash")
+            .args(args)
+            .output()
+            .expect("run");
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         stdout(&out)
     };
@@ -341,14 +357,26 @@ fn three_clones_sharing_one_org_and_one_user_memory_converge_with_nothing_lost()
         .collect();
     // Every clone writes to all three scopes and syncs, all at once. (Six unrelated topics, so
     // no write supersedes another.)
-    let topics = ["billing exports", "flaky login tests", "docker image size", "the search index", "release notes", "database backups"];
+    let topics = [
+        "billing exports",
+        "flaky login tests",
+        "docker image size",
+        "the search index",
+        "release notes",
+        "database backups",
+    ];
     std::thread::scope(|s| {
         for (i, c) in clones.iter().enumerate() {
             let sb = &sb;
             s.spawn(move || {
                 for j in 0..2 {
                     let t = topics[i * 2 + j];
-                    add(sb, c, "project", &["-t", "decision", "-s", &format!("Project decision {i}.{j}: {t} belong to team {i}")]);
+                    add(
+                        sb,
+                        c,
+                        "project",
+                        &["-t", "decision", "-s", &format!("Project decision {i}.{j}: {t} belong to team {i}")],
+                    );
                     add(sb, c, "org", &["-t", "pattern", "-s", &format!("Org pattern {i}.{j}: review {t} weekly")]);
                     add(sb, c, "user", &["-t", "pattern", "-s", &format!("User habit {i}.{j}: I check {t} first")]);
                     ok(sb, c, &["sync"]);
@@ -385,4 +413,35 @@ fn three_clones_sharing_one_org_and_one_user_memory_converge_with_nothing_lost()
     assert!(got.iter().any(|(s, sc)| s.starts_with("Org pattern") && sc == "org"), "{got:?}");
     assert!(got.iter().any(|(s, sc)| s.starts_with("User habit") && sc == "user"), "{got:?}");
     assert!(!got.iter().any(|(s, _)| s.starts_with("Project decision")), "{got:?}");
+}
+
+#[test]
+fn supersession_crosses_scopes_only_when_asked_and_is_recorded_where_it_was_written() {
+    let sb = Sandbox::new();
+    let org = forge(&sb, "org.git");
+    let repo = project(&sb, "r", &org, "auto");
+    let org_id = add(&sb, &repo, "org", &["-t", "decision", "-s", "Services log in JSON to stdout"]);
+    // The same words in the project do not replace the org's fact by similarity or frame.
+    add(&sb, &repo, "project", &["-t", "decision", "-s", "Services log in JSON to stdout"]);
+    assert!(ok(&sb, &repo, &["--scope", "org", "list"]).contains("Services log in JSON"));
+    let got = recalled(&sb, &repo, "services log json stdout");
+    assert_eq!(got.iter().filter(|(s, _)| s.contains("log in JSON")).count(), 2, "{got:?}");
+
+    // Asked for: the project's fact replaces the org's, recorded in the project memory only.
+    let new = add(
+        &sb,
+        &repo,
+        "project",
+        &["-t", "decision", "-s", "This service logs logfmt to stderr", "--supersedes", &org_id[..12]],
+    );
+    let r = json(&ok(&sb, &repo, &["recall", "services log json stdout logfmt", "--json"]));
+    let invalid: Vec<_> = r["invalidated"].as_array().expect("invalidated").iter().collect();
+    let replaced = invalid.iter().find(|i| i["id"] == org_id.as_str()).expect("the org fact shows as replaced");
+    assert_eq!(replaced["scope"], "org");
+    assert_eq!(replaced["replaced_by"][0]["id"], new.as_str());
+    let org_list = json(&ok(&sb, &repo, &["--scope", "org", "list", "--json"]));
+    assert_eq!(org_list[0]["status"], "valid", "the org memory itself is untouched");
+    let sups = ok(&sb, &repo, &["list", "--kind", "supersession"]);
+    assert!(sups.contains(&org_id[..12]), "{sups}");
+    ok(&sb, &repo, &["verify"]);
 }

@@ -154,6 +154,7 @@ fn supersession(old: &str, new: &str, secs: i64) -> (RecordId, Vec<u8>) {
         kind: Kind::Supersession,
         payload: Payload::Supersession(Supersession {
             old: RecordId::from_hex(old).expect("id"),
+            old_scope: None,
             new: RecordId::from_hex(new),
             reason: "loop".into(),
             method: SupersessionMethod::Explicit,
