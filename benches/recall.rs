@@ -183,9 +183,10 @@ fn main() {
                     k: 10,
                     budget: 12_000,
                     types: vec![],
-                    scope: None,
+                    area: None,
                     now: Timestamp(1_780_000_000),
                     as_of: None,
+                    origins: None,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
                 lat.push(t.elapsed());

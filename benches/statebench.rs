@@ -136,6 +136,8 @@ fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) ->
         identity: Some(common::who()),
         clock: Clock::Fixed(Timestamp(1_735_689_600)),
         embedder: EmbedderChoice::Off,
+        scope: None,
+        data_dir: None,
     });
     s.give_embedder(embedder);
     s
@@ -154,7 +156,7 @@ fn add(
         fact_type: fact_type.into(),
         subject: subject.into(),
         body: body.into(),
-        scope,
+        area: scope,
         tags: vec![],
         key: None,
         slot: None,
@@ -254,7 +256,7 @@ fn replay(
                         k: 10,
                         budget: git_neo::recall::DEFAULT_BUDGET,
                         types: vec![],
-                        scope: None,
+                        area: None,
                         as_of: None,
                     })
                     .expect("recall");

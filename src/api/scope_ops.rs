@@ -9,6 +9,9 @@ use crate::record::{Fact, Kind, Payload, RecordId};
 use crate::scope::{self, Scope};
 use crate::state::Status;
 
+/// The sessions of a clone (name, records) and the current one's name.
+pub type Sessions = (Vec<(String, usize)>, Option<String>);
+
 /// What `git neo session promote` did.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Promotion {
@@ -125,7 +128,7 @@ impl Session {
     }
 
     /// The sessions of this clone, with their record counts, and which is current.
-    pub fn sessions(&mut self) -> Result<(Vec<(String, usize)>, Option<String>)> {
+    pub fn sessions(&mut self) -> Result<Sessions> {
         let places = self.places();
         let mut out = Vec::new();
         for s in places.readable()? {

@@ -231,3 +231,33 @@ fn replies_are_bounded_and_say_when_they_were_cut() {
     let (_, text) = c.call("recall", j!({"query": "payment gateway", "budget": 300}));
     assert!(text.contains("more item(s) not shown") || text.len() < 2_000, "{text}");
 }
+
+#[test]
+fn a_client_writes_to_a_scope_and_recalls_every_scope_through_one_warm_server() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "hash")]);
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "pattern", "subject": "I always run the linter before pushing", "scope": "user"}),
+    );
+    assert!(!e, "{text}");
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "decision", "subject": "The linter config lives in lint.toml", "area": "tooling"}),
+    );
+    assert!(!e, "{text}");
+    // The next call without a scope goes to the project again.
+    assert!(sb.neo_ok(&repo, &["list"]).contains("lint.toml"));
+    assert!(!sb.neo_ok(&repo, &["list"]).contains("always run the linter"));
+    assert!(sb.neo_ok(&repo, &["--scope", "user", "list"]).contains("always run the linter"));
+    let (e, text) = c.call("recall", j!({"query": "linter before pushing lint.toml"}));
+    assert!(!e, "{text}");
+    assert!(text.contains("always run the linter") && text.contains("[user]"), "{text}");
+    assert!(text.contains("lint.toml"), "{text}");
+    let (e, text) = c.call("recall", j!({"query": "linter before pushing", "scope": "user"}));
+    assert!(!e, "{text}");
+    assert!(!text.contains("lint.toml"), "only the user scope: {text}");
+    let (e, text) = c.call("add_fact", j!({"type": "pattern", "subject": "x", "scope": "backend"}));
+    assert!(e && text.contains("--area backend"), "{text}");
+}

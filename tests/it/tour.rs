@@ -37,4 +37,6 @@ fn the_readme_tour_runs_as_written() {
     assert!(stdout.contains("records, ok"), "verify passes: {stdout}");
     assert!(stdout.contains("# Memory for: add a refund endpoint to payments"), "recall answers: {stdout}");
     assert!(stdout.contains("### Forgotten"), "diff renders the forget: {stdout}");
+    assert!(stdout.contains("[user]") && stdout.contains("[session:refunds]"), "scopes recalled together: {stdout}");
+    assert!(stdout.contains("promoted 1 facts of session:refunds to project"), "{stdout}");
 }

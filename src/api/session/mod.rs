@@ -3,10 +3,13 @@
 //!
 //! Both front ends use it the same way: the CLI makes a session for one command, the MCP server
 //! keeps one warm across calls. It owns
-//! - the memory, reloaded when a tip it was read from has moved (another process wrote);
+//! - the memory of each scope it has read (the project's, and the user, org and session memories
+//!   beside it: docs/scopes.md), each reloaded when a tip it was read from has moved (another
+//!   process wrote); commands act on one scope (`--scope`, the project by default), recall reads
+//!   them all (`across.rs`);
 //! - the embedder, loaded lazily on first need, with the lexical fallback when it is missing or
 //!   fails (then it says why once, as a [`Notice`]);
-//! - the recall indexes, caught up to the memory's tips;
+//! - each scope's recall indexes, caught up to its memory's tips;
 //! - the Construct library with its cached pattern vectors;
 //! - the clock ([`Clock`], for validity windows and ages: it needs no identity) apart from the
 //!   author ([`SessionOptions::identity`], needed only to write);
@@ -16,9 +19,11 @@
 //! outcomes and verify are each one call here. Nothing here prints: what a person should be told
 //! (a rebuilt cache, semantic recall off) is queued as a [`Notice`] for the front end to render.
 
-use super::attempts::AttemptRequest;
-use super::verify::Report;
-use super::{AddOutcome, AddRequest, CandidateFn, Explanation, History, Memory, Similarity, WriteContext};
+mod across;
+
+use crate::api::attempts::AttemptRequest;
+use crate::api::verify::Report;
+use crate::api::{AddOutcome, AddRequest, CandidateFn, Explanation, History, Memory, Similarity, WriteContext};
 use crate::construct::{self, Hit, Library};
 use crate::embed::{self, Embedder, EmbedderChoice, NoEmbedder};
 use crate::error::{Error, Result};
@@ -33,7 +38,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use super::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
+pub use crate::api::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
 /// A front end's hold on one repository's memory and the scopes around it (see the module docs).
 pub struct Session {
@@ -279,7 +284,7 @@ impl Session {
     }
 
     /// Where this session's scopes are.
-    pub fn places(&self) -> super::scopes::Places {
+    pub fn places(&self) -> crate::api::scopes::Places {
         self.opts.places()
     }
 
@@ -410,153 +415,6 @@ impl Session {
         self.warm.construct_hits(&self.opts.dir, query, None, k)
     }
 
-    /// The scopes a recall reads: the one asked for, or every scope there is (those that cannot
-    /// be read are left out with a notice; the project must answer).
-    fn recall_scopes(&mut self) -> Result<Vec<Scope>> {
-        let wanted = match &self.opts.scope {
-            Some(s) => vec![s.clone()],
-            None => self.places().readable()?,
-        };
-        let target = self.target();
-        let mut live = Vec::new();
-        for scope in wanted {
-            match self.memory_of(&scope) {
-                Ok(_) => live.push(scope),
-                Err(e) if scope != target => {
-                    self.parts.remove(&scope);
-                    self.warm.notices.push(Notice::ScopeUnreadable { scope: scope.to_string(), why: e.to_string() });
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if live.contains(&Scope::Org) {
-            self.note_org_age()?;
-        }
-        Ok(live)
-    }
-
-    /// Say when the org cache is older than `neo.org.refreshMinutes`, or refused its last fetch.
-    fn note_org_age(&mut self) -> Result<()> {
-        let Some(store) = self.parts.get(&Scope::Org).and_then(|p| p.memory.as_ref()).map(|m| m.store()) else {
-            return Ok(());
-        };
-        if let Some(why) = super::scopes::refused(store) {
-            self.warm.notices.push(Notice::ScopeUnreadable { scope: "org".into(), why });
-        }
-        let minutes = match self.project_store()?.config_value(crate::config::ORG_REFRESH_MINUTES) {
-            Some(v) => crate::config::parse_u64(crate::config::ORG_REFRESH_MINUTES, &v)?,
-            None => crate::config::DEFAULT_ORG_REFRESH_MINUTES,
-        };
-        let fetched = super::scopes::last_fetch(store);
-        let old = fetched.is_none_or(|t| self.now().0 - t.0 > minutes as i64 * 60);
-        if minutes > 0 && old {
-            let fetch = super::scopes::claim_fetch(store);
-            self.warm.notices.push(Notice::OrgStale { fetched, fetch });
-        }
-        Ok(())
-    }
-
-    /// The fold of the records of `scopes`, kept while their tips stay.
-    fn union_of(&mut self, scopes: &[Scope]) -> &Union {
-        let memories: Vec<(&Scope, &Memory)> =
-            scopes.iter().filter_map(|s| self.parts.get(s).and_then(|p| p.memory.as_ref()).map(|m| (s, m))).collect();
-        let tips: Vec<String> =
-            memories.iter().flat_map(|(s, m)| std::iter::once(s.to_string()).chain(m.tip_ids())).collect();
-        if self.union.as_ref().is_none_or(|u| u.tips != tips) {
-            let mut origins = HashMap::new();
-            let mut records = Vec::new();
-            // Higher priority first: a record held by two scopes is said to come from the stronger.
-            let mut by_priority = memories.clone();
-            by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
-            for (scope, memory) in by_priority {
-                for e in memory.state().entries.values() {
-                    if origins.insert(e.id, scope.clone()).is_none() {
-                        records.push((e.id, e.record.clone()));
-                    }
-                }
-            }
-            let state = crate::state::fold(records);
-            self.union = Some(Union { tips, state, origins: Arc::new(origins) });
-        }
-        self.union.as_ref().expect("built above")
-    }
-
-    /// Recall for a query over every scope (or the one asked for): the memories' layers ranked
-    /// together, attempts with their freshness, and the Construct patterns that clearly match
-    /// ([`construct::for_recall`]).
-    pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
-        if q.query.trim().is_empty() {
-            return Err(Error::invalid("query", "is empty; say what the task is about"));
-        }
-        let mut types = Vec::new();
-        for t in &q.types {
-            types.push(FactType::from_word(t.trim()).ok_or_else(|| {
-                Error::invalid("type", format!("{t:?} is not a fact type; use one of: {}", FactType::expected()))
-            })?);
-        }
-        let now = self.now();
-        let scopes = self.recall_scopes()?;
-        let memory = self.memory()?;
-        let as_of = match q.as_of.as_deref().map(str::trim) {
-            None => None,
-            Some(v) => Some(match Timestamp::parse(v) {
-                Some(t) => t,
-                None => memory.commit_time(v).map_err(|_| {
-                    Error::invalid(
-                        "as_of",
-                        format!(
-                            "{v:?} is neither a date (YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ) nor a commit in this repository"
-                        ),
-                    )
-                })?,
-            }),
-        };
-        for scope in &scopes {
-            let part = self.parts.get_mut(scope).expect("read by recall_scopes");
-            let memory = part.memory.as_ref().expect("read by recall_scopes");
-            self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, true)?;
-        }
-        self.warm.say_semantic_off();
-        if scopes.len() > 1 {
-            self.union_of(&scopes);
-        }
-        let req = Request {
-            query: q.query.clone(),
-            k: q.k,
-            budget: q.budget,
-            types,
-            area: q.area.clone(),
-            now,
-            as_of,
-            origins: None,
-        };
-        let parts: Vec<super::recall::Part<'_>> = scopes
-            .iter()
-            .map(|s| {
-                let p = &self.parts[s];
-                super::recall::Part {
-                    scope: s.clone(),
-                    memory: p.memory.as_ref().expect("read by recall_scopes"),
-                    indexes: &p.indexes.as_ref().expect("refreshed above").0,
-                }
-            })
-            .collect();
-        let union = match scopes.len() {
-            1 => None,
-            _ => self.union.as_ref().map(|u| (&u.state, u.origins.clone())),
-        };
-        let mut result = super::recall::recall_parts(&parts, union, reborrow(&mut self.warm.embedder), &req)?;
-        // The Construct comes after the memories: a few patterns that clearly match.
-        let hits = self.warm.construct_hits(
-            &self.opts.dir,
-            &req.query,
-            result.query_vector.as_ref(),
-            construct::RECALL_PATTERNS,
-        )?;
-        result.attach_construct(construct::for_recall(hits));
-        Ok(result)
-    }
-
     /// Delete the target scope's recall indexes and build them again.
     pub fn reindex(&mut self) -> Result<(Indexes, Refresh)> {
         let scope = self.target();
@@ -598,72 +456,6 @@ impl Session {
         }
         let outcome = memory.apply_add(plan, &wc)?;
         self.share(outcome, &wc)
-    }
-
-    /// The `--supersedes` ids of `req` that name a current fact of another scope (asked for
-    /// explicitly, so a supersession may cross scopes: it is recorded in the target scope and
-    /// applies wherever both are read), and the request without them.
-    fn foreign_supersessions(&mut self, req: &AddRequest) -> Result<(Vec<super::PlannedSupersession>, AddRequest)> {
-        let target = self.target();
-        let mut local = req.clone();
-        local.supersedes.clear();
-        let mut foreign = Vec::new();
-        for prefix in &req.supersedes {
-            match self.memory()?.resolve("supersedes", prefix) {
-                Err(Error::NotFound { .. }) => {}
-                _ => {
-                    local.supersedes.push(prefix.clone());
-                    continue;
-                }
-            }
-            let mut found = None;
-            for scope in self.places().readable()?.into_iter().filter(|s| *s != target) {
-                let Ok(memory) = self.memory_of(&scope) else { continue };
-                if let Ok(id) = memory.resolve("supersedes", prefix) {
-                    let e = &memory.state().entries[&id];
-                    if e.record.kind == crate::record::Kind::Fact && e.status == crate::state::Status::Valid {
-                        found = Some((scope.clone(), id, e.record.summary()));
-                        break;
-                    }
-                }
-            }
-            match found {
-                Some((scope, old, subject)) => foreign.push(super::PlannedSupersession {
-                    old,
-                    old_scope: Some(scope.to_string()),
-                    subject,
-                    method: crate::record::SupersessionMethod::Explicit,
-                    score: None,
-                    reason: req.reason.clone().unwrap_or_else(|| {
-                        format!("replaced explicitly, across scopes (a fact of the {scope} memory)")
-                    }),
-                }),
-                // Not found anywhere: the write path says so, naming the field.
-                None => local.supersedes.push(prefix.clone()),
-            }
-        }
-        Ok((foreign, local))
-    }
-
-    /// After a write to the org memory, share it: push it (auto mode) or push it as a proposal
-    /// branch (review mode). When the org cannot be reached the record stays in the local cache
-    /// and the error says how to share it later.
-    fn share(&mut self, mut outcome: AddOutcome, wc: &WriteContext) -> Result<AddOutcome> {
-        if self.target() != Scope::Org || outcome.commit.is_none() {
-            return Ok(outcome);
-        }
-        let memory = self.memory()?;
-        let url = memory.store().remote_url(super::scopes::REMOTE).unwrap_or_default();
-        match super::share::share_org(memory, wc) {
-            Ok(proposal) => {
-                outcome.shared = Some(match proposal {
-                    Some(p) => format!("proposed as branch {} of {url}, for review in a pull request", p.branch),
-                    None => format!("pushed to {url}"),
-                });
-                Ok(outcome)
-            }
-            Err(e) => Err(Error::NotShared { id: outcome.id.short(), scope: "org".into(), why: e.to_string() }),
-        }
     }
 
     /// Record an attempt (a reported check, or one git-neo ran).
@@ -716,8 +508,8 @@ impl Session {
     /// no memory yet.
     pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
         let store = self.store()?;
-        let Some((name, tip, from)) = super::verify::target(&store, range)? else { return Ok(None) };
-        let report = super::verify::verify(&store, &name, tip, from)?;
+        let Some((name, tip, from)) = crate::api::verify::target(&store, range)? else { return Ok(None) };
+        let report = crate::api::verify::verify(&store, &name, tip, from)?;
         Ok(Some((name, report)))
     }
 }
