@@ -8,6 +8,8 @@
 //! background server; the prompt hook through the server; `add_fact` (a new fact, and a
 //! near-duplicate that supersedes one) and `recall` through a warm `git neo mcp`. New facts are
 //! sentences from the READMEs in the cargo registry cache; the index is caught up before timing.
+//! Then the same memory with a user memory (1k facts) and an org memory (5k facts) beside it:
+//! recall reads all three scopes, ranked together (docs/scopes.md).
 
 mod common;
 
@@ -57,7 +59,10 @@ fn real_sentences(n: usize) -> Vec<String> {
 /// socket directory.
 fn neo(exe: &Path, repo: &Path, daemon: bool, run: &Path) -> Command {
     let mut c = Command::new(exe);
+    // User and org memories live here, never in the bench runner's own data directory.
+    let data = DATA.lock().map(|d| d.clone()).unwrap_or_default().unwrap_or_else(|| run.join("data"));
     c.current_dir(repo)
+        .env("GIT_NEO_DATA_DIR", data)
         .env("GIT_NEO_CACHE_DIR", cache_root())
         .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
         .env("GIT_NEO_DAEMON_IDLE", "120")
@@ -117,6 +122,17 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
         assert!(start.elapsed() < Duration::from_secs(120), "the server did not start");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The data directory commands are given (user memory, org caches).
+static DATA: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Records `from..to` as facts of another memory (their own words, so they do not collide with
+/// the project's).
+fn other_facts(from: usize, to: usize, area: &str) -> Vec<(git_neo::record::Kind, git_neo::record::RecordId, Vec<u8>)> {
+    (from..to)
+        .map(|i| fact(i, format!("{} ({area} {i})", subject(i)), area.into(), vec![], format!("Shared rule {i}.\n")))
+        .collect()
 }
 
 static SENTENCES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
@@ -269,5 +285,58 @@ fn main() {
             println!("| {n} | {name} | MCP `add_fact` that supersedes, warm server | {} | near-duplicate: supersession written too |", ms(replacing));
             println!("| {n} | {name} | MCP `recall`, warm server | {} | |", ms(recall));
         }
+
+        // The same project with a user memory and an org memory beside it.
+        let data = tmp.path().join(format!("data{n}"));
+        *DATA.lock().expect("data dir") = Some(data.clone());
+        let user = Store::open_at(&data.join("user.git"), StoreOptions::default(), true).expect("user").expect("made");
+        user.write_records(
+            &other_facts(n + 1_000_000, n + 1_001_000, "user"),
+            "neo: import",
+            &who(),
+            Timestamp(1_770_000_000),
+            false,
+        )
+        .expect("write user");
+        let forge = tmp.path().join(format!("org{n}.git"));
+        git(tmp.path(), &["init", "-q", "--bare", &forge.to_string_lossy()], None);
+        let org = Store::open_at(&forge, StoreOptions::default(), false).expect("org").expect("exists");
+        org.write_records(
+            &other_facts(n + 2_000_000, n + 2_005_000, "org"),
+            "neo: import",
+            &who(),
+            Timestamp(1_770_000_000),
+            false,
+        )
+        .expect("write org");
+        git(&repo, &["config", "neo.org.url", &forge.to_string_lossy()], None);
+        git(&repo, &["config", "neo.org.mode", "auto"], None);
+        for args in [
+            &["--scope", "org", "sync"][..],
+            &["--scope", "org", "reindex"],
+            &["--scope", "user", "reindex"],
+            &["reindex"],
+        ] {
+            let mut c = neo(&this, &repo, false, &run);
+            c.args(args);
+            ok(c);
+        }
+        let (recall, _) = recall_and_add(&this, &repo, false, &run, &mut next, rounds);
+        println!("| {n} + 1k user + 5k org | this | `git neo recall`, own process, three scopes | {} | |", ms(recall));
+        let mut server = neo(&this, &repo, false, &run);
+        server.args(["daemon", "run", "--idle", "120"]).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut server = server.spawn().expect("server");
+        wait_for_server(&this, &repo, &run);
+        let _ = recall_and_add(&this, &repo, true, &run, &mut next, 2);
+        let (recall, add) = recall_and_add(&this, &repo, true, &run, &mut next, rounds);
+        println!("| {n} + 1k user + 5k org | this | `git neo recall`, through the server, three scopes | {} | after each recall a project add, so the fold of all scopes is redone | ", ms(recall));
+        println!("| {n} + 1k user + 5k org | this | `git neo add`, through the server | {} | |", ms(add));
+        let mut stop = neo(&this, &repo, false, &run);
+        stop.args(["daemon", "stop"]);
+        ok(stop);
+        let _ = server.wait();
+        let (_, _, recall) = mcp(&this, &repo, &run, &mut next, rounds * 2);
+        println!("| {n} + 1k user + 5k org | this | MCP `recall`, warm server, three scopes | {} | |", ms(recall));
+        *DATA.lock().expect("data dir") = None;
     }
 }
