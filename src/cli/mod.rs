@@ -422,7 +422,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Hooks(c) => outcomes::hooks(ctx, c),
         Command::Mcp => {
             match session_options(ctx.dir.clone(), ctx.ref_name.clone(), ctx.scope.as_deref(), &process_env) {
-                Ok(opts) => crate::mcp::serve(Session::new(opts)),
+                Ok(opts) => crate::mcp::serve(Session::new(opts), daemon::fetch_org_in_background),
                 Err(e) => Err(e),
             }
         }

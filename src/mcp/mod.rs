@@ -31,7 +31,12 @@ pub const DEFAULT_BUDGET: usize = 4_000;
 /// The session (memory, model, indexes, Construct) kept warm between calls.
 struct Warm {
     session: Session,
+    /// Starts a fetch of a stale org cache in the background (the CLI's; this server spawns nothing).
+    fetch_org: FetchOrg,
 }
+
+/// What the server calls, with the work tree, when a read found the org cache stale.
+pub type FetchOrg = fn(&std::path::Path);
 
 /// The server: one warm state behind a lock (calls are handled one at a time).
 pub struct NeoServer {
@@ -97,7 +102,10 @@ impl Warm {
         let result = self
             .in_scope(a.scope.as_deref(), |s| s.recall(&query))
             .map_err(|e| e.replacen("error: type:", "error: types:", 1))?;
-        self.session.take_notices();
+        // Notices have no reader here; a stale org cache is still fetched for the next call.
+        if self.session.take_notices().iter().any(|n| matches!(n, git_neo::api::Notice::OrgStale { fetch: true, .. })) {
+            (self.fetch_org)(self.session.dir());
+        }
         let mut text = git_neo::recall::render::markdown(&result);
         if let Some(why) = self.session.semantic_off() {
             text.push_str(&format!("_(semantic recall off: {why})_\n"));
@@ -216,8 +224,8 @@ impl Warm {
 }
 
 impl NeoServer {
-    pub fn new(session: Session) -> NeoServer {
-        NeoServer { warm: Mutex::new(Warm { session }) }
+    pub fn new(session: Session, fetch_org: FetchOrg) -> NeoServer {
+        NeoServer { warm: Mutex::new(Warm { session, fetch_org }) }
     }
 }
 
@@ -264,14 +272,14 @@ impl ServerHandler for NeoServer {
 }
 
 /// Serve on stdin/stdout until the client closes the connection.
-pub fn serve(session: Session) -> Result<(), Error> {
+pub fn serve(session: Session, fetch_org: FetchOrg) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| io("starting the MCP server's runtime", e))?;
     runtime.block_on(async move {
-        let running = NeoServer::new(session)
+        let running = NeoServer::new(session, fetch_org)
             .serve(rmcp::transport::stdio())
             .await
             .map_err(|e| io("starting the MCP session", std::io::Error::other(e.to_string())))?;

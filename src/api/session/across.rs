@@ -54,29 +54,56 @@ impl Session {
         Ok(())
     }
 
-    /// The fold of the records of `scopes`, kept while their tips stay.
+    /// The fold of the records of `scopes`, kept while their tips stay and caught up in place
+    /// when they only grew (a write between two recalls adds a record or two: the union takes
+    /// them as the scope's own state did, instead of folding every scope again).
     fn union_of(&mut self, scopes: &[Scope]) -> &Union {
         let memories: Vec<(&Scope, &Memory)> =
             scopes.iter().filter_map(|s| self.parts.get(s).and_then(|p| p.memory.as_ref()).map(|m| (s, m))).collect();
         let tips: Vec<String> =
             memories.iter().flat_map(|(s, m)| std::iter::once(s.to_string()).chain(m.tip_ids())).collect();
-        if self.union.as_ref().is_none_or(|u| u.tips != tips) {
-            let mut origins = HashMap::new();
-            let mut records = Vec::new();
-            // Higher priority first: a record held by two scopes is said to come from the stronger.
-            let mut by_priority = memories.clone();
-            by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
-            for (scope, memory) in by_priority {
-                for e in memory.state().entries.values() {
-                    if origins.insert(e.id, scope.clone()).is_none() {
-                        records.push((e.id, e.record.clone()));
+        if self.union.as_ref().is_some_and(|u| u.tips == tips) {
+            return self.union.as_ref().expect("checked above");
+        }
+        // Higher priority first: a record held by two scopes is said to come from the stronger.
+        let mut by_priority = memories.clone();
+        by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
+        let same_scopes = |u: &Union| u.scopes.as_slice() == scopes;
+        let held = |origins: &HashMap<RecordId, Scope>| {
+            origins.iter().all(|(id, s)| {
+                memories.iter().any(|(scope, m)| *scope == s && m.state().entries.contains_key(id))
+            })
+        };
+        let union = match self.union.take() {
+            // Every record the union holds is still where it came from: add what is new.
+            Some(u) if same_scopes(&u) && held(&u.origins) => {
+                let mut origins = Arc::try_unwrap(u.origins).unwrap_or_else(|shared| (*shared).clone());
+                let mut added = Vec::new();
+                for (scope, memory) in &by_priority {
+                    for e in memory.state().entries.values() {
+                        if !origins.contains_key(&e.id) {
+                            origins.insert(e.id, (*scope).clone());
+                            added.push((e.id, e.record.clone()));
+                        }
                     }
                 }
+                Union { scopes: scopes.to_vec(), tips, state: u.state.with_records(added), origins: Arc::new(origins) }
             }
-            let state = crate::state::fold(records);
-            self.union = Some(Union { tips, state, origins: Arc::new(origins) });
-        }
-        self.union.as_ref().expect("built above")
+            _ => {
+                let mut origins = HashMap::new();
+                let mut records = Vec::new();
+                for (scope, memory) in &by_priority {
+                    for e in memory.state().entries.values() {
+                        if origins.insert(e.id, (*scope).clone()).is_none() {
+                            records.push((e.id, e.record.clone()));
+                        }
+                    }
+                }
+                let state = crate::state::fold(records);
+                Union { scopes: scopes.to_vec(), tips, state, origins: Arc::new(origins) }
+            }
+        };
+        self.union.insert(union)
     }
 
     /// Recall for a query over every scope (or the one asked for): the memories' layers ranked

@@ -62,6 +62,7 @@ struct Part {
 
 /// Records of several scopes folded together (a supersession named across scopes applies).
 struct Union {
+    scopes: Vec<Scope>,
     tips: Vec<String>,
     state: State,
     origins: Arc<HashMap<RecordId, Scope>>,
