@@ -67,7 +67,8 @@ pub fn instructions(with_mcp: bool) -> String {
          decision|constraint|pattern|failure|known-unknown --subject \"…\" --slot \"<subject> / <predicate>\"` \
          (the thing, then what is said of it: `\"payments api / timeout\"`). A fact with the same slot \
          replaces the old one; if the reply lists a possible update that this replaces, add it again \
-         with `--supersedes <id>`.\n\
+         with `--supersedes <id>`. A habit of the person you work for goes to `--scope user`; \
+         working notes for this task only to a session (`git neo session start`, then `--scope session`).\n\
          4. **When a fact stops being true**, say so: `git neo outdated <id> --reason \"…\"`.\n\n\
          Never put secrets in memory; git-neo refuses them.\n"
     )

@@ -124,7 +124,13 @@ impl Places {
     /// The scopes a recall reads besides the project: the user memory if it exists, the org
     /// cache if it is configured and was made, and every session of this clone.
     pub fn readable(&self) -> Result<Vec<Scope>> {
-        let project = self.project()?;
+        self.readable_from(&self.project()?)
+    }
+
+    /// [`Places::readable`] with the project's store already open. Every recall asks, so it
+    /// looks only at refs and at whether the repositories are there (a few file checks), and
+    /// opens nothing.
+    pub fn readable_from(&self, project: &Store) -> Result<Vec<Scope>> {
         let mut out = vec![Scope::Project];
         for (name, _) in project.refs_with_prefix(scope::SESSION_REF_PREFIX)? {
             if let Some(s) = name.strip_prefix(scope::SESSION_REF_PREFIX) {
@@ -133,10 +139,13 @@ impl Places {
                 }
             }
         }
-        if self.org_configured(&project) && self.open(&Scope::Org, false).ok().flatten().is_some() {
-            out.push(Scope::Org);
+        let is_repository = |p: PathBuf| p.join("HEAD").is_file();
+        if let (true, Some(data)) = (self.org_configured(project), self.data_dir.as_deref()) {
+            if self.org_url(project).is_ok_and(|url| is_repository(scope::org_cache(data, &url))) {
+                out.push(Scope::Org);
+            }
         }
-        if self.data_dir.is_some() && self.open(&Scope::User, false).ok().flatten().is_some() {
+        if self.data_dir.as_deref().is_some_and(|d| is_repository(scope::user_repository(d))) {
             out.push(Scope::User);
         }
         Ok(out)

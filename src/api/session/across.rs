@@ -13,7 +13,10 @@ impl Session {
     fn recall_scopes(&mut self) -> Result<Vec<Scope>> {
         let wanted = match &self.opts.scope {
             Some(s) => vec![s.clone()],
-            None => self.places().readable()?,
+            None => {
+                let places = self.places();
+                places.readable_from(self.memory_of(&Scope::Project)?.store())?
+            }
         };
         let target = self.target();
         let mut live = Vec::new();
