@@ -329,7 +329,7 @@ fn main() {
         wait_for_server(&this, &repo, &run);
         let _ = recall_and_add(&this, &repo, true, &run, &mut next, 2);
         let (recall, add) = recall_and_add(&this, &repo, true, &run, &mut next, rounds);
-        println!("| {n} + 1k user + 5k org | this | `git neo recall`, through the server, three scopes | {} | after each recall a project add, so the fold of all scopes is redone | ", ms(recall));
+        println!("| {n} + 1k user + 5k org | this | `git neo recall`, through the server, three scopes | {} | a project add after each recall: the fold of all scopes catches up | ", ms(recall));
         println!("| {n} + 1k user + 5k org | this | `git neo add`, through the server | {} | |", ms(add));
         let mut stop = neo(&this, &repo, false, &run);
         stop.args(["daemon", "stop"]);

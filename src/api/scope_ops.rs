@@ -104,6 +104,24 @@ impl Session {
         }
     }
 
+    /// The scopes besides the project that a plain `git neo sync` also syncs: the org memory when
+    /// it is configured, the user memory when it exists and has a remote.
+    pub fn shared_scopes(&self) -> Result<Vec<Scope>> {
+        let places = self.places();
+        let mut out = Vec::new();
+        if places.org_configured(&places.project()?) {
+            out.push(Scope::Org);
+        }
+        if places.data_dir.is_some() {
+            if let Some(user) = places.open(&Scope::User, false)? {
+                if user.remote_url(scopes::REMOTE).is_some() {
+                    out.push(Scope::User);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Start a working session: create its ref and make it this clone's current session (what
     /// `--scope session` means). The name defaults to one made from the clock.
     pub fn start_session(&mut self, name: Option<&str>) -> Result<String> {

@@ -2,6 +2,7 @@
 //! its own: `--scope user|org`).
 
 use super::Ctx;
+use git_neo::api::share::SyncOutcome;
 use git_neo::store::{MergeKind, Store};
 use git_neo::Error;
 
@@ -28,19 +29,68 @@ fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
     Ok((store, wc))
 }
 
+/// What a plain `git neo sync` did: the project's sync, then each shared scope's.
+#[derive(serde::Serialize)]
+struct Synced {
+    #[serde(flatten)]
+    project: SyncOutcome,
+    /// The org and user memories synced after the project (when set up).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    scopes: Vec<ScopeSynced>,
+}
+
+#[derive(serde::Serialize)]
+struct ScopeSynced {
+    scope: String,
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    outcome: Option<SyncOutcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// `git neo sync`: the scope asked for; without `--scope` and a remote, the project and then
+/// every shared scope set up (org, user), a failure of one of those reported and exit 5.
 pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
     let outcome = ctx.session.sync(args.remote.as_deref())?;
+    let mut scopes = Vec::new();
+    if ctx.session.scope().is_none() && args.remote.is_none() {
+        for scope in ctx.session.shared_scopes()? {
+            ctx.session.set_scope(Some(scope.clone()));
+            let result = ctx.session.sync(None);
+            ctx.session.set_scope(None);
+            let (outcome, error) = match result {
+                Ok(o) => (Some(o), None),
+                Err(e) => {
+                    ctx.exit = Some(super::exit_code(&e));
+                    (None, Some(e.to_string()))
+                }
+            };
+            scopes.push(ScopeSynced { scope: scope.to_string(), outcome, error });
+        }
+    }
     if ctx.out.json {
-        ctx.out.json(&outcome);
+        ctx.out.json(&Synced { project: outcome, scopes });
         return Ok(());
     }
+    say(ctx, "", &outcome);
+    for s in &scopes {
+        match (&s.outcome, &s.error) {
+            (Some(o), _) => say(ctx, &format!("{} memory: ", s.scope), o),
+            (None, Some(e)) => ctx.out.warn(&format!("{} memory not synced: {e}", s.scope)),
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
+fn say(ctx: &mut Ctx, prefix: &str, outcome: &SyncOutcome) {
     let how = match outcome.merge {
         MergeKind::UpToDate => "already had everything from",
         MergeKind::FastForward => "fast-forwarded to",
         MergeKind::Merged => "merged",
     };
     ctx.out.line(&format!(
-        "{how} {}: received {} records, sent {}{}",
+        "{prefix}{how} {}: received {} records, sent {}{}",
         outcome.remote,
         outcome.received,
         outcome.sent,
@@ -52,7 +102,6 @@ pub fn sync(ctx: &mut Ctx, args: SyncArgs) -> Result<(), Error> {
             p.records, p.branch
         ));
     }
-    Ok(())
 }
 
 pub fn propose(ctx: &mut Ctx, args: ProposeArgs) -> Result<(), Error> {

@@ -261,12 +261,17 @@ fn a_client_writes_to_a_scope_and_recalls_every_scope_through_one_warm_server() 
     let (e, text) = c.call("add_fact", j!({"type": "pattern", "subject": "x", "scope": "backend"}));
     assert!(e && text.contains("--area backend"), "{text}");
     // Writes between recalls: the warm server's fold of all scopes catches up with each.
-    let (e, text) =
-        c.call("add_fact", j!({"type": "decision", "subject": "Lint with clippy pedantic", "key": "lint.level", "scope": "user"}));
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "decision", "subject": "Lint with clippy pedantic", "key": "lint.level", "scope": "user"}),
+    );
     assert!(!e, "{text}");
     let (_, text) = c.call("recall", j!({"query": "lint level clippy"}));
     assert!(text.contains("Lint with clippy pedantic") && text.contains("[user]"), "{text}");
-    let (e, text) = c.call("add_fact", j!({"type": "decision", "subject": "Lint with the default clippy lints", "key": "lint.level"}));
+    let (e, text) = c.call(
+        "add_fact",
+        j!({"type": "decision", "subject": "Lint with the default clippy lints", "key": "lint.level"}),
+    );
     assert!(!e, "{text}");
     let (_, text) = c.call("recall", j!({"query": "lint level clippy"}));
     assert!(text.contains("Lint with the default clippy lints"), "{text}");

@@ -385,9 +385,10 @@ fn three_clones_sharing_one_org_and_one_user_memory_converge_with_nothing_lost()
             });
         }
     });
+    // A plain sync shares the project's memory and then every shared scope set up (the org's).
     for c in &clones {
-        ok(&sb, c, &["sync"]);
-        ok(&sb, c, &["--scope", "org", "sync"]);
+        let synced = json(&ok(&sb, c, &["sync", "--json"]));
+        assert_eq!(synced["scopes"][0]["scope"], "org", "{synced}");
     }
     for c in &clones {
         ok(&sb, c, &["sync"]);

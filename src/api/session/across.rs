@@ -73,9 +73,9 @@ impl Session {
         by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
         let same_scopes = |u: &Union| u.scopes.as_slice() == scopes;
         let held = |origins: &HashMap<RecordId, Scope>| {
-            origins.iter().all(|(id, s)| {
-                memories.iter().any(|(scope, m)| *scope == s && m.state().entries.contains_key(id))
-            })
+            origins
+                .iter()
+                .all(|(id, s)| memories.iter().any(|(scope, m)| *scope == s && m.state().entries.contains_key(id)))
         };
         let union = match self.union.take() {
             // Every record the union holds is still where it came from: add what is new.
