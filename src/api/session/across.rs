@@ -84,8 +84,8 @@ impl Session {
                 let mut added = Vec::new();
                 for (scope, memory) in &by_priority {
                     for e in memory.state().entries.values() {
-                        if !origins.contains_key(&e.id) {
-                            origins.insert(e.id, (*scope).clone());
+                        if let std::collections::hash_map::Entry::Vacant(slot) = origins.entry(e.id) {
+                            slot.insert((*scope).clone());
                             added.push((e.id, e.record.clone()));
                         }
                     }
