@@ -446,3 +446,37 @@ fn supersession_crosses_scopes_only_when_asked_and_is_recorded_where_it_was_writ
     assert!(sups.contains(&org_id[..12]), "{sups}");
     ok(&sb, &repo, &["verify"]);
 }
+
+/// The real model ranks the scopes together: a paraphrase finds the org's fact and the user's,
+/// each by meaning alone, above the project's unrelated ones. Needs scripts/install-model.sh.
+#[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
+fn the_real_model_ranks_every_scope_together() {
+    let root = installed_model_root();
+    let sb = Sandbox::new();
+    let org = forge(&sb, "org.git");
+    let repo = project(&sb, "r", &org, "auto");
+    let real = |args: &[&str]| {
+        let out = sb.neo_cmd(&repo).env("GIT_NEO_CACHE_DIR", &root).args(args).output().expect("run");
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    real(&["add", "-t", "pattern", "-s", "Invoices are emailed to customers monthly"]);
+    real(&["add", "-t", "pattern", "-s", "The build uses a pinned Rust toolchain"]);
+    let org_id =
+        real(&["--scope", "org", "add", "-t", "pattern", "-s", "Automobiles are parked in the garage overnight"]);
+    let user_id =
+        real(&["--scope", "user", "add", "-t", "pattern", "-s", "Bicycles are stored in the shed during winter"]);
+    // Each found by meaning alone (no word in common), ahead of the project's own facts.
+    for (query, id, scope) in [
+        ("where do cars stay at night", org_id.trim(), "org"),
+        ("where do bikes go in the cold months", user_id.trim(), "user"),
+    ] {
+        let r = json(&real(&["recall", query, "--json"]));
+        assert_eq!(r["semantic"], true);
+        assert_eq!(r["scopes"], serde_json::json!(["project", "org", "user"]));
+        assert_eq!(r["facts"][0]["id"], id, "{r}");
+        assert_eq!(r["facts"][0]["scope"], scope, "{r}");
+        assert!(r["facts"][0]["lexical_rank"].is_null(), "{r}");
+    }
+}
