@@ -128,44 +128,23 @@ pub fn sync_checked(
             }
             None => before,
         };
-        let Some(local) = local else {
-            return Ok(SyncOutcome {
-                remote,
-                merge,
-                received,
-                sent: 0,
-                pushed: false,
-                tip: None,
-                attempts: attempt,
-                proposal: None,
-            });
+        let done = |sent: usize, pushed: bool, tip: Option<ObjectId>| SyncOutcome {
+            remote: remote.clone(),
+            merge,
+            received,
+            sent,
+            pushed,
+            tip: tip.map(|t| t.to_string()),
+            attempts: attempt,
+            proposal: None,
         };
+        let Some(local) = local else { return Ok(done(0, false, None)) };
         if Some(local) == theirs {
-            return Ok(SyncOutcome {
-                remote,
-                merge,
-                received,
-                sent: 0,
-                pushed: false,
-                tip: Some(local.to_string()),
-                attempts: attempt,
-                proposal: None,
-            });
+            return Ok(done(0, false, Some(local)));
         }
         let sent = added_records(store, theirs, Some(local))?;
         match store.push_with_lease(&remote, local, &dest, theirs)? {
-            Push::Done => {
-                return Ok(SyncOutcome {
-                    remote,
-                    merge,
-                    received,
-                    sent,
-                    pushed: true,
-                    tip: Some(local.to_string()),
-                    attempts: attempt,
-                    proposal: None,
-                })
-            }
+            Push::Done => return Ok(done(sent, true, Some(local))),
             Push::Rejected(_) => std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))),
         }
     }

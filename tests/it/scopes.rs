@@ -14,6 +14,13 @@ fn project(sb: &Sandbox, name: &str, forge: &Path, mode: &str) -> PathBuf {
     repo
 }
 
+/// An org memory (a bare repository standing for the forge) and a project using it in `mode`.
+fn with_org(sb: &Sandbox, mode: &str) -> (PathBuf, PathBuf) {
+    let org = forge(sb, "org.git");
+    let repo = project(sb, "r", &org, mode);
+    (org, repo)
+}
+
 fn forge(sb: &Sandbox, name: &str) -> PathBuf {
     let path = sb.path(name);
     sb.git(sb.dir.path(), &["init", "-q", "--bare", &path.to_string_lossy()]);
@@ -29,6 +36,19 @@ fn ok(sb: &Sandbox, repo: &Path, args: &[&str]) -> String {
     let out = neo(sb, repo, args);
     assert!(out.status.success(), "git neo {args:?}: {}\n{}", stdout(&out), stderr(&out));
     stdout(&out).trim().to_string()
+}
+
+/// `git neo` in `repo` as run on another machine: its own data directory `machine`.
+fn on_machine(sb: &Sandbox, repo: &Path, machine: &str, args: &[&str]) -> String {
+    let out = sb
+        .neo_cmd(repo)
+        .env("GIT_NEO_DATA_DIR", sb.path(machine))
+        .env("GIT_NEO_EMBEDDER", "hash")
+        .args(args)
+        .output()
+        .expect("run git-neo");
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    stdout(&out)
 }
 
 fn add(sb: &Sandbox, repo: &Path, scope: &str, args: &[&str]) -> String {
@@ -77,17 +97,7 @@ fn user_and_org_facts_reach_a_fresh_project_and_each_item_says_its_scope() {
     assert!(got.iter().any(|(s, sc)| s.contains("Never push orders") && sc == "org"), "{got:?}");
     assert!(!got.iter().any(|(s, _)| s.contains("Project A")), "project A's own memory stays in A: {got:?}");
     // On another machine (another data directory) the org memory arrives with a fetch.
-    let elsewhere = |args: &[&str]| {
-        let out = sb
-            .neo_cmd(&b)
-            .env("GIT_NEO_DATA_DIR", sb.path("laptop"))
-            .env("GIT_NEO_EMBEDDER", "hash")
-            .args(args)
-            .output()
-            .expect("run");
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        stdout(&out)
-    };
+    let elsewhere = |args: &[&str]| on_machine(&sb, &b, "laptop", args);
     assert!(!elsewhere(&["recall", "orders commits main"]).contains("Never push orders"));
     elsewhere(&["--scope", "org", "sync"]);
     assert!(elsewhere(&["recall", "orders commits main"]).contains("Never push orders"));
@@ -116,8 +126,7 @@ fn user_and_org_facts_reach_a_fresh_project_and_each_item_says_its_scope() {
 #[test]
 fn the_same_key_is_answered_by_project_over_org_over_user_but_constraints_all_show() {
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "auto");
+    let (_org, repo) = with_org(&sb, "auto");
     let key = ["--key", "style.indent"];
     add(&sb, &repo, "user", &["-t", "pattern", "-s", "Indent with tabs everywhere", key[0], key[1]]);
     add(&sb, &repo, "org", &["-t", "pattern", "-s", "Indent with two spaces everywhere", key[0], key[1]]);
@@ -145,8 +154,7 @@ fn the_same_key_is_answered_by_project_over_org_over_user_but_constraints_all_sh
 #[test]
 fn org_writes_in_review_mode_become_a_proposal_branch_and_land_when_merged() {
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "review");
+    let (org, repo) = with_org(&sb, "review");
     add(&sb, &repo, "org", &["-t", "constraint", "-s", "Never log card numbers"]);
     let out = neo(&sb, &repo, &["--scope", "org", "add", "-t", "decision", "-s", "Payments go through the ledger"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -169,8 +177,7 @@ fn org_writes_in_review_mode_become_a_proposal_branch_and_land_when_merged() {
 #[test]
 fn an_unreachable_org_answers_from_its_cache_and_a_failed_write_is_kept_and_shared_later() {
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "auto");
+    let (org, repo) = with_org(&sb, "auto");
     add(&sb, &repo, "org", &["-t", "constraint", "-s", "Never deploy on Fridays"]);
     let away = sb.path("org-away.git");
     std::fs::rename(&org, &away).expect("take the forge away");
@@ -207,8 +214,7 @@ fn an_unreachable_org_answers_from_its_cache_and_a_failed_write_is_kept_and_shar
 #[test]
 fn an_org_memory_that_fails_verify_is_refused_and_the_project_still_answers() {
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "auto");
+    let (org, repo) = with_org(&sb, "auto");
     add(&sb, &repo, "project", &["-t", "decision", "-s", "Invoices are rendered with Typst"]);
     add(&sb, &repo, "org", &["-t", "constraint", "-s", "Never email invoices unencrypted"]);
     // Someone pushes a damaged record to the forge with plain git.
@@ -316,18 +322,7 @@ fn two_machines_share_one_user_memory_through_its_remote() {
         &["config", "--file", &sb.path("gitconfig").to_string_lossy(), "neo.user.url", &remote.to_string_lossy()],
     );
     let repo = sb.repo("r");
-    let machine = |n: &str| sb.path(&format!("machine-{n}"));
-    let run = |m: &str, args: &[&str]| {
-        let out = sb
-            .neo_cmd(&repo)
-            .env("GIT_NEO_DATA_DIR", machine(m))
-            .env("GIT_NEO_EMBEDDER", "hash")
-            .args(args)
-            .output()
-            .expect("run");
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-        stdout(&out)
-    };
+    let run = |m: &str, args: &[&str]| on_machine(&sb, &repo, &format!("machine-{m}"), args);
     run("a", &["--scope", "user", "add", "-t", "pattern", "-s", "Prefer rebase over merge"]);
     run("b", &["--scope", "user", "add", "-t", "pattern", "-s", "Write the test first"]);
     run("a", &["--scope", "user", "sync"]);
@@ -419,8 +414,7 @@ fn three_clones_sharing_one_org_and_one_user_memory_converge_with_nothing_lost()
 #[test]
 fn supersession_crosses_scopes_only_when_asked_and_is_recorded_where_it_was_written() {
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "auto");
+    let (_org, repo) = with_org(&sb, "auto");
     let org_id = add(&sb, &repo, "org", &["-t", "decision", "-s", "Services log in JSON to stdout"]);
     // The same words in the project do not replace the org's fact by similarity or frame.
     add(&sb, &repo, "project", &["-t", "decision", "-s", "Services log in JSON to stdout"]);
@@ -454,8 +448,7 @@ fn supersession_crosses_scopes_only_when_asked_and_is_recorded_where_it_was_writ
 fn the_real_model_ranks_every_scope_together() {
     let root = installed_model_root();
     let sb = Sandbox::new();
-    let org = forge(&sb, "org.git");
-    let repo = project(&sb, "r", &org, "auto");
+    let (_org, repo) = with_org(&sb, "auto");
     let real = |args: &[&str]| {
         let out = sb.neo_cmd(&repo).env("GIT_NEO_CACHE_DIR", &root).args(args).output().expect("run");
         assert!(out.status.success(), "{args:?}: {}", stderr(&out));
