@@ -4,12 +4,18 @@ use super::{Item, Recall};
 use crate::markdown::md;
 use std::fmt::Write;
 
-fn line(s: &mut String, i: &Item, with_body: bool) {
-    let _ = write!(s, "- **{}** `{}`", md(&i.subject), i.id.short());
-    // Project items are the default; any other scope says where it came from.
-    if i.scope != "project" {
-        let _ = write!(s, " [{}]", md(&i.scope));
+/// Where an item came from, after its id: every item when several scopes were read (`all`),
+/// else only one from another scope than the project.
+fn mark(i: &Item, all: bool) -> String {
+    if all || i.scope != "project" {
+        format!(" [{}]", md(&i.scope))
+    } else {
+        String::new()
     }
+}
+
+fn line(s: &mut String, i: &Item, with_body: bool, all: bool) {
+    let _ = write!(s, "- **{}** `{}`{}", md(&i.subject), i.id.short(), mark(i, all));
     if i.kind == crate::record::Kind::Fact {
         let _ = write!(s, " (confidence {:.2}", i.confidence);
         if i.successes > 0 {
@@ -53,14 +59,16 @@ pub fn markdown(r: &Recall) -> String {
     if !r.semantic {
         let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
     }
-    if r.scopes.len() > 1 {
-        let _ =
-            writeln!(s, "_Scopes read: {} (items from other scopes than project say which)._\n", r.scopes.join(", "));
+    // Every item says its scope when several were read; a single scope other than the project
+    // is said here too.
+    let all = r.scopes.len() > 1;
+    if all || r.scopes.first().is_some_and(|s| s != "project") {
+        let _ = writeln!(s, "_Scopes read: {}; each item says which it came from._\n", r.scopes.join(", "));
     }
     if !r.constraints.is_empty() {
         let _ = writeln!(s, "## Constraints (always apply)\n");
         for i in &r.constraints {
-            line(&mut s, i, true);
+            line(&mut s, i, true, all);
         }
         s.push('\n');
     }
@@ -70,7 +78,7 @@ pub fn markdown(r: &Recall) -> String {
             let t = i.fact_type.map(|t| t.to_string()).unwrap_or_default();
             let _ = write!(s, "- _{t}_ ");
             let mut one = String::new();
-            line(&mut one, i, true);
+            line(&mut one, i, true, all);
             s.push_str(one.trim_start_matches("- "));
         }
         s.push('\n');
@@ -84,7 +92,7 @@ pub fn markdown(r: &Recall) -> String {
                 md(i.task.as_deref().unwrap_or("")),
                 md(&i.subject),
                 i.id.short(),
-                if i.scope == "project" { String::new() } else { format!(" [{}]", md(&i.scope)) },
+                mark(i, all),
                 i.check.as_deref().unwrap_or("unverified"),
                 md(i.freshness.as_deref().unwrap_or("freshness unknown")),
                 i.task_status.as_deref().unwrap_or("unknown")
@@ -95,7 +103,7 @@ pub fn markdown(r: &Recall) -> String {
     if !r.invalidated.is_empty() {
         let _ = writeln!(s, "## No longer true\n");
         for i in &r.invalidated {
-            let _ = write!(s, "- ~~{}~~ `{}`", md(&i.subject), i.id.short());
+            let _ = write!(s, "- ~~{}~~ `{}`{}", md(&i.subject), i.id.short(), mark(i, all));
             for rep in &i.replaced_by {
                 match (&rep.subject, rep.id) {
                     (Some(sub), Some(id)) => {
@@ -117,7 +125,7 @@ pub fn markdown(r: &Recall) -> String {
     if !r.known_unknowns.is_empty() {
         let _ = writeln!(s, "## Known unknowns\n");
         for i in &r.known_unknowns {
-            line(&mut s, i, true);
+            line(&mut s, i, true, all);
         }
         s.push('\n');
     }

@@ -136,6 +136,12 @@ fn the_same_key_is_answered_by_project_over_org_over_user_but_constraints_all_sh
     add(&sb, &repo, "org", &["-t", "constraint", "-s", "Never indent with a mix of widths", key[0], "style.mix"]);
 
     let got = recalled(&sb, &repo, "indent spaces tabs everywhere");
+    let md = ok(&sb, &repo, &["recall", "indent spaces tabs everywhere"]);
+    assert!(md.contains("Scopes read: project, org, user"), "{md}");
+    assert!(
+        md.contains("everywhere** `") && md.contains("` [project]") && md.contains("` [org]"),
+        "every item says: {md}"
+    );
     let indent: Vec<_> = got.iter().filter(|(s, _)| s.starts_with("Indent")).collect();
     assert_eq!(indent, vec![&("Indent with four spaces everywhere".to_string(), "project".to_string())]);
     // Both constraints, whatever their keys: constraints from every scope always show.
