@@ -14,6 +14,7 @@ use std::collections::HashMap;
 pub mod attempts;
 pub mod changes;
 mod correct;
+mod export;
 pub mod hooks;
 mod import;
 mod options;
@@ -33,6 +34,7 @@ mod write;
 pub use correct::{History, HistoryEvent};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
+pub use export::ExportedFact;
 pub use import::{ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;

@@ -48,6 +48,22 @@ struct Line {
     anchors: Vec<String>,
     valid_from: Option<String>,
     valid_to: Option<String>,
+    // The state `git neo export` adds after the import fields: read, and ignored (a round trip
+    // writes nothing new; the content decides identity).
+    #[serde(default, rename = "id")]
+    _id: Option<String>,
+    #[serde(default, rename = "status")]
+    _status: Option<String>,
+    #[serde(default, rename = "current_confidence")]
+    _current_confidence: Option<f64>,
+    #[serde(default, rename = "successes")]
+    _successes: Option<u64>,
+    #[serde(default, rename = "author")]
+    _author: Option<String>,
+    #[serde(default, rename = "created_at")]
+    _created_at: Option<String>,
+    #[serde(default, rename = "needs_review")]
+    _needs_review: Vec<String>,
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {

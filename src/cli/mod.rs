@@ -10,6 +10,7 @@ mod construct;
 mod correct;
 pub mod daemon;
 mod diff;
+mod export;
 mod forget;
 mod import;
 mod init;
@@ -101,6 +102,8 @@ enum Command {
     History(correct::HistoryArgs),
     /// Add many facts from JSON Lines, validated first and written in batches.
     Import(import::Args),
+    /// Every valid fact with its state: JSON Lines that import reads back, or a markdown handbook.
+    Export(export::Args),
     /// Check the memory's integrity; exit 3 listing every problem.
     Verify(verify::Args),
     /// What changed in memory between two commits, as pull-request markdown.
@@ -404,6 +407,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Revert(a) => correct::revert(ctx, a),
         Command::History(a) => correct::history(ctx, a),
         Command::Import(a) => import::run(ctx, a),
+        Command::Export(a) => export::run(ctx, a),
         Command::Verify(a) => verify::run(ctx, a),
         Command::Sync(a) => sync::sync(ctx, a),
         Command::Diff(a) => diff::run(ctx, a),
