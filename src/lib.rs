@@ -20,6 +20,7 @@ pub mod embed;
 pub mod error;
 pub mod frame;
 pub mod index;
+pub mod instructions;
 pub mod layout;
 pub mod markdown;
 pub mod outcomes;

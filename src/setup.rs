@@ -21,8 +21,9 @@ pub const MCP_COMMAND: &str = "git-neo";
 /// The hook command that recalls memory for each prompt (Claude Code's `UserPromptSubmit`).
 pub const PROMPT_HOOK: &str = "git-neo hook prompt";
 
-const BEGIN: &str = "<!-- git-neo:begin -->";
-const END: &str = "<!-- git-neo:end -->";
+/// The markers around the section git-neo writes into an instruction file.
+pub const BEGIN: &str = "<!-- git-neo:begin -->";
+pub const END: &str = "<!-- git-neo:end -->";
 
 /// What happens to one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -104,17 +104,26 @@ impl Memory {
             of_type.sort_by(|a, b| b.current_confidence.total_cmp(&a.current_confidence).then(a.id.cmp(&b.id)));
             let _ = writeln!(s, "## {}\n", heading(t));
             for f in of_type {
-                let _ = write!(s, "- **{}** `{}` (confidence {:.2}", md(&f.subject), f.id.short(), f.current_confidence);
+                let _ =
+                    write!(s, "- **{}** `{}` (confidence {:.2}", md(&f.subject), f.id.short(), f.current_confidence);
                 if let Some(k) = &f.key {
                     let _ = write!(s, ", key `{}`", md(k));
                 }
                 if !f.tags.is_empty() {
-                    let _ = write!(s, ", tags {}", f.tags.iter().map(|t| format!("`{}`", md(t))).collect::<Vec<_>>().join(" "));
+                    let _ = write!(
+                        s,
+                        ", tags {}",
+                        f.tags.iter().map(|t| format!("`{}`", md(t))).collect::<Vec<_>>().join(" ")
+                    );
                 }
                 s.push(')');
                 s.push('\n');
                 if !f.anchors.is_empty() {
-                    let _ = writeln!(s, "  - about: {}", f.anchors.iter().map(|a| format!("`{}`", md(a))).collect::<Vec<_>>().join(", "));
+                    let _ = writeln!(
+                        s,
+                        "  - about: {}",
+                        f.anchors.iter().map(|a| format!("`{}`", md(a))).collect::<Vec<_>>().join(", ")
+                    );
                 }
                 for r in &f.needs_review {
                     let _ = writeln!(s, "  - needs review: {}", md(r));

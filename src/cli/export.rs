@@ -43,7 +43,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             let name = match ctx.session.target() {
                 git_neo::scope::Scope::Project => {
                     let dir = memory.store().work_dir().map(|w| w.to_path_buf()).unwrap_or_else(|| ctx.dir.clone());
-                    format!("Memory of {}", dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+                    format!(
+                        "Memory of {}",
+                        dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                    )
                 }
                 s => format!("The {s} memory"),
             };

@@ -1,4 +1,6 @@
-//! `git neo import`: add many facts from JSON Lines, validated all first, written in batches.
+//! `git neo import`: add many facts from JSON Lines, or from an agent instruction file
+//! (`--from agents-md|claude-md|cursor-rules|copilot|memory-md`, one fact per bullet or paragraph,
+//! typed by [`git_neo::instructions::type_of`]), validated all first, written in batches.
 
 use super::Ctx;
 use git_neo::api::AddRequest;
@@ -9,8 +11,17 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A JSON Lines file (one fact object per line), or `-` for stdin.
+    /// A JSON Lines file (one fact object per line), an instruction file with --from, or `-`
+    /// for stdin.
     file: PathBuf,
+    /// What the file is: jsonl (default), or an agent instruction file: agents-md, claude-md,
+    /// cursor-rules (a .mdc file), copilot (.github/copilot-instructions.md), memory-md.
+    #[arg(long, default_value = "jsonl", value_name = "FORMAT")]
+    from: String,
+    /// Print the facts it would write (JSON Lines that `git neo import` takes, so types can be
+    /// fixed before writing) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
     /// Records per commit.
     #[arg(long, default_value_t = 500)]
     batch_size: usize,
@@ -76,6 +87,19 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     read.map_err(|e| Error::invalid("file", format!("cannot read {}: {e}", args.file.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| Error::invalid("file", format!("is not valid UTF-8 (offset {})", e.utf8_error().valid_up_to())))?;
+    if args.from != "jsonl" {
+        let Some(format) = git_neo::instructions::Format::from_word(args.from.trim()) else {
+            return Err(Error::invalid(
+                "from",
+                format!(
+                    "{:?} is not a format; use jsonl, agents-md, claude-md, cursor-rules, copilot or memory-md",
+                    args.from
+                ),
+            ));
+        };
+        let requests = instruction_requests(ctx, format, &args.file, &text)?;
+        return write(ctx, &args, requests, Vec::new(), Vec::new());
+    }
     let mut requests = Vec::new();
     // The input line of each request, for reporting.
     let mut lines = Vec::new();
@@ -113,6 +137,114 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if !problems.is_empty() {
         return Err(Error::Invalid(git_neo::record::Problems(problems)));
     }
+    let requests = requests.into_iter().map(|r| (r, None)).collect();
+    write(ctx, &args, requests, lines, skipped)
+}
+
+/// A request and, for an instruction file, why it has its type.
+type Request = (AddRequest, Option<String>);
+
+/// The write requests for an instruction file: one per candidate, tagged with the format and the
+/// file, anchored to its lines when the file is in the project's work tree.
+fn instruction_requests(
+    ctx: &mut Ctx,
+    format: git_neo::instructions::Format,
+    file: &std::path::Path,
+    text: &str,
+) -> Result<Vec<Request>, Error> {
+    let project = matches!(ctx.session.target(), git_neo::scope::Scope::Project);
+    let work = ctx.session.project_store().ok().and_then(|s| s.work_dir().map(|w| w.to_path_buf()));
+    let rel = match (project, work, file.canonicalize().ok()) {
+        (true, Some(w), Some(f)) => {
+            w.canonicalize().ok().and_then(|w| f.strip_prefix(&w).ok().map(|r| r.to_string_lossy().replace('\\', "/")))
+        }
+        _ => None,
+    };
+    let name =
+        rel.clone().unwrap_or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+    let file_tag: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./:".contains(c) { c } else { '-' })
+        .take(64)
+        .collect();
+    let mut tags = vec![format.word().to_string(), file_tag];
+    tags.sort();
+    tags.dedup();
+    Ok(git_neo::instructions::read(format, text)
+        .into_iter()
+        .map(|c| {
+            let anchors = rel.iter().map(|r| format!("{r}:{}-{}", c.lines.0, c.lines.1)).collect();
+            let req = AddRequest {
+                fact_type: c.fact_type.to_string(),
+                subject: c.subject,
+                body: c.body,
+                tags: tags.clone(),
+                anchors,
+                provenance: Some("observed".into()),
+                ..AddRequest::default()
+            };
+            (req, Some(format!("lines {}-{}: {}", c.lines.0, c.lines.1, c.why)))
+        })
+        .collect())
+}
+
+/// One request as a JSON Lines input line (what a dry run prints).
+fn as_line(r: &AddRequest) -> serde_json::Value {
+    let mut v = serde_json::json!({"type": r.fact_type, "subject": r.subject});
+    if !r.body.is_empty() {
+        v["body"] = r.body.clone().into();
+    }
+    if !r.tags.is_empty() {
+        v["tags"] = r.tags.clone().into();
+    }
+    if !r.anchors.is_empty() {
+        v["anchors"] = r.anchors.clone().into();
+    }
+    if let Some(p) = &r.provenance {
+        v["provenance"] = p.clone().into();
+    }
+    v
+}
+
+/// Write `requests` (or, with `--dry-run`, print them); `lines` are their input lines, for
+/// reporting, when they came from JSON Lines.
+fn write(
+    ctx: &mut Ctx,
+    args: &Args,
+    requests: Vec<Request>,
+    lines: Vec<usize>,
+    mut skipped: Vec<SkippedLine>,
+) -> Result<(), Error> {
+    if args.dry_run {
+        if ctx.out.json {
+            let all: Vec<serde_json::Value> = requests
+                .iter()
+                .map(|(r, why)| {
+                    let mut v = as_line(r);
+                    if let Some(w) = why {
+                        v["why"] = w.clone().into();
+                    }
+                    v
+                })
+                .collect();
+            ctx.out.json(&all);
+        } else {
+            for (r, why) in &requests {
+                ctx.out.line(&as_line(r).to_string());
+                if let Some(w) = why {
+                    ctx.out.note(&format!("{:<13} {} ({w})", r.fact_type, r.subject));
+                }
+            }
+            ctx.out.note(&format!(
+                "dry run: {} facts, nothing written; save the lines above, fix any type, and `git neo import <file>`",
+                requests.len()
+            ));
+        }
+        return Ok(());
+    }
+    let lines = if lines.is_empty() { (1..=requests.len()).collect() } else { lines };
+    let requests: Vec<AddRequest> = requests.into_iter().map(|(r, _)| r).collect();
     let mut memory = ctx.memory()?;
     let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");

@@ -24,6 +24,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("scope", 0),
     ("config", 1),
     ("redact", 1),
+    ("instructions", 1),
     ("embed", 1),
     ("store", 2),
     ("state", 2),

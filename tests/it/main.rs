@@ -9,6 +9,7 @@ mod construct;
 mod daemon;
 mod fold;
 mod format;
+mod instructions;
 mod mcp;
 mod modes;
 mod outcomes;

@@ -1,0 +1,168 @@
+//! Importing what a team already wrote for its agents (`fixtures/instructions/`, each file in its
+//! tool's real format) and exporting memory back out: typed facts anchored to their lines, a dry
+//! run that writes nothing, a second run that writes nothing new, and an export that imports as
+//! nothing new.
+
+use crate::support::*;
+use std::path::{Path, PathBuf};
+
+const FILES: &[&str] =
+    &["AGENTS.md", "CLAUDE.md", ".cursor/rules/api.mdc", ".github/copilot-instructions.md", "MEMORY.md"];
+
+/// A repository holding the sample instruction files at their usual paths, committed.
+fn repo_with_instructions(sb: &Sandbox) -> PathBuf {
+    let repo = sb.repo("r");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/instructions");
+    for f in FILES {
+        let to = repo.join(f);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("mkdir");
+        std::fs::copy(fixtures.join(f), &to).expect("copy a fixture");
+    }
+    sb.git(&repo, &["add", "."]);
+    sb.git(&repo, &["commit", "-q", "-m", "agent instructions"]);
+    repo
+}
+
+/// The facts listed as (type, subject, tags, anchors).
+fn facts(sb: &Sandbox, repo: &Path) -> Vec<(String, String, Vec<String>, Vec<String>)> {
+    let list = json(&sb.neo_ok(repo, &["list", "--json"]));
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect()
+    };
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            let r = &e["record"];
+            let anchors = r["anchors"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| format!("{}:{}-{}", a["path"].as_str().unwrap_or(""), a["lines"]["start"], a["lines"]["end"]))
+                .collect();
+            (
+                r["type"].as_str().unwrap_or("").into(),
+                r["subject"].as_str().unwrap_or("").into(),
+                strings(&r["tags"]),
+                anchors,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_instruction_format_imports_typed_anchored_facts_once() {
+    let sb = Sandbox::new();
+    let repo = repo_with_instructions(&sb);
+
+    // A dry run prints JSON Lines that import takes, and writes nothing.
+    let dry = sb.neo(&repo, &["import", "--from", "agents-md", "AGENTS.md", "--dry-run"]);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    assert!(sb.tip(&repo).is_none(), "a dry run writes nothing");
+    let lines: Vec<serde_json::Value> = stdout(&dry).lines().map(json).collect();
+    assert_eq!(lines.len(), 13, "{}", stdout(&dry));
+    assert!(stderr(&dry).contains("wording: opens with \"never\""), "why each type: {}", stderr(&dry));
+    // Edited (a type fixed) and imported as plain JSON Lines, it is what gets written.
+    let mut edited = lines.clone();
+    edited[0]["type"] = "architecture".into();
+    let file = sb.path("edited.jsonl");
+    std::fs::write(&file, edited.iter().map(|l| format!("{l}\n")).collect::<String>()).expect("write");
+    sb.neo_ok(&repo, &["import", &file.to_string_lossy()]);
+    let got = facts(&sb, &repo);
+    assert_eq!(got.len(), 13);
+    let find = |s: &str| got.iter().find(|f| f.1.contains(s)).unwrap_or_else(|| panic!("{s}: {got:?}")).clone();
+    assert_eq!(find("Orders service").0, "architecture");
+    assert_eq!(find("Never commit").0, "constraint");
+    assert_eq!(find("Never commit").3, vec!["AGENTS.md:19-19".to_string()]);
+    assert_eq!(find("Never commit").2, vec!["agents-md".to_string(), "agents.md".to_string()]);
+    assert_eq!(find("src/domain").0, "architecture");
+    assert_eq!(find("payment webhook").0, "known-unknown");
+    assert_eq!(find("Single quotes").0, "pattern");
+
+    // The other formats, each from its usual path.
+    for (format, file, n) in [
+        ("claude-md", "CLAUDE.md", 6),
+        ("cursor-rules", ".cursor/rules/api.mdc", 3),
+        ("copilot", ".github/copilot-instructions.md", 4),
+        ("memory-md", "MEMORY.md", 3),
+    ] {
+        let out = json(&sb.neo_ok(&repo, &["import", "--from", format, file, "--json"]));
+        assert_eq!(out["added"], n, "{format}: {out}");
+        // Twice: nothing new.
+        let again = json(&sb.neo_ok(&repo, &["import", "--from", format, file, "--json"]));
+        assert_eq!((again["added"].as_u64(), again["duplicates"].as_u64()), (Some(0), Some(n)), "{format}: {again}");
+    }
+    let got = facts(&sb, &repo);
+    let find = |s: &str| got.iter().find(|f| f.1.contains(s)).unwrap_or_else(|| panic!("{s}: {got:?}")).clone();
+    assert!(!got.iter().any(|f| f.1.contains("Before starting a task")), "git-neo's own section is skipped");
+    assert_eq!(find("search index is rebuilt").0, "failure");
+    assert_eq!(find("Migrations must be reversible").0, "constraint");
+    assert_eq!(find("We chose SQLite").0, "decision");
+    assert_eq!(find("make build").3, vec!["CLAUDE.md:7-9".to_string()], "a code block first in its section");
+    assert_eq!(find("make build").1, "Common commands: `make build`");
+    assert_eq!(find("Always validate request bodies").0, "constraint");
+    assert_eq!(find("Always validate request bodies").3, vec![".cursor/rules/api.mdc:7-7".to_string()]);
+    assert!(find("Handlers stay under 50 lines").2.contains(&".cursor/rules/api.mdc".to_string()));
+    assert_eq!(find("Do not add new dependencies").0, "constraint");
+    assert_eq!(find("who owns the legacy CSV export").0, "known-unknown");
+    ok_verify(&sb, &repo);
+}
+
+fn ok_verify(sb: &Sandbox, repo: &Path) {
+    assert!(sb.neo_ok(repo, &["verify"]).contains("ok"));
+}
+
+#[test]
+fn a_bad_format_or_file_writes_nothing_and_says_why() {
+    let sb = Sandbox::new();
+    let repo = repo_with_instructions(&sb);
+    let out = sb.neo(&repo, &["import", "--from", "windsurf", "AGENTS.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("from:") && stderr(&out).contains("agents-md"), "{}", stderr(&out));
+    let out = sb.neo(&repo, &["import", "--from", "agents-md", "NOPE.md"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("file:"), "{}", stderr(&out));
+    assert!(sb.tip(&repo).is_none());
+}
+
+#[test]
+fn an_export_imports_back_as_nothing_new_and_reads_as_a_handbook() {
+    let sb = Sandbox::new();
+    let repo = repo_with_instructions(&sb);
+    sb.neo_ok(&repo, &["import", "--from", "agents-md", "AGENTS.md"]);
+    sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Orders are kept for seven years", "--key", "orders.retention"]);
+    let tip = sb.tip(&repo);
+    let exported = sb.neo_ok(&repo, &["export"]);
+    let lines: Vec<serde_json::Value> = exported.lines().map(json).collect();
+    assert_eq!(lines.len(), 14);
+    let kept = lines.iter().find(|l| l["key"] == "orders.retention").expect("the keyed fact");
+    assert_eq!(kept["status"], "valid");
+    assert!(kept["id"].as_str().is_some_and(|id| id.len() == 64));
+    let file = sb.path("export.jsonl");
+    std::fs::write(&file, format!("{exported}\n")).expect("write");
+    let again = json(&sb.neo_ok(&repo, &["import", &file.to_string_lossy(), "--json"]));
+    assert_eq!((again["added"].as_u64(), again["duplicates"].as_u64()), (Some(0), Some(14)), "{again}");
+    assert_eq!(sb.tip(&repo), tip, "a round trip writes nothing");
+
+    // Into another repository it is the same memory, fact for fact.
+    let other = sb.repo("other");
+    for f in ["AGENTS.md"] {
+        std::fs::copy(repo.join(f), other.join(f)).expect("copy");
+    }
+    sb.git(&other, &["add", "."]);
+    sb.git(&other, &["commit", "-q", "-m", "same files"]);
+    sb.neo_ok(&other, &["import", &file.to_string_lossy()]);
+    let mut a: Vec<_> = facts(&sb, &repo).into_iter().map(|f| (f.0, f.1)).collect();
+    let mut b: Vec<_> = facts(&sb, &other).into_iter().map(|f| (f.0, f.1)).collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+
+    let md = sb.neo_ok(&repo, &["export", "--format", "markdown"]);
+    assert!(md.starts_with("# Memory of r"), "{md}");
+    let constraints = md.find("## Constraints (always apply)").expect("constraints first");
+    let decisions = md.find("## Decisions").expect("decisions");
+    assert!(constraints < decisions, "{md}");
+    assert!(md.contains("**Never commit `.env` files.**") || md.contains("Never commit"), "{md}");
+    assert!(md.contains("key `orders.retention`"), "{md}");
+}
