@@ -172,6 +172,7 @@ fn add(
         no_supersede: false,
         reason: None,
         suggestion: None,
+        created_at: None,
     };
     s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
 }

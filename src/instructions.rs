@@ -42,9 +42,6 @@ impl Format {
     }
 }
 
-/// Longest subject a fact may have (record validation's limit).
-const MAX_SUBJECT: usize = 200;
-
 /// A fact read from an instruction file, before it is a write request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -138,19 +135,16 @@ fn plain(s: &str) -> String {
 }
 
 /// A subject: the first sentence of the first paragraph (when the paragraph has more), cut at a
-/// word before [`MAX_SUBJECT`] characters; true when it is less than the paragraph.
+/// word to fit a subject; true when it is less than the paragraph.
 fn subject_of(first: &str) -> (String, bool) {
-    let sentence_end =
-        first.match_indices(". ").map(|(i, _)| i + 1).find(|&i| i >= 20 && first[..i].matches('`').count() % 2 == 0);
-    if let Some(end) = sentence_end.filter(|&e| e <= MAX_SUBJECT) {
+    let sentence_end = first
+        .match_indices(". ")
+        .map(|(i, _)| i + 1)
+        .find(|&i| i >= 20 && first[..i].matches('`').count().is_multiple_of(2));
+    if let Some(end) = sentence_end.filter(|&e| e <= crate::record::validate::MAX_SUBJECT_CHARS) {
         return (first[..end].to_string(), true);
     }
-    if first.chars().count() <= MAX_SUBJECT {
-        return (first.to_string(), false);
-    }
-    let cut: String = first.chars().take(MAX_SUBJECT - 1).collect();
-    let at = cut.rfind(' ').filter(|i| *i > MAX_SUBJECT / 2).unwrap_or(cut.len());
-    (format!("{}…", cut[..at].trim_end()), true)
+    crate::record::validate::fit_subject(first)
 }
 
 /// The text after a YAML front matter block (Cursor's `.mdc`), and the lines it took.
@@ -337,7 +331,9 @@ mod tests {
         let c = read(Format::CursorRules, &text);
         assert_eq!(c.len(), 2, "{c:?}");
         assert_eq!((c[0].subject.as_str(), c[0].lines), ("Always validate input.", (6, 6)));
-        assert!(c[1].subject.chars().count() <= MAX_SUBJECT && c[1].subject.ends_with('…'));
+        assert!(
+            c[1].subject.chars().count() <= crate::record::validate::MAX_SUBJECT_CHARS && c[1].subject.ends_with('…')
+        );
         assert!(c[1].body.starts_with("word word"), "the whole text is kept: {:?}", c[1].body);
     }
 }

@@ -18,6 +18,7 @@ pub mod config;
 pub mod construct;
 pub mod embed;
 pub mod error;
+pub mod foreign;
 pub mod frame;
 pub mod index;
 pub mod instructions;

@@ -113,3 +113,156 @@ impl Memory {
         Ok(outcome)
     }
 }
+
+/// What an import from another tool did: the facts (as [`Memory::import`] reports them, over
+/// every level) and the supersessions it recorded.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ForeignOutcome {
+    #[serde(flatten)]
+    pub facts: ImportOutcome,
+    /// Supersessions (and outdated marks) written for the other tool's own.
+    pub supersessions: usize,
+    /// Links that name a fact which was not imported (left out, or invalid and skipped).
+    pub links_dropped: usize,
+    /// The git-neo id of each imported fact, by the other tool's id.
+    #[serde(skip)]
+    pub ids: HashMap<String, RecordId>,
+}
+
+impl Memory {
+    /// Import another tool's facts and links ([`crate::foreign`]): facts in levels, each fact
+    /// after those it names (so its links resolve; a cycle's last edge is dropped), each level
+    /// through [`Memory::import`]; then the other tool's supersessions, in one commit, dated as
+    /// it dated them. Running it again writes nothing new.
+    pub fn import_foreign(
+        &mut self,
+        foreign: &crate::foreign::Foreign,
+        batch_size: usize,
+        skip_invalid: bool,
+        ctx: &WriteContext,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<ForeignOutcome> {
+        use crate::record::{Payload, Supersession, SupersessionMethod};
+        let mut out = ForeignOutcome::default();
+        let keys: std::collections::HashSet<&str> = foreign.facts.iter().map(|f| f.key.as_str()).collect();
+        let mut pending: Vec<&crate::foreign::ForeignFact> = foreign.facts.iter().collect();
+        let total = pending.len();
+        let mut done_before = 0;
+        while !pending.is_empty() {
+            let names = |f: &crate::foreign::ForeignFact| -> Vec<String> {
+                f.depends_on.iter().chain(&f.extends).chain(&f.derives_from).cloned().collect()
+            };
+            // Ready: every fact it names is imported, or will never be (not in the file).
+            let ready_at = |f: &&crate::foreign::ForeignFact| {
+                names(f).iter().all(|k| out.ids.contains_key(k) || !keys.contains(k.as_str()))
+            };
+            let (mut level, rest): (Vec<_>, Vec<_>) = pending.into_iter().partition(ready_at);
+            pending = rest;
+            if level.is_empty() {
+                // A cycle: take the first waiting fact; its links into the cycle are dropped.
+                level.push(pending.remove(0));
+            }
+            let resolve = |ks: &[String], dropped: &mut usize| -> Vec<String> {
+                ks.iter()
+                    .filter_map(|k| {
+                        let id = out.ids.get(k).map(|id| id.to_hex());
+                        if id.is_none() {
+                            *dropped += 1;
+                        }
+                        id
+                    })
+                    .collect()
+            };
+            let mut dropped = 0;
+            let requests: Vec<AddRequest> = level
+                .iter()
+                .map(|f| AddRequest {
+                    fact_type: f.fact_type.to_string(),
+                    subject: f.subject.clone(),
+                    body: f.body.clone(),
+                    area: f.area.clone(),
+                    tags: f.tags.clone(),
+                    confidence: f.confidence,
+                    provenance: f.provenance.clone(),
+                    created_at: f.created_at,
+                    depends_on: resolve(&f.depends_on, &mut dropped),
+                    extends: resolve(&f.extends, &mut dropped),
+                    derives_from: resolve(&f.derives_from, &mut dropped),
+                    no_supersede: true,
+                    ..AddRequest::default()
+                })
+                .collect();
+            out.links_dropped += dropped;
+            let mut report = |done: usize, _: usize| progress(done_before + done, total);
+            let got = self.import(&requests, batch_size, skip_invalid, ctx, &mut report)?;
+            let skipped: std::collections::HashSet<usize> = got.skipped.iter().map(|s| s.index).collect();
+            let mut ids = got.ids.iter();
+            for (i, f) in level.iter().enumerate() {
+                if !skipped.contains(&i) {
+                    if let Some(id) = ids.next() {
+                        out.ids.insert(f.key.clone(), *id);
+                    }
+                }
+            }
+            out.facts.added += got.added;
+            out.facts.duplicates += got.duplicates;
+            out.facts.commits += got.commits;
+            out.facts.ids.extend(got.ids);
+            out.facts.skipped.extend(got.skipped.into_iter().map(|mut s| {
+                s.index += done_before;
+                s
+            }));
+            done_before += level.len();
+        }
+        // The other tool's supersessions, skipping what this memory already says.
+        let mut records = Vec::new();
+        for l in &foreign.links {
+            let (Some(&old), new) = (out.ids.get(&l.old), l.new.as_ref().map(|n| out.ids.get(n).copied())) else {
+                out.links_dropped += 1;
+                continue;
+            };
+            let new = match new {
+                Some(None) => {
+                    out.links_dropped += 1;
+                    continue;
+                }
+                Some(Some(n)) => Some(n),
+                None => None,
+            };
+            let target = self.target()?;
+            if target.state.entries.get(&old).is_none_or(|e| e.status != crate::state::Status::Valid)
+                || new == Some(old)
+            {
+                continue;
+            }
+            let at = l.at.unwrap_or(ctx.now);
+            records.push(Record {
+                kind: Kind::Supersession,
+                payload: Payload::Supersession(Supersession {
+                    old,
+                    old_scope: None,
+                    new,
+                    reason: l.reason.clone(),
+                    method: if new.is_some() { SupersessionMethod::Explicit } else { SupersessionMethod::Outdated },
+                    score: None,
+                }),
+                author: ctx.identity.author_field(),
+                created_at: at,
+                body: String::new(),
+            });
+        }
+        if !records.is_empty() {
+            let mut problems = Vec::new();
+            for r in &records {
+                problems.extend(crate::record::validate::validate(r));
+            }
+            if !problems.is_empty() {
+                return Err(Error::Invalid(Problems(problems)));
+            }
+            out.supersessions = records.len();
+            let n = records.len();
+            self.write_all(records, format!("neo: import {n} supersession{}", if n == 1 { "" } else { "s" }), ctx)?;
+        }
+        Ok(out)
+    }
+}

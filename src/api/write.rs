@@ -42,6 +42,8 @@ pub struct AddRequest {
     pub reason: Option<String>,
     /// A code snippet the fact recommends (outcome detection looks for it in later commits).
     pub suggestion: Option<String>,
+    /// When the fact was learned, for an import that keeps another tool's times (default: now).
+    pub created_at: Option<Timestamp>,
 }
 
 /// What `add` did.
@@ -274,7 +276,7 @@ impl Memory {
                 suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
             }),
             author: ctx.identity.author_field(),
-            created_at: ctx.now,
+            created_at: req.created_at.unwrap_or(ctx.now),
             body: canonical::normalize_body(&req.body),
         };
         problems.extend(record::validate::validate(&record));

@@ -124,6 +124,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         no_supersede: args.no_supersede,
         reason: args.reason,
         suggestion: args.suggestion,
+        created_at: None,
     };
     let outcome = ctx.session.add(&req, args.dry_run)?;
     ctx.say_notices();

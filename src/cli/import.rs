@@ -14,10 +14,16 @@ pub struct Args {
     /// A JSON Lines file (one fact object per line), an instruction file with --from, or `-`
     /// for stdin.
     file: PathBuf,
-    /// What the file is: jsonl (default), or an agent instruction file: agents-md, claude-md,
-    /// cursor-rules (a .mdc file), copilot (.github/copilot-instructions.md), memory-md.
+    /// What the file is: jsonl (default) or csv (a header row); another memory tool's store:
+    /// neo (a facts_*.json file), beads (.beads/issues.jsonl); or an agent instruction file:
+    /// agents-md, claude-md, cursor-rules (a .mdc file), copilot, memory-md.
     #[arg(long, default_value = "jsonl", value_name = "FORMAT")]
     from: String,
+    /// For jsonl and csv: read git-neo's FIELD from the input's COLUMN (repeatable, e.g.
+    /// `--map subject=title --map type=kind`); with a mapping (and always for csv) columns that
+    /// are not import fields are left out instead of refused.
+    #[arg(long = "map", value_name = "FIELD=COLUMN")]
+    map: Vec<String>,
     /// Print the facts it would write (JSON Lines that `git neo import` takes, so types can be
     /// fixed before writing) and write nothing.
     #[arg(long)]
@@ -87,13 +93,23 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     read.map_err(|e| Error::invalid("file", format!("cannot read {}: {e}", args.file.display())))?;
     let text = String::from_utf8(bytes)
         .map_err(|e| Error::invalid("file", format!("is not valid UTF-8 (offset {})", e.utf8_error().valid_up_to())))?;
-    if args.from != "jsonl" {
-        let Some(format) = git_neo::instructions::Format::from_word(args.from.trim()) else {
+    let from = args.from.trim().to_string();
+    let foreign = match from.as_str() {
+        "neo" => Some(git_neo::foreign::neo(&text)),
+        "beads" => Some(git_neo::foreign::beads(&text)),
+        _ => None,
+    };
+    if let Some(foreign) = foreign {
+        let foreign = foreign.map_err(|m| Error::invalid("file", m))?;
+        return write_foreign(ctx, &args, foreign);
+    }
+    if from != "jsonl" && from != "csv" {
+        let Some(format) = git_neo::instructions::Format::from_word(&from) else {
             return Err(Error::invalid(
                 "from",
                 format!(
-                    "{:?} is not a format; use jsonl, agents-md, claude-md, cursor-rules, copilot or memory-md",
-                    args.from
+                    "{from:?} is not a format; use jsonl, csv, neo, beads, agents-md, claude-md, cursor-rules, copilot or \
+                     memory-md"
                 ),
             ));
         };
@@ -104,10 +120,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     // The input line of each request, for reporting.
     let mut lines = Vec::new();
     let mut problems = Vec::new();
-    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        match serde_json::from_str::<Line>(line) {
+    for (n, object) in objects(&from, &text, &args.map)? {
+        match object.and_then(|o| serde_json::from_value::<Line>(o).map_err(|e| e.to_string())) {
             Ok(l) => {
-                lines.push(n + 1);
+                lines.push(n);
                 requests.push(AddRequest {
                     fact_type: l.fact_type,
                     subject: l.subject,
@@ -124,7 +140,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
                     ..AddRequest::default()
                 })
             }
-            Err(e) => problems.push(Problem::new(format!("line {}", n + 1), format!("{e}"))),
+            Err(e) => problems.push(Problem::new(format!("line {n}"), e)),
         }
     }
     let mut skipped = Vec::new();
@@ -139,6 +155,165 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     }
     let requests = requests.into_iter().map(|r| (r, None)).collect();
     write(ctx, &args, requests, lines, skipped)
+}
+
+/// The fields of an input line (`Line`), which a mapping or a CSV header may name.
+const FIELDS: &[&str] = &[
+    "type",
+    "subject",
+    "body",
+    "scope",
+    "tags",
+    "key",
+    "confidence",
+    "provenance",
+    "depends_on",
+    "anchors",
+    "valid_from",
+    "valid_to",
+    "id",
+    "status",
+    "current_confidence",
+    "successes",
+    "author",
+    "created_at",
+    "needs_review",
+];
+
+/// The input as JSON objects with their line numbers (a line that does not parse is its error):
+/// JSON Lines as they are, or CSV rows under their header (list fields split on `;`, numbers
+/// read as numbers); with `map` (`FIELD=COLUMN`) the columns renamed, and then (as for every CSV)
+/// columns that are no field left out.
+/// An input line's number and its object (or why it is none).
+type Numbered = (usize, Result<serde_json::Value, String>);
+
+fn objects(from: &str, text: &str, map: &[String]) -> Result<Vec<Numbered>, Error> {
+    let mut rename = std::collections::HashMap::new();
+    for m in map {
+        let (field, column) =
+            m.split_once('=').filter(|(f, c)| FIELDS.contains(&f.trim()) && !c.trim().is_empty()).ok_or_else(|| {
+                Error::invalid(
+                    "map",
+                    format!("{m:?} is not FIELD=COLUMN with FIELD one of: {}", FIELDS[..12].join(", ")),
+                )
+            })?;
+        rename.insert(column.trim().to_string(), field.trim().to_string());
+    }
+    let lenient = from == "csv" || !rename.is_empty();
+    let shape = |o: serde_json::Map<String, serde_json::Value>| -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (k, v) in o {
+            let k = rename.get(&k).cloned().unwrap_or(k);
+            if !lenient || FIELDS.contains(&k.as_str()) {
+                out.insert(k, v);
+            }
+        }
+        serde_json::Value::Object(out)
+    };
+    if from == "jsonl" {
+        return Ok(text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(n, l)| {
+                let v = match serde_json::from_str::<serde_json::Value>(l) {
+                    Ok(serde_json::Value::Object(o)) => Ok(shape(o)),
+                    Ok(_) => Err("is not a JSON object".to_string()),
+                    Err(e) => Err(e.to_string()),
+                };
+                (n + 1, v)
+            })
+            .collect());
+    }
+    let rows = git_neo::foreign::csv_rows(text).map_err(|m| Error::invalid("file", m))?;
+    let Some((header, rows)) = rows.split_first() else { return Ok(Vec::new()) };
+    Ok(rows
+        .iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut o = serde_json::Map::new();
+            for (column, cell) in header.iter().zip(row) {
+                let field = rename.get(column.trim()).map(String::as_str).unwrap_or(column.trim());
+                let cell = cell.trim();
+                if cell.is_empty() {
+                    continue;
+                }
+                let value = match field {
+                    "tags" | "depends_on" | "anchors" | "needs_review" => serde_json::Value::from(
+                        cell.split(';').map(str::trim).filter(|s| !s.is_empty()).collect::<Vec<_>>(),
+                    ),
+                    "confidence" | "current_confidence" | "successes" => match cell.parse::<f64>() {
+                        Ok(n) => serde_json::json!(n),
+                        Err(_) => serde_json::Value::from(cell),
+                    },
+                    _ => serde_json::Value::from(cell),
+                };
+                o.insert(column.trim().to_string(), value);
+            }
+            (i + 2, Ok(shape(o)))
+        })
+        .collect())
+}
+
+/// Import another tool's store: facts level by level, then its supersessions.
+fn write_foreign(ctx: &mut Ctx, args: &Args, foreign: git_neo::foreign::Foreign) -> Result<(), Error> {
+    for why in &foreign.left_out {
+        ctx.out.warn(&format!("left out {why}"));
+    }
+    if args.dry_run {
+        let lines: Vec<serde_json::Value> = foreign
+            .facts
+            .iter()
+            .map(|f| {
+                let mut v = serde_json::json!({"type": f.fact_type.to_string(), "subject": f.subject, "tags": f.tags});
+                if !f.body.is_empty() {
+                    v["body"] = f.body.clone().into();
+                }
+                v
+            })
+            .collect();
+        if ctx.out.json {
+            ctx.out.json(&serde_json::json!({"facts": lines, "links": foreign.links.len()}));
+        } else {
+            for l in &lines {
+                ctx.out.line(&l.to_string());
+            }
+            ctx.out.note(&format!(
+                "dry run: {} facts and {} supersessions, nothing written",
+                foreign.facts.len(),
+                foreign.links.len()
+            ));
+        }
+        return Ok(());
+    }
+    let mut memory = ctx.memory()?;
+    let wc = ctx.write_context(&memory)?;
+    let bar = ctx.out.progress(foreign.facts.len() as u64, "importing");
+    let outcome = memory.import_foreign(&foreign, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    })?;
+    bar.finish_and_clear();
+    if ctx.out.json {
+        ctx.out.json(&outcome);
+    } else {
+        for s in &outcome.facts.skipped {
+            ctx.out.warn(&format!("skipped fact {}: {}", s.index + 1, s.problems.join("; ")));
+        }
+        ctx.out.line(&format!(
+            "added {} facts in {} commits ({} already stored), {} supersessions{}",
+            outcome.facts.added,
+            outcome.facts.commits,
+            outcome.facts.duplicates,
+            outcome.supersessions,
+            if outcome.links_dropped > 0 {
+                format!("; {} links named facts not imported", outcome.links_dropped)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    Ok(())
 }
 
 /// A request and, for an instruction file, why it has its type.
@@ -162,13 +337,8 @@ fn instruction_requests(
     };
     let name =
         rel.clone().unwrap_or_else(|| file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
-    let file_tag: String = name
-        .to_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./:".contains(c) { c } else { '-' })
-        .take(64)
-        .collect();
-    let mut tags = vec![format.word().to_string(), file_tag];
+    let mut tags = vec![format.word().to_string()];
+    tags.extend(git_neo::record::validate::tag_of(&name));
     tags.sort();
     tags.dedup();
     Ok(git_neo::instructions::read(format, text)

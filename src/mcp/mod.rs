@@ -134,6 +134,7 @@ impl Warm {
             no_supersede: false,
             reason: None,
             suggestion: a.suggestion,
+            created_at: None,
         };
         Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?))
     }

@@ -22,6 +22,32 @@ pub const MAX_TAG_CHARS: usize = 64;
 /// Most anchors or files on one record.
 pub const MAX_ANCHORS: usize = 64;
 
+/// `text` on one line as a subject: whole when it fits [`MAX_SUBJECT_CHARS`], else cut at a word
+/// with `…`; true when it was cut (the whole text then belongs in the body).
+pub fn fit_subject(text: &str) -> (String, bool) {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= MAX_SUBJECT_CHARS {
+        return (one, false);
+    }
+    let cut: String = one.chars().take(MAX_SUBJECT_CHARS - 1).collect();
+    let at = cut.rfind(' ').filter(|i| *i > MAX_SUBJECT_CHARS / 2).unwrap_or(cut.len());
+    (format!("{}…", cut[..at].trim_end()), true)
+}
+
+/// `text` as a tag: lowercased, characters outside `a-z 0-9 - _ . / :` made `-`, at most
+/// [`MAX_TAG_CHARS`]; `None` when nothing is left.
+pub fn tag_of(text: &str) -> Option<String> {
+    let tag: String = text
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() || "-_./:".contains(c) { c } else { '-' })
+        .take(MAX_TAG_CHARS)
+        .collect();
+    let tag = tag.trim_matches('-').to_string();
+    (!tag.is_empty()).then_some(tag)
+}
+
 /// One thing wrong with a record or a request, naming the field it is about.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Problem {

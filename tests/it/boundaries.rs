@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 1),
     ("redact", 1),
     ("instructions", 1),
+    ("foreign", 1),
     ("embed", 1),
     ("store", 2),
     ("state", 2),

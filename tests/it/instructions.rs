@@ -146,9 +146,7 @@ fn an_export_imports_back_as_nothing_new_and_reads_as_a_handbook() {
 
     // Into another repository it is the same memory, fact for fact.
     let other = sb.repo("other");
-    for f in ["AGENTS.md"] {
-        std::fs::copy(repo.join(f), other.join(f)).expect("copy");
-    }
+    std::fs::copy(repo.join("AGENTS.md"), other.join("AGENTS.md")).expect("copy");
     sb.git(&other, &["add", "."]);
     sb.git(&other, &["commit", "-q", "-m", "same files"]);
     sb.neo_ok(&other, &["import", &file.to_string_lossy()]);
@@ -165,4 +163,131 @@ fn an_export_imports_back_as_nothing_new_and_reads_as_a_handbook() {
     assert!(constraints < decisions, "{md}");
     assert!(md.contains("**Never commit `.env` files.**") || md.contains("Never commit"), "{md}");
     assert!(md.contains("key `orders.retention`"), "{md}");
+}
+
+/// A fixture of `fixtures/foreign/`.
+fn foreign(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/foreign").join(name).to_string_lossy().into_owned()
+}
+
+/// Entries of `list --all --json` keyed by subject: (kind or type, status, created_at, tags).
+fn entries(sb: &Sandbox, repo: &Path) -> Vec<serde_json::Value> {
+    json(&sb.neo_ok(repo, &["list", "--all", "--json"])).as_array().expect("a list").clone()
+}
+
+fn by_subject<'a>(all: &'a [serde_json::Value], s: &str) -> &'a serde_json::Value {
+    all.iter().find(|e| e["record"]["subject"].as_str().is_some_and(|x| x.contains(s))).unwrap_or_else(|| panic!("{s}"))
+}
+
+#[test]
+fn neo_facts_keep_their_kinds_scopes_confidence_times_and_supersessions() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let out = json(&sb.neo_ok(&repo, &["import", "--from", "neo", &foreign("neo_facts_project.json"), "--json"]));
+    assert_eq!((out["added"].as_u64(), out["supersessions"].as_u64()), (Some(8), Some(2)), "{out}");
+    let all = entries(&sb, &repo);
+    let never = by_subject(&all, "Never run migrations");
+    assert_eq!(never["record"]["type"], "constraint");
+    assert_eq!(never["record"]["scope"], "project", "Neo's scope is the area label");
+    assert_eq!(never["record"]["confidence"], 0.9);
+    assert_eq!(never["record"]["provenance"], "structural");
+    assert_eq!(never["record"]["created_at"], "2025-10-09T08:53:20Z", "Neo's creation time");
+    let tags: Vec<&str> = never["record"]["tags"].as_array().expect("tags").iter().filter_map(|t| t.as_str()).collect();
+    assert_eq!(tags, vec!["neo:a1b2c3d4e5f60718", "seed", "workflow"]);
+    // Supersession as Neo had it, and an invalidation without a replacement as outdated.
+    assert_eq!(by_subject(&all, "Deploys go to Heroku")["status"], "superseded");
+    assert_eq!(by_subject(&all, "Deploys go to Fly.io")["status"], "valid");
+    assert_eq!(by_subject(&all, "Mocking the clock")["status"], "outdated");
+    let history = sb.neo_ok(&repo, &["history", &by_subject(&all, "Heroku")["id"].as_str().expect("id")[..12]]);
+    assert!(history.contains("moved to Fly.io in March"), "{history}");
+    // depends_on kept, to the imported fact.
+    let fly = by_subject(&all, "Deploys go to Fly.io");
+    assert_eq!(fly["record"]["depends_on"][0], by_subject(&all, "API handlers live")["id"]);
+    assert_eq!(by_subject(&all, "flaky login test")["record"]["type"], "pattern", "an episode is a pattern, tagged");
+    assert_eq!(by_subject(&all, "Why does the webhook")["record"]["type"], "known-unknown");
+    // Twice: nothing new.
+    let tip = sb.tip(&repo);
+    let again = json(&sb.neo_ok(&repo, &["import", "--from", "neo", &foreign("neo_facts_project.json"), "--json"]));
+    assert_eq!((again["added"].as_u64(), again["supersessions"].as_u64()), (Some(0), Some(0)), "{again}");
+    assert_eq!(sb.tip(&repo), tip);
+    ok_verify(&sb, &repo);
+}
+
+#[test]
+fn beads_issues_become_decisions_failures_and_known_unknowns_with_their_links() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let out = sb.neo(&repo, &["import", "--from", "beads", &foreign("beads_issues.jsonl"), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bd-5: deleted in beads"), "{}", stderr(&out));
+    assert_eq!(json(&stdout(&out))["added"], 4);
+    let all = entries(&sb, &repo);
+    let redis = by_subject(&all, "Switch session storage to Redis");
+    assert_eq!(redis["record"]["type"], "decision");
+    assert!(redis["record"]["body"].as_str().expect("body").contains("**Resolution:** Shipped in v2.3"));
+    assert_eq!(redis["record"]["created_at"], "2025-09-03T17:00:00Z", "dated when it was decided: closed_at");
+    let bug = by_subject(&all, "Login fails when the clock skews");
+    assert_eq!(bug["record"]["type"], "failure");
+    assert_eq!(bug["record"]["relations"][0]["type"], "derives");
+    assert_eq!(bug["record"]["relations"][0]["id"], redis["id"]);
+    let open = by_subject(&all, "Rate-limit the public search");
+    assert_eq!(open["record"]["type"], "known-unknown");
+    assert_eq!(open["record"]["depends_on"][0], redis["id"], "blocks: depends on");
+    assert_eq!(open["record"]["created_at"], "2025-09-10T12:00:00Z");
+    let tags: Vec<&str> = open["record"]["tags"].as_array().expect("tags").iter().filter_map(|t| t.as_str()).collect();
+    assert_eq!(tags, vec!["api", "beads:bd-3", "p2", "task"]);
+    // `related` both ways is a cycle: one direction is kept.
+    let decide = by_subject(&all, "token bucket");
+    let related = open["record"]["relations"].as_array().map_or(0, Vec::len)
+        + decide["record"]["relations"].as_array().map_or(0, Vec::len);
+    assert_eq!(related, 1, "{open} {decide}");
+    assert_eq!(
+        json(&sb.neo_ok(&repo, &["import", "--from", "beads", &foreign("beads_issues.jsonl"), "--json"]))["added"],
+        0
+    );
+}
+
+#[test]
+fn csv_columns_map_onto_import_fields() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let file = foreign("facts.csv");
+    let out = sb.neo(&repo, &["import", "--from", "csv", &file]);
+    assert_eq!(out.status.code(), Some(1), "no type or subject column without a mapping");
+    assert!(stderr(&out).contains("line 2") && stderr(&out).contains("missing field"), "{}", stderr(&out));
+    let out = json(&sb.neo_ok(
+        &repo,
+        &[
+            "import",
+            "--from",
+            "csv",
+            &file,
+            "--map",
+            "type=kind",
+            "--map",
+            "subject=title",
+            "--map",
+            "body=details",
+            "--map",
+            "tags=labels",
+            "--json",
+        ],
+    ));
+    assert_eq!(out["added"], 3, "{out}");
+    let all = entries(&sb, &repo);
+    let card = by_subject(&all, "Never store card numbers, not even masked");
+    assert_eq!(card["record"]["type"], "constraint");
+    assert_eq!(card["record"]["tags"], serde_json::json!(["payments", "pci"]));
+    assert!(card["record"]["body"].as_str().expect("body").starts_with("PCI scope"));
+    let out = sb.neo(&repo, &["import", "--from", "csv", &file, "--map", "colour=kind"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("map:"), "{}", stderr(&out));
+    // JSON Lines with other names, mapped the same way.
+    let jl = sb.path("other.jsonl");
+    std::fs::write(&jl, "{\"kind\": \"decision\", \"title\": \"We release monthly\", \"owner\": \"ada\"}\n")
+        .expect("write");
+    let out = json(
+        &sb.neo_ok(&repo, &["import", &jl.to_string_lossy(), "--map", "type=kind", "--map", "subject=title", "--json"]),
+    );
+    assert_eq!(out["added"], 1);
 }
