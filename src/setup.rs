@@ -8,12 +8,21 @@
 //! - Markdown files (`AGENTS.md`, `CLAUDE.md`) get one section between `<!-- git-neo:begin -->`
 //!   and `<!-- git-neo:end -->` markers: replaced in place when present, appended otherwise.
 //! - A file that is not valid JSON is never rewritten.
+//! - TOML (`.codex/config.toml`) gets one `[mcp_servers.git-neo]` table appended when it has none;
+//!   one with other settings is a conflict unless forced (then that table alone is replaced).
+//!
+//! Each agent's files are the ones its own documentation names: Claude Code `.mcp.json`,
+//! `.claude/settings.json`, `CLAUDE.md`; Cursor `.cursor/mcp.json` (`mcpServers`) and a project
+//! rule `.cursor/rules/git-neo.mdc` (front matter with `alwaysApply: true`); Codex CLI
+//! `.codex/config.toml` (`[mcp_servers.<name>]`, read in trusted projects) and `AGENTS.md`;
+//! Gemini CLI `.gemini/settings.json` (`mcpServers`) and `GEMINI.md`; GitHub Copilot in VS Code
+//! `.vscode/mcp.json` (`servers`, with `"type": "stdio"`) and `.github/copilot-instructions.md`.
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 /// The agents `setup` knows.
-pub const AGENTS: [&str; 2] = ["claude-code", "agents-md"];
+pub const AGENTS: [&str; 6] = ["claude-code", "cursor", "codex", "gemini", "copilot", "agents-md"];
 
 /// The command MCP clients start.
 pub const MCP_COMMAND: &str = "git-neo";
@@ -125,17 +134,21 @@ fn pretty(v: &Value) -> String {
 
 /// `.mcp.json` with a `git-neo` server entry.
 pub fn merge_mcp_json(existing: Option<&str>, force: bool) -> FileEdit {
-    let path = ".mcp.json";
+    merge_server(".mcp.json", "mcpServers", json!({"command": MCP_COMMAND, "args": ["mcp"]}), existing, force)
+}
+
+/// A JSON MCP configuration at `path` with git-neo's entry `ours` under the object `key`
+/// (`mcpServers` for most clients, `servers` for VS Code).
+pub fn merge_server(path: &str, key: &str, ours: Value, existing: Option<&str>, force: bool) -> FileEdit {
     let mut root = match parse_object(path, existing) {
         Ok(m) => m,
         Err(conflict) => return conflict,
     };
-    let ours = json!({"command": MCP_COMMAND, "args": ["mcp"]});
-    let servers = root.entry("mcpServers").or_insert_with(|| json!({}));
+    let servers = root.entry(key).or_insert_with(|| json!({}));
     let Some(servers) = servers.as_object_mut() else {
         return FileEdit {
             path: path.into(),
-            action: Action::Conflict { why: "mcpServers is not an object".into() },
+            action: Action::Conflict { why: format!("{key} is not an object") },
             content: None,
         };
     };
@@ -189,6 +202,72 @@ pub fn merge_claude_settings(existing: Option<&str>) -> FileEdit {
     edit(path, existing, pretty(&Value::Object(root)))
 }
 
+/// The `[mcp_servers.git-neo]` table Codex reads.
+const CODEX_TABLE: &str = "[mcp_servers.git-neo]\ncommand = \"git-neo\"\nargs = [\"mcp\"]\n";
+
+/// `.codex/config.toml` with git-neo's MCP server table (appended; never rewriting the rest).
+pub fn merge_codex_toml(existing: Option<&str>, force: bool) -> FileEdit {
+    let path = ".codex/config.toml";
+    let Some(old) = existing.filter(|t| !t.trim().is_empty()) else { return edit(path, existing, CODEX_TABLE.into()) };
+    let header = "[mcp_servers.git-neo]";
+    let Some(start) = old.lines().position(|l| l.trim() == header) else {
+        let sep = if old.ends_with("\n\n") {
+            ""
+        } else if old.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
+        return edit(path, existing, format!("{old}{sep}{CODEX_TABLE}"));
+    };
+    let lines: Vec<&str> = old.lines().collect();
+    let end =
+        lines[start + 1..].iter().position(|l| l.trim_start().starts_with('[')).map_or(lines.len(), |i| start + 1 + i);
+    let table: Vec<&str> = lines[start..end].iter().map(|l| l.trim()).filter(|l| !l.is_empty()).collect();
+    let ours: Vec<&str> = CODEX_TABLE.lines().collect();
+    if table == ours {
+        return edit(path, existing, old.to_string());
+    }
+    if !force {
+        return FileEdit {
+            path: path.into(),
+            action: Action::Conflict {
+                why: "has an [mcp_servers.git-neo] table with other settings; left as is (--force replaces it)".into(),
+            },
+            content: None,
+        };
+    }
+    let mut new: Vec<String> = lines[..start].iter().map(|l| l.to_string()).collect();
+    new.extend(ours.iter().map(|l| l.to_string()));
+    if end < lines.len() {
+        new.push(String::new());
+    }
+    new.extend(lines[end..].iter().map(|l| l.to_string()));
+    edit(path, existing, format!("{}\n", new.join("\n").trim_end()))
+}
+
+/// Cursor's project rule for git-neo: front matter that applies it to every request, and the
+/// instructions in git-neo's marked section (a rule the user edited keeps its front matter).
+pub fn merge_cursor_rule(existing: Option<&str>) -> FileEdit {
+    let path = ".cursor/rules/git-neo.mdc";
+    let front = "---\ndescription: Project memory (git-neo): recall before a task, record what you learn\nalwaysApply: true\n---\n\n";
+    match existing {
+        Some(old) if !old.trim().is_empty() => merge_markdown(path, Some(old), &instructions(true)),
+        _ => {
+            let body = merge_markdown(path, None, &instructions(true)).content.unwrap_or_default();
+            edit(path, existing, format!("{front}{body}"))
+        }
+    }
+}
+
+/// git-neo's MCP server entry; VS Code names the transport (`"type": "stdio"`).
+fn stdio(typed: bool) -> Value {
+    match typed {
+        true => json!({"type": "stdio", "command": MCP_COMMAND, "args": ["mcp"]}),
+        false => json!({"command": MCP_COMMAND, "args": ["mcp"]}),
+    }
+}
+
 /// Every file `setup <agent>` touches, given what each holds now (`read(path)`).
 pub fn plan(agent: &str, force: bool, read: &dyn Fn(&str) -> Option<String>) -> Option<Vec<FileEdit>> {
     match agent {
@@ -198,6 +277,32 @@ pub fn plan(agent: &str, force: bool, read: &dyn Fn(&str) -> Option<String>) -> 
             merge_markdown("CLAUDE.md", read("CLAUDE.md").as_deref(), &instructions(true)),
         ]),
         "agents-md" => Some(vec![merge_markdown("AGENTS.md", read("AGENTS.md").as_deref(), &instructions(false))]),
+        "cursor" => Some(vec![
+            merge_server(".cursor/mcp.json", "mcpServers", stdio(false), read(".cursor/mcp.json").as_deref(), force),
+            merge_cursor_rule(read(".cursor/rules/git-neo.mdc").as_deref()),
+        ]),
+        "codex" => Some(vec![
+            merge_codex_toml(read(".codex/config.toml").as_deref(), force),
+            merge_markdown("AGENTS.md", read("AGENTS.md").as_deref(), &instructions(true)),
+        ]),
+        "gemini" => Some(vec![
+            merge_server(
+                ".gemini/settings.json",
+                "mcpServers",
+                stdio(false),
+                read(".gemini/settings.json").as_deref(),
+                force,
+            ),
+            merge_markdown("GEMINI.md", read("GEMINI.md").as_deref(), &instructions(true)),
+        ]),
+        "copilot" => Some(vec![
+            merge_server(".vscode/mcp.json", "servers", stdio(true), read(".vscode/mcp.json").as_deref(), force),
+            merge_markdown(
+                ".github/copilot-instructions.md",
+                read(".github/copilot-instructions.md").as_deref(),
+                &instructions(true),
+            ),
+        ]),
         _ => None,
     }
 }
@@ -229,6 +334,36 @@ mod tests {
         assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
         assert_eq!(v["hooks"]["UserPromptSubmit"].as_array().map(Vec::len), Some(2));
         assert_eq!(merge_claude_settings(Some(&merged)).action, Action::Unchanged);
+    }
+
+    #[test]
+    fn codex_toml_is_appended_to_and_a_different_table_is_left_alone() {
+        let mine = "model = \"o4\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+        let merged = merge_codex_toml(Some(mine), false).content.expect("content");
+        assert!(merged.starts_with(mine) && merged.ends_with(CODEX_TABLE), "{merged}");
+        assert_eq!(merge_codex_toml(Some(&merged), false).action, Action::Unchanged);
+        let theirs = "[mcp_servers.git-neo]\ncommand = \"/opt/git-neo\"\nargs = [\"mcp\"]\n\n[other]\nx = 1\n";
+        assert!(matches!(merge_codex_toml(Some(theirs), false).action, Action::Conflict { .. }));
+        let forced = merge_codex_toml(Some(theirs), true).content.expect("content");
+        assert!(forced.starts_with(CODEX_TABLE) && forced.ends_with("[other]\nx = 1\n"), "{forced}");
+        assert_eq!(merge_codex_toml(None, false).content.as_deref(), Some(CODEX_TABLE));
+    }
+
+    #[test]
+    fn every_agent_gets_its_server_entry_and_its_instruction_file() {
+        for agent in AGENTS {
+            let edits = plan(agent, false, &|_| None).expect("a known agent");
+            assert!(edits.iter().all(|e| e.action == Action::Create), "{agent}: {edits:?}");
+        }
+        let vscode = plan("copilot", false, &|_| None).expect("copilot");
+        let v: Value = serde_json::from_str(vscode[0].content.as_deref().expect("content")).expect("json");
+        assert_eq!(v["servers"]["git-neo"]["type"], "stdio");
+        let cursor = plan("cursor", false, &|_| None).expect("cursor");
+        let rule = cursor[1].content.as_deref().expect("content");
+        assert!(rule.starts_with("---\ndescription:") && rule.contains("alwaysApply: true") && rule.contains(BEGIN));
+        let kept = "---\ndescription: mine\nglobs: src/**\n---\n";
+        let merged = merge_cursor_rule(Some(kept)).content.expect("content");
+        assert!(merged.starts_with(kept), "the user's front matter stays: {merged}");
     }
 
     #[test]

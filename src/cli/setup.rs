@@ -8,7 +8,9 @@ use git_neo::Error;
 
 #[derive(clap::Args)]
 pub struct SetupArgs {
-    /// claude-code (MCP server, prompt hook, CLAUDE.md) or agents-md (a section in AGENTS.md).
+    /// claude-code (MCP server, prompt hook, CLAUDE.md), cursor (.cursor/mcp.json, a project
+    /// rule), codex (.codex/config.toml, AGENTS.md), gemini (.gemini/settings.json, GEMINI.md),
+    /// copilot (.vscode/mcp.json, .github/copilot-instructions.md), or agents-md (AGENTS.md only).
     agent: String,
     /// Print what would be written; write nothing.
     #[arg(long)]

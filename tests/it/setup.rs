@@ -113,5 +113,63 @@ fn agents_md_and_conflicts_never_overwrite_a_users_file() {
 
     let bad = sb.neo(&repo, &["setup", "emacs"]);
     assert_eq!(bad.status.code(), Some(1));
-    assert!(stderr(&bad).contains("claude-code, agents-md"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("claude-code, cursor, codex, gemini, copilot, agents-md"), "{}", stderr(&bad));
+}
+
+#[test]
+fn cursor_codex_gemini_and_copilot_are_set_up_in_their_own_files_merged_and_idempotent() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let write = |rel: &str, text: &str| {
+        let p = repo.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(".cursor/mcp.json", r#"{"mcpServers": {"docs": {"command": "docs-mcp"}}}"#);
+    write(".codex/config.toml", "model = \"o4-mini\"\n");
+    write(".gemini/settings.json", r#"{"theme": "GitHub"}"#);
+    write(".vscode/mcp.json", r#"{"inputs": [], "servers": {"db": {"type": "stdio", "command": "db-mcp"}}}"#);
+    write(".github/copilot-instructions.md", "Prefer small functions.\n");
+    let read = |rel: &str| std::fs::read_to_string(repo.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+    let server = |rel: &str, key: &str| -> serde_json::Value {
+        serde_json::from_str::<serde_json::Value>(&read(rel)).expect("json")[key]["git-neo"].clone()
+    };
+    for agent in ["cursor", "codex", "gemini", "copilot"] {
+        sb.neo_ok(&repo, &["setup", agent]);
+        let again = sb.neo_ok(&repo, &["setup", agent]);
+        assert_eq!(again.matches("already set up").count(), 2, "{agent}: {again}");
+    }
+    // Cursor: the server beside the user's, and an always-applied project rule.
+    let cursor: serde_json::Value = serde_json::from_str(&read(".cursor/mcp.json")).expect("json");
+    assert_eq!(cursor["mcpServers"]["docs"]["command"], "docs-mcp");
+    assert_eq!(server(".cursor/mcp.json", "mcpServers")["args"][0], "mcp");
+    assert!(read(".cursor/rules/git-neo.mdc").contains("alwaysApply: true"));
+    // Codex: the table appended after the user's settings, and AGENTS.md.
+    let codex = read(".codex/config.toml");
+    assert!(
+        codex.starts_with("model = \"o4-mini\"\n") && codex.contains("[mcp_servers.git-neo]\ncommand = \"git-neo\"")
+    );
+    assert!(read("AGENTS.md").contains("git neo recall"));
+    // Gemini CLI: settings kept, GEMINI.md written.
+    let gemini: serde_json::Value = serde_json::from_str(&read(".gemini/settings.json")).expect("json");
+    assert_eq!(gemini["theme"], "GitHub");
+    assert_eq!(server(".gemini/settings.json", "mcpServers")["command"], "git-neo");
+    assert!(read("GEMINI.md").contains("git neo recall"));
+    // Copilot in VS Code: `servers` with a stdio type; the user's instructions first.
+    assert_eq!(server(".vscode/mcp.json", "servers")["type"], "stdio");
+    let vscode: serde_json::Value = serde_json::from_str(&read(".vscode/mcp.json")).expect("json");
+    assert_eq!(vscode["servers"]["db"]["command"], "db-mcp");
+    assert!(read(".github/copilot-instructions.md").starts_with("Prefer small functions.\n"));
+    // An import of these files leaves git-neo's own section out.
+    let dry = sb.neo_ok(&repo, &["import", "--from", "copilot", ".github/copilot-instructions.md", "--dry-run"]);
+    assert_eq!(dry.lines().count(), 1, "{dry}");
+    // The configured command starts a server that answers (what each client runs).
+    let entry = server(".vscode/mcp.json", "servers");
+    let mut cmd = Command::new(entry["command"].as_str().expect("command"));
+    hermetic(&mut cmd, sb.dir.path()).current_dir(&repo).env("PATH", path_with_bin()).args(["mcp"]);
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("spawn");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(child.stdin.take().expect("stdin"), "{init}").expect("write");
+    let out = child.wait_with_output().expect("wait");
+    assert!(stdout(&out).contains("\"serverInfo\""), "{}", stderr(&out));
 }
