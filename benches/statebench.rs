@@ -173,6 +173,7 @@ fn add(
         reason: None,
         suggestion: None,
         created_at: None,
+        sources: vec![],
     };
     s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
 }

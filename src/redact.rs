@@ -296,6 +296,10 @@ pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
         Payload::Supersession(s) => f.push(("reason", &s.reason)),
         Payload::Outcome(o) => f.push(("signal", &o.signal)),
         Payload::Retraction(r) => f.push(("reason", &r.reason)),
+        Payload::Source(s) => {
+            f.push(("title", &s.title));
+            f.extend(s.sections.iter().map(|x| ("sections.heading", x.heading.as_str())));
+        }
     }
     f
 }

@@ -86,8 +86,20 @@ pub struct Changes {
     pub corrected: Vec<Superseded>,
     pub forgotten: Vec<Forgotten>,
     pub confidence: Vec<ConfidenceChange>,
+    /// Documents ingested (new, or a new version of one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<DocumentAdded>,
     /// Changes that are not additions of record files (never made by git-neo).
     pub other_changes: Vec<TreeChange>,
+}
+
+/// A document ingested in the range.
+#[derive(Clone, Debug, Serialize)]
+pub struct DocumentAdded {
+    pub id: RecordId,
+    pub path: String,
+    pub title: String,
+    pub sections: usize,
 }
 
 fn state_at(store: &Store, commit: Option<ObjectId>) -> Result<State> {
@@ -160,6 +172,12 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
                 target_summary: summary(&after, &x.target),
                 reason: x.reason.clone(),
             }),
+            Payload::Source(d) => out.documents.push(DocumentAdded {
+                id,
+                path: d.path.clone(),
+                title: d.title.clone(),
+                sections: d.sections.len(),
+            }),
             Payload::Outcome(o) => out.confidence.push(ConfidenceChange {
                 id,
                 target: o.target,
@@ -205,6 +223,7 @@ impl Changes {
         };
         count(self.facts.len(), "fact added", "facts added");
         count(self.attempts.len(), "attempt", "attempts");
+        count(self.documents.len(), "document ingested", "documents ingested");
         count(self.superseded.len(), "supersession", "supersessions");
         count(self.corrected.len(), "correction", "corrections");
         count(self.forgotten.len(), "forget", "forgets");
@@ -242,6 +261,13 @@ impl Changes {
                 }
                 s.push('\n');
             }
+        }
+        if !self.documents.is_empty() {
+            let _ = writeln!(s, "{} Documents ingested\n", h(level));
+            for d in &self.documents {
+                let _ = writeln!(s, "- `{}` {} (`{}`, {} sections)", d.id.short(), md(&d.title), md(&d.path), d.sections);
+            }
+            s.push('\n');
         }
         if !self.attempts.is_empty() {
             let _ = writeln!(s, "{} Attempts recorded\n", h(level));

@@ -17,6 +17,7 @@ mod correct;
 mod export;
 pub mod hooks;
 mod import;
+pub mod ingest;
 mod options;
 mod outcomes;
 mod proposals;

@@ -44,6 +44,8 @@ pub struct AddRequest {
     pub suggestion: Option<String>,
     /// When the fact was learned, for an import that keeps another tool's times (default: now).
     pub created_at: Option<Timestamp>,
+    /// Sections of ingested documents the fact cites: `<source id>#<heading>` or `PATH#heading`.
+    pub sources: Vec<String>,
 }
 
 /// What `add` did.
@@ -150,6 +152,61 @@ impl Memory {
         Ok(Some(Anchor { path, lines, blob: blob.map(|b| b.to_string()), commit: head.map(|h| h.to_string()) }))
     }
 
+    /// A citation from `<source id>#<heading>` or `PATH#heading`: the current source of that id or
+    /// path, and one of its section headings (as the document spells it).
+    fn citation(&self, spec: &str, field: &str, problems: &mut Vec<Problem>) -> Option<crate::record::Citation> {
+        let Some((what, heading)) = spec.trim().rsplit_once('#').filter(|(w, h)| !w.is_empty() && !h.trim().is_empty())
+        else {
+            problems.push(Problem::new(
+                field,
+                format!("{spec:?} is not SOURCE#HEADING; name a source id or a document's path, then # and a heading"),
+            ));
+            return None;
+        };
+        let looks_like_id = what.len() >= record::id::MIN_PREFIX_LEN && what.chars().all(|c| c.is_ascii_hexdigit());
+        let id = if looks_like_id {
+            self.resolve_into(field, what, problems)?
+        } else {
+            let path = what.trim_start_matches("./");
+            let found = self.state.iter().find(|e| {
+                e.status == crate::state::Status::Valid && e.record.as_source().is_some_and(|s| s.path == path)
+            });
+            match found {
+                Some(e) => e.id,
+                None => {
+                    problems.push(Problem::new(
+                        field,
+                        format!("no ingested document is at {path:?}; run `git neo ingest {path}` first"),
+                    ));
+                    return None;
+                }
+            }
+        };
+        let entry = &self.state.entries[&id];
+        let Some(source) = entry.record.as_source() else {
+            problems.push(Problem::new(field, format!("{} is a {}, not an ingested document", id.short(), entry.record.kind)));
+            return None;
+        };
+        if entry.status != crate::state::Status::Valid {
+            problems.push(Problem::new(
+                field,
+                format!("{} is an old version of {}; cite the current one (by its path)", id.short(), source.path),
+            ));
+            return None;
+        }
+        match source.section(heading) {
+            Some(s) => Some(crate::record::Citation { id, section: s.heading.clone() }),
+            None => {
+                let some: Vec<&str> = source.sections.iter().take(12).map(|s| s.heading.as_str()).collect();
+                problems.push(Problem::new(
+                    field,
+                    format!("{} has no section {:?}; its sections: {}", source.path, heading.trim(), some.join(", ")),
+                ));
+                None
+            }
+        }
+    }
+
     /// Build and validate the fact record for `req` without writing it.
     pub fn prepare_fact(&self, req: &AddRequest, ctx: &WriteContext) -> Result<Record> {
         let mut problems = Vec::new();
@@ -228,6 +285,8 @@ impl Memory {
                 }
             }
         }
+        let cites: Vec<crate::record::Citation> =
+            req.sources.iter().enumerate().filter_map(|(i, s)| self.citation(s, &format!("sources[{i}]"), problems)).collect();
         let mut anchors = Vec::new();
         for (i, spec) in req.anchors.iter().enumerate() {
             if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), problems)? {
@@ -274,6 +333,7 @@ impl Memory {
                 relations,
                 anchors,
                 suggestion: req.suggestion.clone().filter(|s| !s.trim().is_empty()),
+                cites,
             }),
             author: ctx.identity.author_field(),
             created_at: req.created_at.unwrap_or(ctx.now),

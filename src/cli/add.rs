@@ -70,6 +70,10 @@ pub struct Args {
     /// A code snippet this fact recommends; `git neo outcomes` looks for it in later commits.
     #[arg(long)]
     suggestion: Option<String>,
+    /// A section of an ingested document this fact cites: `PATH#heading` or `<source id>#heading`
+    /// (repeatable); when that section changes, the fact is flagged for review.
+    #[arg(long = "source", value_name = "SOURCE#HEADING")]
+    sources: Vec<String>,
     /// Show what would be written and superseded, and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -125,6 +129,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         reason: args.reason,
         suggestion: args.suggestion,
         created_at: None,
+        sources: args.sources,
     };
     let outcome = ctx.session.add(&req, args.dry_run)?;
     ctx.say_notices();

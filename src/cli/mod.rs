@@ -13,6 +13,7 @@ mod diff;
 mod export;
 mod forget;
 mod import;
+mod ingest;
 mod init;
 mod list;
 mod log;
@@ -102,6 +103,8 @@ enum Command {
     History(correct::HistoryArgs),
     /// Add many facts from JSON Lines, validated first and written in batches.
     Import(import::Args),
+    /// Record the repository's documents (sections, where their text is) as sources.
+    Ingest(ingest::Args),
     /// Every valid fact with its state: JSON Lines that import reads back, or a markdown handbook.
     Export(export::Args),
     /// Check the memory's integrity; exit 3 listing every problem.
@@ -408,6 +411,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::History(a) => correct::history(ctx, a),
         Command::Import(a) => import::run(ctx, a),
         Command::Export(a) => export::run(ctx, a),
+        Command::Ingest(a) => ingest::run(ctx, a),
         Command::Verify(a) => verify::run(ctx, a),
         Command::Sync(a) => sync::sync(ctx, a),
         Command::Diff(a) => diff::run(ctx, a),

@@ -135,6 +135,7 @@ impl Warm {
             reason: None,
             suggestion: a.suggestion,
             created_at: None,
+            sources: a.sources,
         };
         Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?))
     }

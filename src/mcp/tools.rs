@@ -83,6 +83,7 @@ pub fn all() -> Vec<Tool> {
                     "depends_on": ids(),
                     "extends": ids(),
                     "derives_from": ids(),
+                    "sources": {"type": "array", "items": {"type": "string"}, "description": "cited sections: PATH#heading"},
                     "valid_from": {"type": "string"},
                     "valid_to": {"type": "string"},
                     "suggestion": {"type": "string", "description": "code it recommends"}
@@ -188,6 +189,8 @@ pub struct AddFactArgs {
     pub extends: Vec<String>,
     #[serde(default)]
     pub derives_from: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
     pub valid_from: Option<String>,
     pub valid_to: Option<String>,
     pub suggestion: Option<String>,

@@ -11,7 +11,9 @@
 //!   the first fractional digit.
 //! - The body has LF line endings, no leading blank lines, and ends with exactly one `\n`, or is empty.
 
-use super::{Anchor, Attempt, Fact, Outcome, Payload, Record, Relation, Retraction, Supersession, FORMAT_VERSION};
+use super::{
+    Anchor, Attempt, Fact, Outcome, Payload, Record, Relation, Retraction, Source, Supersession, FORMAT_VERSION,
+};
 use std::fmt::Write;
 
 /// Write `s` as a YAML double-quoted scalar.
@@ -82,6 +84,35 @@ fn fact(w: &mut Writer, f: &Fact) {
     relations(w, &f.relations);
     anchors(w, &f.anchors);
     w.opt_str("suggestion", f.suggestion.as_deref());
+    if !f.cites.is_empty() {
+        w.out.push_str("cites:\n");
+        for c in &f.cites {
+            w.out.push_str("  - ");
+            w.str("id", &c.id.to_hex());
+            w.out.push_str("    ");
+            w.str("section", &c.section);
+        }
+    }
+}
+
+fn source(w: &mut Writer, s: &Source) {
+    w.str("path", &s.path);
+    w.str("blob", &s.blob);
+    w.opt_str("commit", s.commit.as_deref());
+    w.str("title", &s.title);
+    if s.sections.is_empty() {
+        return;
+    }
+    w.out.push_str("sections:\n");
+    for sec in &s.sections {
+        w.out.push_str("  - ");
+        w.str("heading", &sec.heading);
+        let _ = writeln!(w.out, "    level: {}", sec.level);
+        w.out.push_str("    ");
+        w.str("lines", &sec.lines.to_string());
+        w.out.push_str("    ");
+        w.str("hash", &sec.hash);
+    }
 }
 
 fn relations(w: &mut Writer, rels: &[Relation]) {
@@ -215,6 +246,7 @@ pub fn to_bytes(record: &Record) -> Vec<u8> {
         Payload::Supersession(s) => supersession(&mut w, s),
         Payload::Outcome(o) => outcome(&mut w, o),
         Payload::Retraction(r) => retraction(&mut w, r),
+        Payload::Source(s) => source(&mut w, s),
     }
     w.str("author", &record.author);
     w.str("created_at", &record.created_at.to_string());

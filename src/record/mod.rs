@@ -63,6 +63,7 @@ word_enum!(
         Supersession => "supersession",
         Outcome => "outcome",
         Retraction => "retraction",
+        Source => "source",
     }
 );
 
@@ -75,6 +76,7 @@ impl Kind {
             Kind::Supersession => "supersessions",
             Kind::Outcome => "outcomes",
             Kind::Retraction => "retractions",
+            Kind::Source => "sources",
         }
     }
 
@@ -141,6 +143,7 @@ word_enum!(
         Explicit => "explicit",
         Outdated => "outdated",
         Frame => "frame",
+        Document => "document",
     }
 );
 
@@ -250,6 +253,54 @@ pub struct Fact {
     /// A code snippet this fact recommends; outcome detection looks for it in later commits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suggestion: Option<String>,
+    /// Sections of ingested documents this fact cites.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cites: Vec<Citation>,
+}
+
+/// A fact's citation of one section of an ingested document (a `source` record).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Citation {
+    /// The source record.
+    pub id: RecordId,
+    /// The section's heading (the document's title for the text before its first heading).
+    pub section: String,
+}
+
+/// A document of the repository, ingested: a pointer to its text (the blob already in git's
+/// history) and its sections, not a copy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Source {
+    /// Repository-relative path with `/` separators.
+    pub path: String,
+    /// The git blob id of the document when it was ingested.
+    pub blob: String,
+    /// The commit HEAD pointed at then, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// Its first level-1 heading, else its file name.
+    pub title: String,
+    pub sections: Vec<Section>,
+}
+
+/// One section of a source: a heading and the lines up to the next heading.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Section {
+    pub heading: String,
+    /// 1 to 6; 0 for the text before the first heading.
+    pub level: u8,
+    pub lines: LineRange,
+    /// The first 16 hex digits of the BLAKE3 hash of the section's text: a citing fact is flagged
+    /// for review when it changes.
+    pub hash: String,
+}
+
+impl Source {
+    /// The section named `heading` (case and surrounding space ignored).
+    pub fn section(&self, heading: &str) -> Option<&Section> {
+        let want = heading.trim().to_lowercase();
+        self.sections.iter().find(|s| s.heading.trim().to_lowercase() == want)
+    }
 }
 
 /// The check an attempt ran or reported.
@@ -365,6 +416,7 @@ pub enum Payload {
     Supersession(Supersession),
     Outcome(Outcome),
     Retraction(Retraction),
+    Source(Source),
 }
 
 /// One memory record, as typed data.
@@ -392,6 +444,15 @@ impl Record {
             },
             Payload::Outcome(o) => format!("{} {} {}", o.target.short(), o.signal, o.delta),
             Payload::Retraction(r) => format!("forget {}: {}", r.target.short(), r.reason),
+            Payload::Source(s) => format!("{} ({})", s.title, s.path),
+        }
+    }
+
+    /// The source payload, if this record is an ingested document.
+    pub fn as_source(&self) -> Option<&Source> {
+        match &self.payload {
+            Payload::Source(s) => Some(s),
+            _ => None,
         }
     }
 
@@ -411,11 +472,13 @@ impl Record {
                 .iter()
                 .map(|d| ("depends_on", *d))
                 .chain(f.relations.iter().map(|r| ("relations", r.id)))
+                .chain(f.cites.iter().map(|c| ("cites", c.id)))
                 .collect(),
             Payload::Attempt(a) => a.retry_of.map(|r| ("retry_of", r)).into_iter().collect(),
             Payload::Supersession(s) => std::iter::once(("old", s.old)).chain(s.new.map(|n| ("new", n))).collect(),
             Payload::Outcome(o) => vec![("target", o.target)],
             Payload::Retraction(r) => vec![("target", r.target)],
+            Payload::Source(_) => Vec::new(),
         }
     }
 

@@ -7,9 +7,9 @@
 
 use super::validate::{validate, Problem, Problems};
 use super::{
-    AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Fact, FactType, Kind, LineRange, Milli, Outcome,
-    Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Supersession, SupersessionMethod,
-    Timestamp, FORMAT_VERSION,
+    AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Citation, Fact, FactType, Kind, LineRange, Milli,
+    Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Section, Source,
+    Supersession, SupersessionMethod, Timestamp, FORMAT_VERSION,
 };
 use serde_yaml::{Mapping, Value};
 
@@ -290,6 +290,15 @@ fn parse_fact(f: &mut Fields) -> Fact {
         f.absorb(a);
     }
     let suggestion = f.opt_str("suggestion");
+    let mut cites = Vec::new();
+    for mut c in f.mapping_list("cites") {
+        let id = c.req_id("id");
+        let section = c.req_str("section");
+        if let (Some(id), Some(section)) = (id, section) {
+            cites.push(Citation { id, section });
+        }
+        f.absorb(c);
+    }
     Fact {
         fact_type: fact_type.unwrap_or(FactType::Constraint),
         subject: subject.unwrap_or_default(),
@@ -304,6 +313,7 @@ fn parse_fact(f: &mut Fields) -> Fact {
         relations,
         anchors,
         suggestion,
+        cites,
     }
 }
 
@@ -361,6 +371,47 @@ fn parse_attempt(f: &mut Fields) -> Attempt {
         retry_of,
         scope: scope.unwrap_or_default(),
         tags,
+    }
+}
+
+fn parse_source(f: &mut Fields) -> Source {
+    let path = f.req_str("path");
+    let blob = f.req_str("blob");
+    let commit = f.opt_str("commit");
+    let title = f.req_str("title");
+    let mut sections = Vec::new();
+    for mut s in f.mapping_list("sections") {
+        let heading = s.req_str("heading");
+        let level = match s.integer("level") {
+            Some(l) if (0..=6).contains(&l) => Some(l as u8),
+            Some(l) => {
+                s.bad("level", format!("{l} is not a heading level from 0 to 6"));
+                None
+            }
+            None => {
+                s.bad("level", "is required");
+                None
+            }
+        };
+        let lines = s.req_str("lines").and_then(|l| {
+            let parsed = parse_lines(&l);
+            if parsed.is_none() {
+                s.bad("lines", format!("{l:?} is not a line range like 10-20"));
+            }
+            parsed
+        });
+        let hash = s.req_str("hash");
+        if let (Some(heading), Some(level), Some(lines), Some(hash)) = (heading, level, lines, hash) {
+            sections.push(Section { heading, level, lines, hash });
+        }
+        f.absorb(s);
+    }
+    Source {
+        path: path.unwrap_or_default(),
+        blob: blob.unwrap_or_default(),
+        commit,
+        title: title.unwrap_or_default(),
+        sections,
     }
 }
 
@@ -457,6 +508,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
         Some(Kind::Supersession) => Payload::Supersession(parse_supersession(&mut f)),
         Some(Kind::Outcome) => Payload::Outcome(parse_outcome(&mut f)),
         Some(Kind::Retraction) => Payload::Retraction(parse_retraction(&mut f)),
+        Some(Kind::Source) => Payload::Source(parse_source(&mut f)),
         None => {
             // Without a kind the remaining fields cannot be judged; report only what was found so far.
             return Err(Problems(f.problems));

@@ -21,6 +21,8 @@ pub const MAX_TAGS: usize = 32;
 pub const MAX_TAG_CHARS: usize = 64;
 /// Most anchors or files on one record.
 pub const MAX_ANCHORS: usize = 64;
+/// Most sections of one ingested document.
+pub const MAX_SECTIONS: usize = 2000;
 
 /// `text` on one line as a subject: whole when it fits [`MAX_SUBJECT_CHARS`], else cut at a word
 /// with `…`; true when it was cut (the whole text then belongs in the body).
@@ -261,6 +263,38 @@ pub fn validate(record: &Record) -> Vec<Problem> {
             }
             for (i, a) in f.anchors.iter().enumerate() {
                 check_anchor(&mut p, i, a);
+            }
+            if f.cites.len() > MAX_ANCHORS {
+                p.push(Problem::new("cites", format!("has {} citations; the limit is {MAX_ANCHORS}", f.cites.len())));
+            }
+            for (i, c) in f.cites.iter().enumerate() {
+                check_line(&mut p, &format!("cites[{i}].section"), &c.section, MAX_LINE_CHARS, "a heading of the document");
+            }
+        }
+        Payload::Source(s) => {
+            check_repo_path(&mut p, "path", &s.path);
+            check_line(&mut p, "title", &s.title, MAX_LINE_CHARS, "the document's title");
+            for (name, value) in [("blob", Some(&s.blob)), ("commit", s.commit.as_ref())] {
+                if let Some(v) = value {
+                    if !(v.len() == 40 || v.len() == 64) || !super::id::is_lower_hex(v) {
+                        p.push(Problem::new(name, "must be a full lowercase hex git object id"));
+                    }
+                }
+            }
+            if s.sections.len() > MAX_SECTIONS {
+                p.push(Problem::new("sections", format!("has {} sections; the limit is {MAX_SECTIONS}", s.sections.len())));
+            }
+            for (i, sec) in s.sections.iter().enumerate() {
+                check_line(&mut p, &format!("sections[{i}].heading"), &sec.heading, MAX_LINE_CHARS, "the heading's text");
+                if sec.level > 6 {
+                    p.push(Problem::new(format!("sections[{i}].level"), "is a heading level from 0 to 6"));
+                }
+                if sec.lines.start == 0 || sec.lines.end < sec.lines.start {
+                    p.push(Problem::new(format!("sections[{i}].lines"), format!("{} is not a range", sec.lines)));
+                }
+                if sec.hash.len() != 16 || !super::id::is_lower_hex(&sec.hash) {
+                    p.push(Problem::new(format!("sections[{i}].hash"), "must be 16 lowercase hex digits"));
+                }
             }
         }
         Payload::Attempt(a) => {

@@ -58,6 +58,9 @@ pub enum ReviewFlag {
     Conflict { old: RecordId, others: Vec<RecordId> },
     /// The code it is anchored to was rewritten or deleted (an `anchor-changed` outcome).
     AnchorChanged { outcome: RecordId, paths: Vec<String> },
+    /// A section it cites changed in a later version of its document, left it, or the document
+    /// went away.
+    SourceChanged { id: RecordId, path: String, section: String, change: String },
 }
 
 impl std::fmt::Display for ReviewFlag {
@@ -68,6 +71,9 @@ impl std::fmt::Display for ReviewFlag {
             }
             ReviewFlag::DerivesFrom { id, status } => {
                 write!(f, "derived from {}, which is {}", id.short(), status.as_str())
+            }
+            ReviewFlag::SourceChanged { path, section, change, .. } => {
+                write!(f, "cites \"{section}\" of {path}, which {change}")
             }
             ReviewFlag::AnchorChanged { outcome, paths } => {
                 write!(f, "the code it is anchored to changed ({}; outcome {})", paths.join(", "), outcome.short())
@@ -149,7 +155,54 @@ fn link_flags(record: &Record, entries: &BTreeMap<RecordId, Entry>) -> Vec<Revie
             .filter(|r| r.rel == RelationType::Derives)
             .filter_map(|r| status(&r.id).map(|status| ReviewFlag::DerivesFrom { id: r.id, status })),
     );
+    for c in &f.cites {
+        if let Some((path, change)) = citation_change(c, entries) {
+            flags.push(ReviewFlag::SourceChanged { id: c.id, path, section: c.section.clone(), change });
+        }
+    }
     flags
+}
+
+/// Whether the section a citation names is still what it was: follows the cited source through
+/// its later versions (a moved document keeps its sections) and says what happened to the section
+/// (its text changed, it is gone) or to the document (outdated: deleted; forgotten). `None` while
+/// the text is the same in the current version.
+fn citation_change(c: &crate::record::Citation, entries: &BTreeMap<RecordId, Entry>) -> Option<(String, String)> {
+    let start = entries.get(&c.id)?;
+    let source = start.record.as_source()?;
+    let base = source.section(&c.section)?.hash.clone();
+    let path = source.path.clone();
+    let mut cur = start;
+    for _ in 0..256 {
+        match cur.status {
+            Status::Valid => return None,
+            Status::Retracted => return Some((path, "was forgotten".into())),
+            Status::Outdated => {
+                let why = cur
+                    .superseded_by
+                    .iter()
+                    .filter_map(|s| entries.get(s))
+                    .find_map(|s| match &s.record.payload {
+                        Payload::Supersession(x) => Some(x.reason.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "no longer holds".into());
+                return Some((path, format!("is outdated: {why}")));
+            }
+            Status::Superseded => {
+                let next = cur.superseded_by.iter().rev().filter_map(|n| entries.get(n)).find(|e| e.record.as_source().is_some())?;
+                let now = next.record.as_source()?;
+                match now.section(&c.section) {
+                    None => return Some((path, format!("no longer has that section ({} is now {})", now.path, next.id.short()))),
+                    Some(s) if s.hash != base => {
+                        return Some((path, format!("changed there ({} is now {})", now.path, next.id.short())))
+                    }
+                    Some(_) => cur = next,
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The current meaning of a set of records.
@@ -370,7 +423,12 @@ impl State {
                 entry
                     .needs_review
                     .drain(..)
-                    .filter(|f| !matches!(f, ReviewFlag::DependsOn { .. } | ReviewFlag::DerivesFrom { .. })),
+                    .filter(|f| {
+                        !matches!(
+                            f,
+                            ReviewFlag::DependsOn { .. } | ReviewFlag::DerivesFrom { .. } | ReviewFlag::SourceChanged { .. }
+                        )
+                    }),
             );
             entry.needs_review = flags;
         }
@@ -385,7 +443,10 @@ impl State {
         }
         let mut olds = HashSet::new();
         new.iter().all(|(_, r)| match &r.payload {
+            // A citation's flag depends on the versions after the one it names: fold again.
+            Payload::Fact(f) if !f.cites.is_empty() => false,
             Payload::Fact(_) | Payload::Attempt(_) => true,
+            Payload::Supersession(s) if self.entries.get(&s.old).is_some_and(|o| o.record.as_source().is_some()) => false,
             Payload::Supersession(s) => {
                 // Replacing a valid record (so nothing replaced it before: its replacements list
                 // is empty) that replaced nothing in conflict: no other record's flags or

@@ -1,0 +1,272 @@
+//! Ingest: documents of the repository recorded as `source` records (docs/format.md): the path,
+//! the blob id and commit at ingest, the title, and the sections with their line ranges and a
+//! hash of their text. Memory stores a pointer and the structure, not a copy: the text is the
+//! blob already in the repository's history. Ingesting again notices a changed document by its
+//! blob id and writes a new version that supersedes the old one (a moved document is followed by
+//! its blob, a deleted one is marked outdated, never dropped); facts citing a section whose text
+//! changed are then flagged for review by the fold.
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::record::{LineRange, Section, Source, Supersession, SupersessionMethod};
+use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Documents a directory is searched for (a file named explicitly is taken whatever it is).
+pub const DOCUMENT_EXTENSIONS: &[&str] = &["md", "markdown", "mdx", "txt", "rst", "adoc"];
+
+/// What happened to one document.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ingested {
+    pub path: String,
+    /// `new`, `changed`, `moved` or `deleted`.
+    pub change: &'static str,
+    /// The new source record (absent for a deleted document).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<RecordId>,
+    /// The version it replaces or marks outdated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<RecordId>,
+    /// For a move: where it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    pub sections: usize,
+}
+
+/// What `git neo ingest` did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IngestOutcome {
+    pub documents: Vec<Ingested>,
+    /// Documents already ingested at the same blob.
+    pub unchanged: usize,
+    /// Files left out (not UTF-8 text).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// Current facts citing a section that changed, and why (fold's review flags).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs_review: Vec<(RecordId, String)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+/// The first 16 hex digits of BLAKE3 of a section's text (trailing blank lines ignored).
+fn section_hash(text: &str) -> String {
+    blake3::hash(text.trim_end().as_bytes()).to_hex()[..16].to_string()
+}
+
+/// A document's title and sections: a markdown document by its headings (the text before the
+/// first heading, if any, is a section named by the title), any other text as one section.
+pub fn sections(path: &str, text: &str) -> (String, Vec<Section>) {
+    let stem = path.rsplit('/').next().unwrap_or(path).to_string();
+    let line_of = |byte: usize| text[..byte.min(text.len())].matches('\n').count() as u32 + 1;
+    let last_line = text.trim_end().lines().count().max(1) as u32;
+    let is_markdown = ["md", "markdown", "mdx"].iter().any(|e| path.to_lowercase().ends_with(&format!(".{e}")));
+    let lines: Vec<&str> = text.lines().collect();
+    let text_of = |a: u32, b: u32| lines[(a as usize - 1).min(lines.len())..(b as usize).min(lines.len())].join("\n");
+    if !is_markdown {
+        let hash = section_hash(text);
+        return (stem.clone(), vec![Section { heading: stem, level: 0, lines: LineRange { start: 1, end: last_line }, hash }]);
+    }
+    let mut heads: Vec<(u32, u8, String)> = Vec::new();
+    let mut current: Option<(u32, u8, String)> = None;
+    for (event, range) in Parser::new(text).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { level, .. }) => {
+                let n = match level {
+                    HeadingLevel::H1 => 1,
+                    HeadingLevel::H2 => 2,
+                    HeadingLevel::H3 => 3,
+                    HeadingLevel::H4 => 4,
+                    HeadingLevel::H5 => 5,
+                    HeadingLevel::H6 => 6,
+                };
+                current = Some((line_of(range.start), n, String::new()));
+            }
+            Event::Text(t) | Event::Code(t) => {
+                if let Some((_, _, h)) = current.as_mut() {
+                    h.push_str(&t);
+                }
+            }
+            Event::End(TagEnd::Heading(_)) => {
+                if let Some((line, level, h)) = current.take() {
+                    heads.push((line, level, h.split_whitespace().collect::<Vec<_>>().join(" ")));
+                }
+            }
+            _ => {}
+        }
+    }
+    let title = heads.iter().find(|(_, l, h)| *l == 1 && !h.is_empty()).map(|(_, _, h)| h.clone()).unwrap_or(stem);
+    let mut out = Vec::new();
+    let first = heads.first().map_or(last_line + 1, |(l, _, _)| *l);
+    if first > 1 && !text_of(1, first - 1).trim().is_empty() {
+        let end = first - 1;
+        out.push(Section { heading: title.clone(), level: 0, lines: LineRange { start: 1, end }, hash: section_hash(&text_of(1, end)) });
+    }
+    for (i, (line, level, heading)) in heads.iter().enumerate() {
+        let end = heads.get(i + 1).map_or(last_line, |(next, _, _)| next - 1).max(*line);
+        let heading = if heading.is_empty() { format!("line {line}") } else { heading.clone() };
+        out.push(Section { heading, level: *level, lines: LineRange { start: *line, end }, hash: section_hash(&text_of(*line, end)) });
+    }
+    (title, out)
+}
+
+impl Memory {
+    /// The current version of every ingested document, by path.
+    pub fn sources(&self) -> BTreeMap<String, (RecordId, Source)> {
+        self.state
+            .iter()
+            .filter(|e| e.status == crate::state::Status::Valid)
+            .filter_map(|e| e.record.as_source().map(|s| (s.path.clone(), (e.id, s.clone()))))
+            .collect()
+    }
+
+    /// Ingest the documents at HEAD under `targets` (repository-relative files or directories;
+    /// an empty string is the whole repository), in one commit.
+    pub fn ingest(&mut self, targets: &[String], ctx: &WriteContext) -> Result<IngestOutcome> {
+        let head = self.store.head_commit()?.ok_or_else(|| {
+            Error::invalid("paths", "HEAD has no commit yet; commit the documents first (ingest reads them from history)")
+        })?;
+        let short = head.to_string()[..12].to_string();
+        let mut files: BTreeMap<String, ObjectId> = BTreeMap::new();
+        let current = self.sources();
+        for t in targets {
+            let t = t.trim_matches('/');
+            let found = self.store.files_at_head(t)?;
+            let explicit = found.iter().any(|(p, _)| p == t);
+            let known = current.keys().any(|p| t.is_empty() || p == t || p.starts_with(&format!("{t}/")));
+            if found.is_empty() && !known {
+                return Err(Error::invalid(
+                    "paths",
+                    format!("{t:?} is not in HEAD's tree; ingest reads committed documents, so commit it first"),
+                ));
+            }
+            for (p, blob) in found {
+                let ext = p.rsplit_once('.').map(|(_, e)| e.to_lowercase()).unwrap_or_default();
+                if explicit || DOCUMENT_EXTENSIONS.contains(&ext.as_str()) {
+                    files.insert(p, blob);
+                }
+            }
+        }
+        let under = |path: &str| {
+            targets.iter().map(|t| t.trim_matches('/')).any(|t| t.is_empty() || path == t || path.starts_with(&format!("{t}/")))
+        };
+        let mut out = IngestOutcome::default();
+        let mut built: Vec<(String, Source)> = Vec::new();
+        for (path, blob) in &files {
+            if current.get(path).is_some_and(|(_, s)| s.blob == blob.to_string()) {
+                out.unchanged += 1;
+                continue;
+            }
+            let bytes = self.store.read_blob(*blob)?;
+            let Ok(text) = String::from_utf8(bytes) else {
+                out.skipped.push(format!("{path}: not UTF-8 text"));
+                continue;
+            };
+            let (title, sections) = sections(path, &text);
+            built.push((
+                path.clone(),
+                Source { path: path.clone(), blob: blob.to_string(), commit: Some(head.to_string()), title, sections },
+            ));
+        }
+        // Gone from HEAD: moved (a new path holds the same blob) or deleted.
+        let gone: Vec<(&String, &(RecordId, Source))> =
+            current.iter().filter(|(p, _)| under(p) && !files.contains_key(*p)).collect();
+        let mut records: Vec<Record> = Vec::new();
+        let mut claimed: BTreeSet<String> = BTreeSet::new();
+        let record = |payload: Payload, kind: Kind| Record {
+            kind,
+            payload,
+            author: ctx.identity.author_field(),
+            created_at: ctx.now,
+            body: String::new(),
+        };
+        let supersede = |old: RecordId, new: Option<RecordId>, reason: String| {
+            record(
+                Payload::Supersession(Supersession {
+                    old,
+                    old_scope: None,
+                    new,
+                    reason,
+                    method: if new.is_some() { SupersessionMethod::Document } else { SupersessionMethod::Outdated },
+                    score: None,
+                }),
+                Kind::Supersession,
+            )
+        };
+        for (path, source) in &built {
+            let n = source.sections.len();
+            let rec = record(Payload::Source(source.clone()), Kind::Source);
+            let (id, _) = rec.encode();
+            records.push(rec);
+            let (change, replaces, from) = match current.get(path) {
+                Some((old, _)) => {
+                    records.push(supersede(*old, Some(id), format!("{path} changed at {short}")));
+                    ("changed", Some(*old), None)
+                }
+                None => match gone.iter().find(|(p, (_, s))| s.blob == source.blob && !claimed.contains(*p)) {
+                    Some((old_path, (old, _))) => {
+                        claimed.insert((*old_path).clone());
+                        records.push(supersede(*old, Some(id), format!("moved from {old_path} to {path} at {short}")));
+                        ("moved", Some(*old), Some((*old_path).clone()))
+                    }
+                    None => ("new", None, None),
+                },
+            };
+            out.documents.push(Ingested { path: path.clone(), change, id: Some(id), replaces, from, sections: n });
+        }
+        for (path, (old, _)) in gone.iter().filter(|(p, _)| !claimed.contains(*p)) {
+            records.push(supersede(*old, None, format!("{path} was deleted from the repository at {short}")));
+            out.documents.push(Ingested {
+                path: (*path).clone(),
+                change: "deleted",
+                id: None,
+                replaces: Some(*old),
+                from: None,
+                sections: 0,
+            });
+        }
+        if records.is_empty() {
+            return Ok(out);
+        }
+        let mut problems = Vec::new();
+        for r in &records {
+            problems.extend(crate::record::validate::validate(r));
+            problems.extend(crate::redact::check(r));
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(Problems(problems)));
+        }
+        let n = out.documents.len();
+        let message = format!("neo: ingest {n} document{}", if n == 1 { "" } else { "s" });
+        let written = self.write_all(records, message, ctx)?;
+        out.commit = written.commit;
+        let replaced: BTreeSet<RecordId> = out.documents.iter().filter_map(|d| d.replaces).collect();
+        for e in self.state.iter().filter(|e| e.status == crate::state::Status::Valid) {
+            for flag in &e.needs_review {
+                if let crate::state::ReviewFlag::SourceChanged { id, .. } = flag {
+                    if replaced.contains(id) || self.cites_chain_touches(*id, &replaced) {
+                        out.needs_review.push((e.id, flag.to_string()));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the versions after `id` include one of `replaced` (a citation of an older version
+    /// is flagged by a change to a newer one).
+    fn cites_chain_touches(&self, id: RecordId, replaced: &BTreeSet<RecordId>) -> bool {
+        let mut cur = id;
+        for _ in 0..256 {
+            if replaced.contains(&cur) {
+                return true;
+            }
+            let Some(next) = self.state.entries.get(&cur).and_then(|e| e.superseded_by.last().copied()) else {
+                return false;
+            };
+            cur = next;
+        }
+        false
+    }
+}
