@@ -72,6 +72,7 @@ pub fn fact(i: usize, subject: String, scope: String, tags: Vec<String>, body: S
             relations: vec![],
             anchors: vec![],
             suggestion: None,
+            cites: Vec::new(),
         }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),

@@ -265,7 +265,8 @@ impl Changes {
         if !self.documents.is_empty() {
             let _ = writeln!(s, "{} Documents ingested\n", h(level));
             for d in &self.documents {
-                let _ = writeln!(s, "- `{}` {} (`{}`, {} sections)", d.id.short(), md(&d.title), md(&d.path), d.sections);
+                let _ =
+                    writeln!(s, "- `{}` {} (`{}`, {} sections)", d.id.short(), md(&d.title), md(&d.path), d.sections);
             }
             s.push('\n');
         }

@@ -66,7 +66,10 @@ pub fn sections(path: &str, text: &str) -> (String, Vec<Section>) {
     let text_of = |a: u32, b: u32| lines[(a as usize - 1).min(lines.len())..(b as usize).min(lines.len())].join("\n");
     if !is_markdown {
         let hash = section_hash(text);
-        return (stem.clone(), vec![Section { heading: stem, level: 0, lines: LineRange { start: 1, end: last_line }, hash }]);
+        return (
+            stem.clone(),
+            vec![Section { heading: stem, level: 0, lines: LineRange { start: 1, end: last_line }, hash }],
+        );
     }
     let mut heads: Vec<(u32, u8, String)> = Vec::new();
     let mut current: Option<(u32, u8, String)> = None;
@@ -101,12 +104,22 @@ pub fn sections(path: &str, text: &str) -> (String, Vec<Section>) {
     let first = heads.first().map_or(last_line + 1, |(l, _, _)| *l);
     if first > 1 && !text_of(1, first - 1).trim().is_empty() {
         let end = first - 1;
-        out.push(Section { heading: title.clone(), level: 0, lines: LineRange { start: 1, end }, hash: section_hash(&text_of(1, end)) });
+        out.push(Section {
+            heading: title.clone(),
+            level: 0,
+            lines: LineRange { start: 1, end },
+            hash: section_hash(&text_of(1, end)),
+        });
     }
     for (i, (line, level, heading)) in heads.iter().enumerate() {
         let end = heads.get(i + 1).map_or(last_line, |(next, _, _)| next - 1).max(*line);
         let heading = if heading.is_empty() { format!("line {line}") } else { heading.clone() };
-        out.push(Section { heading, level: *level, lines: LineRange { start: *line, end }, hash: section_hash(&text_of(*line, end)) });
+        out.push(Section {
+            heading,
+            level: *level,
+            lines: LineRange { start: *line, end },
+            hash: section_hash(&text_of(*line, end)),
+        });
     }
     (title, out)
 }
@@ -125,7 +138,10 @@ impl Memory {
     /// an empty string is the whole repository), in one commit.
     pub fn ingest(&mut self, targets: &[String], ctx: &WriteContext) -> Result<IngestOutcome> {
         let head = self.store.head_commit()?.ok_or_else(|| {
-            Error::invalid("paths", "HEAD has no commit yet; commit the documents first (ingest reads them from history)")
+            Error::invalid(
+                "paths",
+                "HEAD has no commit yet; commit the documents first (ingest reads them from history)",
+            )
         })?;
         let short = head.to_string()[..12].to_string();
         let mut files: BTreeMap<String, ObjectId> = BTreeMap::new();
@@ -149,7 +165,10 @@ impl Memory {
             }
         }
         let under = |path: &str| {
-            targets.iter().map(|t| t.trim_matches('/')).any(|t| t.is_empty() || path == t || path.starts_with(&format!("{t}/")))
+            targets
+                .iter()
+                .map(|t| t.trim_matches('/'))
+                .any(|t| t.is_empty() || path == t || path.starts_with(&format!("{t}/")))
         };
         let mut out = IngestOutcome::default();
         let mut built: Vec<(String, Source)> = Vec::new();

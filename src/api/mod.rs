@@ -14,6 +14,7 @@ use std::collections::HashMap;
 pub mod attempts;
 pub mod changes;
 mod correct;
+pub mod documents;
 mod export;
 pub mod hooks;
 mod import;

@@ -184,7 +184,10 @@ impl Memory {
         };
         let entry = &self.state.entries[&id];
         let Some(source) = entry.record.as_source() else {
-            problems.push(Problem::new(field, format!("{} is a {}, not an ingested document", id.short(), entry.record.kind)));
+            problems.push(Problem::new(
+                field,
+                format!("{} is a {}, not an ingested document", id.short(), entry.record.kind),
+            ));
             return None;
         };
         if entry.status != crate::state::Status::Valid {
@@ -285,8 +288,12 @@ impl Memory {
                 }
             }
         }
-        let cites: Vec<crate::record::Citation> =
-            req.sources.iter().enumerate().filter_map(|(i, s)| self.citation(s, &format!("sources[{i}]"), problems)).collect();
+        let cites: Vec<crate::record::Citation> = req
+            .sources
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| self.citation(s, &format!("sources[{i}]"), problems))
+            .collect();
         let mut anchors = Vec::new();
         for (i, spec) in req.anchors.iter().enumerate() {
             if let Some(a) = self.anchor(spec, &format!("anchors[{i}].path"), problems)? {

@@ -27,10 +27,13 @@ fn relative(root: &Path, cwd: &Path, path: &str) -> Result<String, Error> {
             Component::RootDir | Component::Prefix(_) => parts.clear(),
         }
     }
-    let root_parts: Vec<String> = root.components().filter_map(|c| match c {
-        Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
-        _ => None,
-    }).collect();
+    let root_parts: Vec<String> = root
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
     if parts.len() < root_parts.len() || parts[..root_parts.len()] != root_parts[..] {
         return Err(Error::invalid("paths", format!("{path:?} is outside the repository")));
     }
@@ -65,7 +68,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         .ok_or_else(|| Error::invalid("paths", "a bare repository has no documents to ingest; run this in a clone"))?
         .canonicalize()
         .map_err(|e| Error::Io { context: "reading the work tree's path".into(), source: e })?;
-    let cwd = ctx.dir.canonicalize().map_err(|e| Error::Io { context: "reading the current directory".into(), source: e })?;
+    let cwd =
+        ctx.dir.canonicalize().map_err(|e| Error::Io { context: "reading the current directory".into(), source: e })?;
     let mut targets = Vec::new();
     for p in &args.paths {
         let rel = relative(&root, &cwd, p)?;

@@ -20,6 +20,7 @@ fn fact(i: usize) -> (RecordId, Record) {
             relations: vec![],
             anchors: vec![],
             suggestion: None,
+            cites: Vec::new(),
         }),
         author: "Ada <ada@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),

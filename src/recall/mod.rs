@@ -110,6 +110,9 @@ pub struct Item {
     /// For a fact whose body is longer than the model's window: the passage that matched best.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passage: Option<PassageMatch>,
+    /// Sections of ingested documents the fact cites.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cites: Vec<Cited>,
 }
 
 /// Which passage of a long body matched the query.
@@ -172,6 +175,9 @@ pub struct Recall {
     pub cut: usize,
     /// The scopes this answer was read from (set by the caller that read them).
     pub scopes: Vec<String>,
+    /// Sections of the project's ingested documents that match, after its memory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub documents: Vec<DocumentSection>,
     /// Curated patterns from the Construct that match, after the project's own memory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub construct: Vec<crate::construct::Hit>,
@@ -180,7 +186,43 @@ pub struct Recall {
     pub query_vector: Option<(String, Vec<f32>)>,
 }
 
+/// A matching section of an ingested document.
+#[derive(Clone, Debug, Serialize)]
+pub struct DocumentSection {
+    pub source: RecordId,
+    pub path: String,
+    pub heading: String,
+    pub lines: [u32; 2],
+    pub score: f32,
+    pub excerpt: String,
+}
+
+/// A section a fact cites.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cited {
+    pub source: RecordId,
+    pub path: String,
+    pub section: String,
+    /// Its lines in the cited version (absent when that version has no such section).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<[u32; 2]>,
+}
+
 impl Recall {
+    /// Add the layer from the project's documents (before the Construct), within what is left
+    /// of the budget.
+    pub fn attach_documents(&mut self, hits: Vec<DocumentSection>) {
+        for h in hits {
+            let t = (h.path.len() + h.heading.len() + h.excerpt.len() + 40) / 4;
+            if self.tokens + t <= self.budget {
+                self.tokens += t;
+                self.documents.push(h);
+            } else {
+                self.cut += 1;
+            }
+        }
+    }
+
     /// Every recalled item, layer by layer.
     pub fn all_items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
         self.constraints
@@ -278,7 +320,25 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         window,
         linked: Vec::new(),
         passage: None,
+        cites: cited(e, state),
     }
+}
+
+/// The sections `e` cites, with where they are.
+fn cited(e: &Entry, state: &State) -> Vec<Cited> {
+    let Some(f) = e.record.as_fact() else { return Vec::new() };
+    f.cites
+        .iter()
+        .map(|c| {
+            let source = state.entries.get(&c.id).and_then(|s| s.record.as_source());
+            Cited {
+                source: c.id,
+                path: source.map(|s| s.path.clone()).unwrap_or_default(),
+                section: c.section.clone(),
+                lines: source.and_then(|s| s.section(&c.section)).map(|s| [s.lines.start, s.lines.end]),
+            }
+        })
+        .collect()
 }
 
 /// The facts linked to `id` by relations, both ways (`linked_to` is the state's reverse index).
@@ -491,6 +551,7 @@ pub fn recall(
         tokens: used,
         cut,
         scopes: Vec::new(),
+        documents: Vec::new(),
         construct: Vec::new(),
         query_vector: None,
     };

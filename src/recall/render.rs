@@ -40,8 +40,12 @@ fn line(s: &mut String, i: &Item, with_body: bool, all: bool) {
     }
 }
 
-/// Review flags and linked facts, indented under an item.
+/// Review flags, citations and linked facts, indented under an item.
 fn extras(s: &mut String, i: &Item) {
+    for c in &i.cites {
+        let lines = c.lines.map(|[a, b]| format!(" (lines {a}–{b})")).unwrap_or_default();
+        let _ = writeln!(s, "  - cites `{}#{}`{lines}", md(&c.path), md(&c.section));
+    }
     for r in &i.needs_review {
         let _ = writeln!(s, "  - ⚠ needs review: {}", md(r));
     }
@@ -126,6 +130,16 @@ pub fn markdown(r: &Recall) -> String {
         let _ = writeln!(s, "## Known unknowns\n");
         for i in &r.known_unknowns {
             line(&mut s, i, true, all);
+        }
+        s.push('\n');
+    }
+    if !r.documents.is_empty() {
+        let _ = writeln!(s, "## From the project's documents\n");
+        for d in &r.documents {
+            let _ = writeln!(s, "- **{}** `{}` (lines {}–{})", md(&d.heading), md(&d.path), d.lines[0], d.lines[1]);
+            for l in d.excerpt.lines().filter(|l| !l.trim().is_empty()).take(8) {
+                let _ = writeln!(s, "  {l}");
+            }
         }
         s.push('\n');
     }

@@ -8,8 +8,8 @@
 use super::validate::{validate, Problem, Problems};
 use super::{
     AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Citation, Fact, FactType, Kind, LineRange, Milli,
-    Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Section, Source,
-    Supersession, SupersessionMethod, Timestamp, FORMAT_VERSION,
+    Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Section, Source, Supersession,
+    SupersessionMethod, Timestamp, FORMAT_VERSION,
 };
 use serde_yaml::{Mapping, Value};
 

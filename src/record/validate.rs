@@ -268,7 +268,13 @@ pub fn validate(record: &Record) -> Vec<Problem> {
                 p.push(Problem::new("cites", format!("has {} citations; the limit is {MAX_ANCHORS}", f.cites.len())));
             }
             for (i, c) in f.cites.iter().enumerate() {
-                check_line(&mut p, &format!("cites[{i}].section"), &c.section, MAX_LINE_CHARS, "a heading of the document");
+                check_line(
+                    &mut p,
+                    &format!("cites[{i}].section"),
+                    &c.section,
+                    MAX_LINE_CHARS,
+                    "a heading of the document",
+                );
             }
         }
         Payload::Source(s) => {
@@ -282,10 +288,19 @@ pub fn validate(record: &Record) -> Vec<Problem> {
                 }
             }
             if s.sections.len() > MAX_SECTIONS {
-                p.push(Problem::new("sections", format!("has {} sections; the limit is {MAX_SECTIONS}", s.sections.len())));
+                p.push(Problem::new(
+                    "sections",
+                    format!("has {} sections; the limit is {MAX_SECTIONS}", s.sections.len()),
+                ));
             }
             for (i, sec) in s.sections.iter().enumerate() {
-                check_line(&mut p, &format!("sections[{i}].heading"), &sec.heading, MAX_LINE_CHARS, "the heading's text");
+                check_line(
+                    &mut p,
+                    &format!("sections[{i}].heading"),
+                    &sec.heading,
+                    MAX_LINE_CHARS,
+                    "the heading's text",
+                );
                 if sec.level > 6 {
                     p.push(Problem::new(format!("sections[{i}].level"), "is a heading level from 0 to 6"));
                 }

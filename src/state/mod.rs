@@ -190,10 +190,20 @@ fn citation_change(c: &crate::record::Citation, entries: &BTreeMap<RecordId, Ent
                 return Some((path, format!("is outdated: {why}")));
             }
             Status::Superseded => {
-                let next = cur.superseded_by.iter().rev().filter_map(|n| entries.get(n)).find(|e| e.record.as_source().is_some())?;
+                let next = cur
+                    .superseded_by
+                    .iter()
+                    .rev()
+                    .filter_map(|n| entries.get(n))
+                    .find(|e| e.record.as_source().is_some())?;
                 let now = next.record.as_source()?;
                 match now.section(&c.section) {
-                    None => return Some((path, format!("no longer has that section ({} is now {})", now.path, next.id.short()))),
+                    None => {
+                        return Some((
+                            path,
+                            format!("no longer has that section ({} is now {})", now.path, next.id.short()),
+                        ))
+                    }
                     Some(s) if s.hash != base => {
                         return Some((path, format!("changed there ({} is now {})", now.path, next.id.short())))
                     }
@@ -419,17 +429,12 @@ impl State {
             }
             let mut flags = link_flags(&entry.record, &self.entries);
             let entry = self.entries.get_mut(&id).expect("listed above");
-            flags.extend(
-                entry
-                    .needs_review
-                    .drain(..)
-                    .filter(|f| {
-                        !matches!(
-                            f,
-                            ReviewFlag::DependsOn { .. } | ReviewFlag::DerivesFrom { .. } | ReviewFlag::SourceChanged { .. }
-                        )
-                    }),
-            );
+            flags.extend(entry.needs_review.drain(..).filter(|f| {
+                !matches!(
+                    f,
+                    ReviewFlag::DependsOn { .. } | ReviewFlag::DerivesFrom { .. } | ReviewFlag::SourceChanged { .. }
+                )
+            }));
             entry.needs_review = flags;
         }
         self
@@ -446,7 +451,9 @@ impl State {
             // A citation's flag depends on the versions after the one it names: fold again.
             Payload::Fact(f) if !f.cites.is_empty() => false,
             Payload::Fact(_) | Payload::Attempt(_) => true,
-            Payload::Supersession(s) if self.entries.get(&s.old).is_some_and(|o| o.record.as_source().is_some()) => false,
+            Payload::Supersession(s) if self.entries.get(&s.old).is_some_and(|o| o.record.as_source().is_some()) => {
+                false
+            }
             Payload::Supersession(s) => {
                 // Replacing a valid record (so nothing replaced it before: its replacements list
                 // is empty) that replaced nothing in conflict: no other record's flags or

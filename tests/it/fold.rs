@@ -35,6 +35,7 @@ fn fact(secs: i64, subject: &str, confidence: i32) -> (RecordId, Record) {
             relations: vec![],
             anchors: vec![],
             suggestion: None,
+            cites: Vec::new(),
         }),
         "",
     )

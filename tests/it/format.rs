@@ -42,6 +42,7 @@ pub fn full_fact() -> Record {
                 commit: Some("d".repeat(40)),
             }],
             suggestion: Some("let pay = FakePayments::new();\npay.charge(100)?;".into()),
+            cites: Vec::new(),
         }),
         "The sandbox bills real cards.\n\n- use `FakePayments`\n",
     )

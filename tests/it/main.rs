@@ -19,6 +19,7 @@ mod review;
 mod scopes;
 mod setup;
 mod snapshots;
+mod sources;
 mod store;
 mod supersede;
 mod support;

@@ -174,6 +174,17 @@ impl Session {
             _ => self.union.as_ref().map(|u| (&u.state, u.origins.clone())),
         };
         let mut result = crate::api::recall::recall_parts(&parts, union, reborrow(&mut self.warm.embedder), &req)?;
+        // The project's documents come after the memories: the sections that match best.
+        if let Some(project) = self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
+            let qv = result.query_vector.as_ref().map(|(_, v)| v.as_slice());
+            let hits = project.document_hits(
+                &req.query,
+                qv,
+                reborrow(&mut self.warm.embedder),
+                crate::api::documents::DOCUMENT_SECTIONS,
+            )?;
+            result.attach_documents(hits);
+        }
         // The Construct comes after the memories: a few patterns that clearly match.
         let hits = self.warm.construct_hits(
             &self.opts.dir,

@@ -1,0 +1,131 @@
+//! The recall layer from the project's documents: the sections of ingested documents that best
+//! match a query, read from the blobs their sources point at. Section vectors are cached in
+//! `.git/neo/documents.json` by model and section hash (a section is embedded once until its
+//! text changes); without a model, sections are matched by the query's words.
+
+use super::Memory;
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::recall::DocumentSection;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+
+/// Sections shown at most.
+pub const DOCUMENT_SECTIONS: usize = 3;
+/// Least cosine similarity for a section to be shown (with the model).
+pub const MIN_DOCUMENT_SIMILARITY: f32 = 0.3;
+/// Least share of the query's words a section must hold (without the model).
+pub const MIN_WORD_SHARE: f64 = 0.5;
+/// Characters of a section shown.
+const EXCERPT_CHARS: usize = 600;
+
+#[derive(Default, Serialize, Deserialize)]
+struct VectorCache {
+    model: String,
+    /// `hash:heading` → vector.
+    vectors: BTreeMap<String, Vec<f32>>,
+}
+
+/// The lowercased words of `s` longer than two characters.
+fn words(s: &str) -> HashSet<String> {
+    s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect()
+}
+
+impl Memory {
+    /// The sections of the project's current documents that best match `query` (with its vector
+    /// when the model embedded it), at most `k`, best first.
+    pub fn document_hits(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        embedder: Option<&mut dyn Embedder>,
+        k: usize,
+    ) -> Result<Vec<DocumentSection>> {
+        let sources = self.sources();
+        if sources.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Every section with its text.
+        let mut sections = Vec::new();
+        for (id, s) in sources.values() {
+            let Ok(blob) = crate::store::ObjectId::from_hex(s.blob.as_bytes()) else { continue };
+            // A blob no longer in the object database (a shallow clone, rewritten history) leaves
+            // only the structure: the section is not shown.
+            let Ok(bytes) = self.store.read_blob(blob) else { continue };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            for sec in &s.sections {
+                let (a, b) = (sec.lines.start as usize, sec.lines.end as usize);
+                let body = lines.get(a.saturating_sub(1)..b.min(lines.len())).unwrap_or_default().join("\n");
+                sections.push((*id, s.path.clone(), sec.clone(), body));
+            }
+        }
+        let mut scored: Vec<(f32, usize)> = match (query_vector, embedder) {
+            (Some(q), Some(e)) => {
+                let path = self.store.caches().root().join("documents.json");
+                let mut cache: VectorCache = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .filter(|c: &VectorCache| c.model == e.model_id())
+                    .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() });
+                let key = |s: &crate::record::Section| format!("{}:{}", s.hash, s.heading);
+                let missing: Vec<usize> =
+                    (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
+                if !missing.is_empty() {
+                    let texts: Vec<String> =
+                        missing.iter().map(|&i| format!("{}\n{}", sections[i].2.heading, sections[i].3)).collect();
+                    let vectors = e.embed(&texts).map_err(crate::index::IndexError::Embed)?;
+                    for (&i, v) in missing.iter().zip(vectors) {
+                        cache.vectors.insert(key(&sections[i].2), v);
+                    }
+                    let live: HashSet<String> = sections.iter().map(|s| key(&s.2)).collect();
+                    cache.vectors.retain(|k, _| live.contains(k));
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
+                    let bytes = serde_json::to_vec(&cache).map_err(|e| Error::invalid("documents", e.to_string()))?;
+                    // A cache: failing to save it costs an embedding next time, nothing more.
+                    let _ = std::fs::write(&path, bytes);
+                }
+                sections
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| cache.vectors.get(&key(&s.2)).map(|v| (crate::embed::cosine(q, v), i)))
+                    .filter(|(score, _)| *score >= MIN_DOCUMENT_SIMILARITY)
+                    .collect()
+            }
+            _ => {
+                let want = words(query);
+                sections
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, s)| {
+                        let have = words(&format!("{}\n{}", s.2.heading, s.3));
+                        let share = want.iter().filter(|w| have.contains(*w)).count() as f64 / want.len().max(1) as f64;
+                        (share >= MIN_WORD_SHARE && !want.is_empty()).then_some((share as f32, i))
+                    })
+                    .collect()
+            }
+        };
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Ok(scored
+            .into_iter()
+            .take(k)
+            .map(|(score, i)| {
+                let (source, path, sec, body) = &sections[i];
+                let mut excerpt: String = body.chars().take(EXCERPT_CHARS).collect();
+                if excerpt.len() < body.len() {
+                    excerpt.push('…');
+                }
+                DocumentSection {
+                    source: *source,
+                    path: path.clone(),
+                    heading: sec.heading.clone(),
+                    lines: [sec.lines.start, sec.lines.end],
+                    score,
+                    excerpt,
+                }
+            })
+            .collect())
+    }
+}
