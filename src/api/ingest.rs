@@ -173,7 +173,7 @@ impl Memory {
         let mut out = IngestOutcome::default();
         let mut built: Vec<(String, Source)> = Vec::new();
         for (path, blob) in &files {
-            if current.get(path).is_some_and(|(_, s)| s.blob == blob.to_string()) {
+            if current.get(path).is_some_and(|(_, s)| *blob == s.blob.as_str()) {
                 out.unchanged += 1;
                 continue;
             }

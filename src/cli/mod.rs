@@ -80,7 +80,7 @@ enum Command {
     /// Create the memory ref (other commands create it on first write).
     Init,
     /// Add a typed fact; prints its id.
-    Add(add::Args),
+    Add(Box<add::Args>),
     /// Record an attempt at a task, with a check you report or git-neo runs.
     Attempt(attempt::AttemptArgs),
     /// Every attempt of a task, with whether its check still applies.
@@ -398,7 +398,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
 fn execute(ctx: &mut Ctx, command: Command) -> i32 {
     let result = match command {
         Command::Init => init::run(ctx),
-        Command::Add(a) => add::run(ctx, a),
+        Command::Add(a) => add::run(ctx, *a),
         Command::Attempt(a) => attempt::attempt(ctx, a),
         Command::Task(a) => attempt::task(ctx, a),
         Command::Recheck(a) => attempt::recheck(ctx, a),
