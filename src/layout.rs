@@ -49,6 +49,16 @@ impl CacheDir {
         self.root.join("refused")
     }
 
+    /// In a user or org memory repository: touched by the caller that starts a background fetch.
+    pub fn fetch_claim(&self) -> PathBuf {
+        self.root.join("fetching")
+    }
+
+    /// The vectors of ingested documents' sections, keyed by model and section hash.
+    pub fn document_vectors(&self) -> PathBuf {
+        self.root.join("documents.json")
+    }
+
     /// The Construct's pattern vectors, keyed by model and pattern text.
     pub fn construct_vectors(&self) -> PathBuf {
         self.root.join("construct-vectors.json")

@@ -62,7 +62,7 @@ impl Memory {
         }
         let mut scored: Vec<(f32, usize)> = match (query_vector, embedder) {
             (Some(q), Some(e)) => {
-                let path = self.store.caches().root().join("documents.json");
+                let path = self.store.caches().document_vectors();
                 let mut cache: VectorCache = std::fs::read(&path)
                     .ok()
                     .and_then(|b| serde_json::from_slice(&b).ok())

@@ -189,7 +189,7 @@ pub const FETCH_CLAIM_SECS: u64 = 300;
 /// [`FETCH_CLAIM_SECS`] (by the modification time of a marker, on the system clock: this is
 /// about processes, not about memory's time).
 pub fn claim_fetch(store: &Store) -> bool {
-    let marker = store.caches().root().join("fetching");
+    let marker = store.caches().fetch_claim();
     let recent = std::fs::metadata(&marker)
         .and_then(|m| m.modified())
         .ok()
