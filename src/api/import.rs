@@ -143,6 +143,33 @@ impl Memory {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<ForeignOutcome> {
         use crate::record::{Payload, Supersession, SupersessionMethod};
+        // Everything is validated before the first level is written: a fact's links do not
+        // change whether it is valid, so it is checked here without them.
+        if !skip_invalid {
+            let mut problems = Vec::new();
+            for (i, f) in foreign.facts.iter().enumerate() {
+                let req = AddRequest {
+                    fact_type: f.fact_type.to_string(),
+                    subject: f.subject.clone(),
+                    body: f.body.clone(),
+                    area: f.area.clone(),
+                    tags: f.tags.clone(),
+                    confidence: f.confidence,
+                    provenance: f.provenance.clone(),
+                    created_at: f.created_at,
+                    ..AddRequest::default()
+                };
+                if let Err(Error::Invalid(p)) = self.prepare_fact(&req, ctx) {
+                    problems.extend(
+                        p.0.into_iter()
+                            .map(|p| Problem::new(format!("record {} ({}): {}", i + 1, f.key, p.field), p.message)),
+                    );
+                }
+            }
+            if !problems.is_empty() {
+                return Err(Error::Invalid(Problems(problems)));
+            }
+        }
         let mut out = ForeignOutcome::default();
         let keys: std::collections::HashSet<&str> = foreign.facts.iter().map(|f| f.key.as_str()).collect();
         let mut pending: Vec<&crate::foreign::ForeignFact> = foreign.facts.iter().collect();

@@ -101,7 +101,7 @@ impl Store {
             let Some(kind) = Kind::from_dir(&name).filter(|_| e.mode().is_tree()) else {
                 strays.push(stray(
                     name,
-                    "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions)",
+                    "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions, sources)",
                 ));
                 continue;
             };

@@ -291,3 +291,22 @@ fn csv_columns_map_onto_import_fields() {
     );
     assert_eq!(out["added"], 1);
 }
+
+#[test]
+fn a_foreign_import_with_one_bad_fact_writes_nothing_and_names_it() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let file = sb.path("issues.jsonl");
+    let lines = [
+        r#"{"id":"bd-1","title":"Use the shared cache","status":"closed","issue_type":"task","created_at":"2025-09-01T09:00:00Z","closed_at":"2025-09-02T09:00:00Z","close_reason":"done"}"#,
+        r#"{"id":"bd-2","title":"Rotate the key AKIAIOSFODNN7EXAMPLE","status":"open","issue_type":"task","created_at":"2025-09-03T09:00:00Z","dependencies":[{"issue_id":"bd-2","depends_on_id":"bd-1","type":"blocks","created_at":"2025-09-03T09:00:00Z","created_by":"ada"}]}"#,
+    ];
+    std::fs::write(&file, lines.join("\n")).expect("write");
+    let out = sb.neo(&repo, &["import", "--from", "beads", &file.to_string_lossy()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("record 2 (bd-2): subject"), "{}", stderr(&out));
+    assert!(sb.tip(&repo).is_none(), "not even the first level was written");
+    let out =
+        json(&sb.neo_ok(&repo, &["import", "--from", "beads", &file.to_string_lossy(), "--skip-invalid", "--json"]));
+    assert_eq!(out["added"], 1, "{out}");
+}
