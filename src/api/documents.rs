@@ -31,23 +31,18 @@ fn words(s: &str) -> HashSet<String> {
     s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect()
 }
 
+/// A section of a current document, with its source, path and text.
+type SectionText = (crate::record::RecordId, String, crate::record::Section, String);
+
+fn key(s: &crate::record::Section) -> String {
+    format!("{}:{}", s.hash, s.heading)
+}
+
 impl Memory {
-    /// The sections of the project's current documents that best match `query` (with its vector
-    /// when the model embedded it), at most `k`, best first.
-    pub fn document_hits(
-        &self,
-        query: &str,
-        query_vector: Option<&[f32]>,
-        embedder: Option<&mut dyn Embedder>,
-        k: usize,
-    ) -> Result<Vec<DocumentSection>> {
-        let sources = self.sources();
-        if sources.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Every section with its text.
+    /// Every section of the project's current documents with its text, read from the blobs.
+    fn section_texts(&self) -> Vec<SectionText> {
         let mut sections = Vec::new();
-        for (id, s) in sources.values() {
+        for (id, s) in self.sources().values() {
             let Ok(blob) = crate::store::ObjectId::from_hex(s.blob.as_bytes()) else { continue };
             // A blob no longer in the object database (a shallow clone, rewritten history) leaves
             // only the structure: the section is not shown.
@@ -60,33 +55,74 @@ impl Memory {
                 sections.push((*id, s.path.clone(), sec.clone(), body));
             }
         }
+        sections
+    }
+
+    /// The cached section vectors for `embedder`'s model, with every section of `sections`
+    /// embedded (those missing, in batches, reporting `progress(done, total)`) and saved.
+    fn document_vectors(
+        &self,
+        sections: &[SectionText],
+        e: &mut dyn Embedder,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<VectorCache> {
+        let path = self.store.caches().document_vectors();
+        let mut cache: VectorCache = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .filter(|c: &VectorCache| c.model == e.model_id())
+            .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() });
+        let missing: Vec<usize> =
+            (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
+        if missing.is_empty() {
+            return Ok(cache);
+        }
+        let total = missing.len();
+        for (done, chunk) in missing.chunks(64).enumerate() {
+            let texts: Vec<String> =
+                chunk.iter().map(|&i| format!("{}\n{}", sections[i].2.heading, sections[i].3)).collect();
+            let vectors = e.embed(&texts).map_err(crate::index::IndexError::Embed)?;
+            for (&i, v) in chunk.iter().zip(vectors) {
+                cache.vectors.insert(key(&sections[i].2), v);
+            }
+            progress(((done + 1) * 64).min(total), total);
+        }
+        let live: HashSet<String> = sections.iter().map(|s| key(&s.2)).collect();
+        cache.vectors.retain(|k, _| live.contains(k));
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let bytes = serde_json::to_vec(&cache).map_err(|e| Error::invalid("documents", e.to_string()))?;
+        // A cache: failing to save it costs an embedding next time, nothing more.
+        let _ = std::fs::write(&path, bytes);
+        Ok(cache)
+    }
+
+    /// Embed the sections of the current documents that have no cached vector yet (what
+    /// `git neo ingest` does after writing, so the first recall does not wait for it).
+    pub fn embed_documents(&self, e: &mut dyn Embedder, progress: &mut dyn FnMut(usize, usize)) -> Result<usize> {
+        let sections = self.section_texts();
+        let cache = self.document_vectors(&sections, e, progress)?;
+        Ok(cache.vectors.len())
+    }
+
+    /// The sections of the project's current documents that best match `query` (with its vector
+    /// when the model embedded it), at most `k`, best first.
+    pub fn document_hits(
+        &self,
+        query: &str,
+        query_vector: Option<&[f32]>,
+        embedder: Option<&mut dyn Embedder>,
+        k: usize,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Vec<DocumentSection>> {
+        let sections = self.section_texts();
+        if sections.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut scored: Vec<(f32, usize)> = match (query_vector, embedder) {
             (Some(q), Some(e)) => {
-                let path = self.store.caches().document_vectors();
-                let mut cache: VectorCache = std::fs::read(&path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok())
-                    .filter(|c: &VectorCache| c.model == e.model_id())
-                    .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() });
-                let key = |s: &crate::record::Section| format!("{}:{}", s.hash, s.heading);
-                let missing: Vec<usize> =
-                    (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
-                if !missing.is_empty() {
-                    let texts: Vec<String> =
-                        missing.iter().map(|&i| format!("{}\n{}", sections[i].2.heading, sections[i].3)).collect();
-                    let vectors = e.embed(&texts).map_err(crate::index::IndexError::Embed)?;
-                    for (&i, v) in missing.iter().zip(vectors) {
-                        cache.vectors.insert(key(&sections[i].2), v);
-                    }
-                    let live: HashSet<String> = sections.iter().map(|s| key(&s.2)).collect();
-                    cache.vectors.retain(|k, _| live.contains(k));
-                    if let Some(dir) = path.parent() {
-                        let _ = std::fs::create_dir_all(dir);
-                    }
-                    let bytes = serde_json::to_vec(&cache).map_err(|e| Error::invalid("documents", e.to_string()))?;
-                    // A cache: failing to save it costs an embedding next time, nothing more.
-                    let _ = std::fs::write(&path, bytes);
-                }
+                let cache = self.document_vectors(&sections, e, progress)?;
                 sections
                     .iter()
                     .enumerate()

@@ -58,14 +58,7 @@ fn exported(e: &Entry) -> Option<ExportedFact> {
         confidence: f.confidence.as_f64(),
         provenance: f.provenance.to_string(),
         depends_on: f.depends_on.iter().map(|d| d.to_hex()).collect(),
-        anchors: f
-            .anchors
-            .iter()
-            .map(|a| match &a.lines {
-                Some(l) => format!("{}:{l}", a.path),
-                None => a.path.clone(),
-            })
-            .collect(),
+        anchors: f.anchors.iter().map(|a| a.spec()).collect(),
         valid_from: f.valid_from.map(|t| t.to_string()),
         valid_to: f.valid_to.map(|t| t.to_string()),
         id: e.id,

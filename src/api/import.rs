@@ -129,6 +129,23 @@ pub struct ForeignOutcome {
     pub ids: HashMap<String, RecordId>,
 }
 
+/// The write request for another tool's fact, without its links (they name ids known only once
+/// the facts they point at are written).
+fn request_of(f: &crate::foreign::ForeignFact) -> AddRequest {
+    AddRequest {
+        fact_type: f.fact_type.to_string(),
+        subject: f.subject.clone(),
+        body: f.body.clone(),
+        area: f.area.clone(),
+        tags: f.tags.clone(),
+        confidence: f.confidence,
+        provenance: f.provenance.clone(),
+        created_at: f.created_at,
+        no_supersede: true,
+        ..AddRequest::default()
+    }
+}
+
 impl Memory {
     /// Import another tool's facts and links ([`crate::foreign`]): facts in levels, each fact
     /// after those it names (so its links resolve; a cycle's last edge is dropped), each level
@@ -148,18 +165,7 @@ impl Memory {
         if !skip_invalid {
             let mut problems = Vec::new();
             for (i, f) in foreign.facts.iter().enumerate() {
-                let req = AddRequest {
-                    fact_type: f.fact_type.to_string(),
-                    subject: f.subject.clone(),
-                    body: f.body.clone(),
-                    area: f.area.clone(),
-                    tags: f.tags.clone(),
-                    confidence: f.confidence,
-                    provenance: f.provenance.clone(),
-                    created_at: f.created_at,
-                    ..AddRequest::default()
-                };
-                if let Err(Error::Invalid(p)) = self.prepare_fact(&req, ctx) {
+                if let Err(Error::Invalid(p)) = self.prepare_fact(&request_of(f), ctx) {
                     problems.extend(
                         p.0.into_iter()
                             .map(|p| Problem::new(format!("record {} ({}): {}", i + 1, f.key, p.field), p.message)),
@@ -204,19 +210,10 @@ impl Memory {
             let requests: Vec<AddRequest> = level
                 .iter()
                 .map(|f| AddRequest {
-                    fact_type: f.fact_type.to_string(),
-                    subject: f.subject.clone(),
-                    body: f.body.clone(),
-                    area: f.area.clone(),
-                    tags: f.tags.clone(),
-                    confidence: f.confidence,
-                    provenance: f.provenance.clone(),
-                    created_at: f.created_at,
                     depends_on: resolve(&f.depends_on, &mut dropped),
                     extends: resolve(&f.extends, &mut dropped),
                     derives_from: resolve(&f.derives_from, &mut dropped),
-                    no_supersede: true,
-                    ..AddRequest::default()
+                    ..request_of(f)
                 })
                 .collect();
             out.links_dropped += dropped;

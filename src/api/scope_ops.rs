@@ -50,14 +50,7 @@ fn promotion_request(fact: &Fact, body: &str, session: &str, id: RecordId) -> Ad
         key: fact.key.clone(),
         confidence: Some(fact.confidence.as_f64()),
         provenance: Some(fact.provenance.to_string()),
-        anchors: fact
-            .anchors
-            .iter()
-            .map(|a| match &a.lines {
-                Some(l) => format!("{}:{l}", a.path),
-                None => a.path.clone(),
-            })
-            .collect(),
+        anchors: fact.anchors.iter().map(|a| a.spec()).collect(),
         valid_from: fact.valid_from.map(|t| t.to_string()),
         valid_to: fact.valid_to.map(|t| t.to_string()),
         suggestion: fact.suggestion.clone(),

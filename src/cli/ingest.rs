@@ -60,8 +60,7 @@ fn glob_match(glob: &str, path: &str) -> bool {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
+    let memory = ctx.memory()?;
     let root = memory
         .store()
         .work_dir()
@@ -88,7 +87,8 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             targets.push(rel);
         }
     }
-    let outcome = memory.ingest(&targets, &wc)?;
+    drop(memory);
+    let outcome = ctx.session.ingest(&targets)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
         return Ok(());

@@ -258,6 +258,16 @@ pub struct Fact {
     pub cites: Vec<Citation>,
 }
 
+impl Anchor {
+    /// `PATH` or `PATH:START-END`, as `--anchor` takes it.
+    pub fn spec(&self) -> String {
+        match &self.lines {
+            Some(l) => format!("{}:{l}", self.path),
+            None => self.path.clone(),
+        }
+    }
+}
+
 /// A fact's citation of one section of an ingested document (a `source` record).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Citation {

@@ -40,7 +40,15 @@ fn the_readme_tour_runs_as_written() {
     assert!(stdout.contains("[user]") && stdout.contains("[session:refunds]"), "scopes recalled together: {stdout}");
     assert!(stdout.contains("promoted 1 facts of session:refunds to project"), "{stdout}");
     assert!(stdout.contains("new     docs/payments.md"), "ingest: {stdout}");
-    assert!(stdout.contains("\"subject\":\"Never log card numbers.\",\"tags\":[\"agents-md\",\"agents.md\"],\"type\":\"constraint\""), "the dry run: {stdout}");
-    assert!(stdout.contains("cites \"Refunds\" of docs/payments.md, which changed"), "review after the change: {stdout}");
+    assert!(
+        stdout.contains(
+            "\"subject\":\"Never log card numbers.\",\"tags\":[\"agents-md\",\"agents.md\"],\"type\":\"constraint\""
+        ),
+        "the dry run: {stdout}"
+    );
+    assert!(
+        stdout.contains("cites \"Refunds\" of docs/payments.md, which changed"),
+        "review after the change: {stdout}"
+    );
     assert!(stdout.contains("## Constraints (always apply)"), "the handbook: {stdout}");
 }

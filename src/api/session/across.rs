@@ -1,6 +1,7 @@
 //! A session across scopes: which scopes a recall reads and how old the org cache is, the fold of
-//! their records together, recall ranked over all of them, and writes that reach beyond the scope
-//! written to (a supersession named in another scope, sharing an org write).
+//! their records together, recall ranked over all of them (with the project's documents), and
+//! writes that reach beyond the scope written to (a supersession named in another scope, sharing
+//! an org write, ingesting documents and embedding their sections).
 
 use super::*;
 use crate::api::{AddOutcome, AddRequest, Memory, WriteContext};
@@ -177,11 +178,13 @@ impl Session {
         // The project's documents come after the memories: the sections that match best.
         if let Some(project) = self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
             let qv = result.query_vector.as_ref().map(|(_, v)| v.as_slice());
+            let Warm { embedder, progress, .. } = &mut self.warm;
             let hits = project.document_hits(
                 &req.query,
                 qv,
-                reborrow(&mut self.warm.embedder),
+                reborrow(embedder),
                 crate::api::documents::DOCUMENT_SECTIONS,
+                &mut |done, total| progress("embedding documents", done, total),
             )?;
             result.attach_documents(hits);
         }
@@ -263,5 +266,26 @@ impl Session {
             }
             Err(e) => Err(Error::NotShared { id: outcome.id.short(), scope: "org".into(), why: e.to_string() }),
         }
+    }
+}
+
+impl Session {
+    /// Ingest documents into the target scope's memory ([`Memory::ingest`]), then embed their
+    /// new sections (with progress) so the first recall does not wait for it.
+    pub fn ingest(&mut self, targets: &[String]) -> Result<crate::api::ingest::IngestOutcome> {
+        let (memory, wc) = self.writing()?;
+        let outcome = memory.ingest(targets, &wc)?;
+        // Nothing new: every section was embedded when it was ingested (no model load).
+        if outcome.documents.iter().all(|d| d.id.is_none()) {
+            return Ok(outcome);
+        }
+        self.warm.ensure_embedder(&self.opts.embedder);
+        let scope = self.target();
+        let memory = self.parts.get(&scope).and_then(|p| p.memory.as_ref()).expect("loaded by writing()");
+        let Warm { embedder, progress, .. } = &mut self.warm;
+        if let Some(e) = embedder.as_deref_mut() {
+            memory.embed_documents(e, &mut |done, total| progress("embedding documents", done, total))?;
+        }
+        Ok(outcome)
     }
 }
