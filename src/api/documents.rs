@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::recall::DocumentSection;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// Sections shown at most.
 pub const DOCUMENT_SECTIONS: usize = 3;
@@ -19,7 +20,15 @@ pub const MIN_WORD_SHARE: f64 = 0.5;
 /// Characters of a section shown.
 const EXCERPT_CHARS: usize = 600;
 
-#[derive(Default, Serialize, Deserialize)]
+/// What a warm memory keeps between recalls: the sections of the current documents (read from
+/// their blobs once per set of sources) and the vectors (read from disk once).
+pub struct DocumentCache {
+    sources: Vec<crate::record::RecordId>,
+    sections: Arc<Vec<SectionText>>,
+    vectors: Option<Arc<VectorCache>>,
+}
+
+#[derive(Default, Clone, Serialize, Deserialize)]
 struct VectorCache {
     model: String,
     /// `hash:heading` → vector.
@@ -39,8 +48,21 @@ fn key(s: &crate::record::Section) -> String {
 }
 
 impl Memory {
-    /// Every section of the project's current documents with its text, read from the blobs.
-    fn section_texts(&self) -> Vec<SectionText> {
+    /// Every section of the project's current documents with its text, read from the blobs
+    /// (once per set of current sources).
+    fn section_texts(&self) -> Arc<Vec<SectionText>> {
+        let ids: Vec<crate::record::RecordId> = self.sources().values().map(|(id, _)| *id).collect();
+        let mut held = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = held.as_ref().filter(|c| c.sources == ids) {
+            return c.sections.clone();
+        }
+        let sections = Arc::new(self.read_section_texts());
+        let vectors = held.take().and_then(|c| c.vectors);
+        *held = Some(DocumentCache { sources: ids, sections: sections.clone(), vectors });
+        sections
+    }
+
+    fn read_section_texts(&self) -> Vec<SectionText> {
         let mut sections = Vec::new();
         for (id, s) in self.sources().values() {
             let Ok(blob) = crate::store::ObjectId::from_hex(s.blob.as_bytes()) else { continue };
@@ -65,17 +87,22 @@ impl Memory {
         sections: &[SectionText],
         e: &mut dyn Embedder,
         progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<VectorCache> {
+    ) -> Result<Arc<VectorCache>> {
         let path = self.store.caches().document_vectors();
-        let mut cache: VectorCache = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .filter(|c: &VectorCache| c.model == e.model_id())
-            .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() });
+        let held = self.documents.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.vectors.clone());
+        let mut cache: VectorCache = match held.filter(|c| c.model == e.model_id()) {
+            Some(c) if sections.iter().all(|s| c.vectors.contains_key(&key(&s.2))) => return Ok(c),
+            Some(c) => (*c).clone(),
+            None => std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .filter(|c: &VectorCache| c.model == e.model_id())
+                .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() }),
+        };
         let missing: Vec<usize> =
             (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
         if missing.is_empty() {
-            return Ok(cache);
+            return Ok(self.keep_vectors(cache));
         }
         let total = missing.len();
         for (done, chunk) in missing.chunks(64).enumerate() {
@@ -95,7 +122,16 @@ impl Memory {
         let bytes = serde_json::to_vec(&cache).map_err(|e| Error::invalid("documents", e.to_string()))?;
         // A cache: failing to save it costs an embedding next time, nothing more.
         let _ = std::fs::write(&path, bytes);
-        Ok(cache)
+        Ok(self.keep_vectors(cache))
+    }
+
+    /// Keep `cache` for the next recall of this memory.
+    fn keep_vectors(&self, cache: VectorCache) -> Arc<VectorCache> {
+        let cache = Arc::new(cache);
+        if let Some(c) = self.documents.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            c.vectors = Some(cache.clone());
+        }
+        cache
     }
 
     /// Embed the sections of the current documents that have no cached vector yet (what

@@ -82,6 +82,9 @@ pub struct Memory {
     proposals: Option<Box<Memory>>,
     /// The scope this memory is (the project unless the session says otherwise).
     scope: crate::scope::Scope,
+    /// The sections of the ingested documents and their vectors, kept between recalls of a warm
+    /// session (see `documents.rs`).
+    documents: std::sync::Mutex<Option<documents::DocumentCache>>,
 }
 
 /// A record's file and its derived state, for `show`.
@@ -131,6 +134,7 @@ impl Memory {
             tips: snapshot.tips,
             proposals: None,
             scope: crate::scope::Scope::Project,
+            documents: std::sync::Mutex::new(None),
         };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;
