@@ -45,7 +45,13 @@ impl Session {
         if let Some(why) = crate::api::scopes::refused(store) {
             self.warm.notices.push(Notice::ScopeUnreadable { scope: "org".into(), why });
         }
-        let minutes = match self.project_store()?.config_value(crate::config::ORG_REFRESH_MINUTES) {
+        // The project's config (read already: its memory is loaded for every recall).
+        let project = self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()).map(|m| m.store());
+        let configured = match project {
+            Some(p) => p.config_value(crate::config::ORG_REFRESH_MINUTES),
+            None => self.project_store()?.config_value(crate::config::ORG_REFRESH_MINUTES),
+        };
+        let minutes = match configured {
             Some(v) => crate::config::parse_u64(crate::config::ORG_REFRESH_MINUTES, &v)?,
             None => crate::config::DEFAULT_ORG_REFRESH_MINUTES,
         };

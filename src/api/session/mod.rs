@@ -341,7 +341,7 @@ impl Session {
 
     /// The project's store (for what only the project has: its work tree, hooks, Construct).
     pub fn project_store(&self) -> Result<Store> {
-        Store::discover(&self.opts.dir, StoreOptions { ref_name: self.opts.ref_name.clone(), ..Default::default() })
+        self.places().project()
     }
 
     /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
