@@ -23,6 +23,8 @@ const EXCERPT_CHARS: usize = 600;
 /// What a warm memory keeps between recalls: the sections of the current documents (read from
 /// their blobs once per set of sources) and the vectors (read from disk once).
 pub struct DocumentCache {
+    /// The memory's tips when the sources were last listed: while they stay, nothing is scanned.
+    tips: Vec<String>,
     sources: Vec<crate::record::RecordId>,
     sections: Arc<Vec<SectionText>>,
     vectors: Option<Arc<VectorCache>>,
@@ -51,14 +53,19 @@ impl Memory {
     /// Every section of the project's current documents with its text, read from the blobs
     /// (once per set of current sources).
     fn section_texts(&self) -> Arc<Vec<SectionText>> {
-        let ids: Vec<crate::record::RecordId> = self.sources().values().map(|(id, _)| *id).collect();
+        let tips = self.tip_ids();
         let mut held = self.documents.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = held.as_ref().filter(|c| c.sources == ids) {
+        if let Some(c) = held.as_ref().filter(|c| c.tips == tips) {
             return c.sections.clone();
         }
-        let sections = Arc::new(self.read_section_texts());
-        let vectors = held.take().and_then(|c| c.vectors);
-        *held = Some(DocumentCache { sources: ids, sections: sections.clone(), vectors });
+        // The tips moved: list the sources again (a scan of the state), and read the blobs only
+        // when the sources themselves changed.
+        let ids: Vec<crate::record::RecordId> = self.sources().values().map(|(id, _)| *id).collect();
+        let (sections, vectors) = match held.take() {
+            Some(c) if c.sources == ids => (c.sections, c.vectors),
+            other => (Arc::new(self.read_section_texts()), other.and_then(|c| c.vectors)),
+        };
+        *held = Some(DocumentCache { tips, sources: ids, sections: sections.clone(), vectors });
         sections
     }
 
