@@ -131,7 +131,7 @@ pub struct ForeignOutcome {
 
 /// The write request for another tool's fact, without its links (they name ids known only once
 /// the facts they point at are written).
-fn request_of(f: &crate::foreign::ForeignFact) -> AddRequest {
+pub fn request_of(f: &crate::foreign::ForeignFact) -> AddRequest {
     AddRequest {
         fact_type: f.fact_type.to_string(),
         subject: f.subject.clone(),

@@ -37,7 +37,7 @@ pub use correct::{History, HistoryEvent};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
 pub use export::ExportedFact;
-pub use import::{ForeignOutcome, ImportOutcome, Skipped};
+pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;

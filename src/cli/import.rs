@@ -261,17 +261,8 @@ fn write_foreign(ctx: &mut Ctx, args: &Args, foreign: git_neo::foreign::Foreign)
         ctx.out.warn(&format!("left out {why}"));
     }
     if args.dry_run {
-        let lines: Vec<serde_json::Value> = foreign
-            .facts
-            .iter()
-            .map(|f| {
-                let mut v = serde_json::json!({"type": f.fact_type.to_string(), "subject": f.subject, "tags": f.tags});
-                if !f.body.is_empty() {
-                    v["body"] = f.body.clone().into();
-                }
-                v
-            })
-            .collect();
+        let lines: Vec<serde_json::Value> =
+            foreign.facts.iter().map(|f| as_line(&git_neo::api::request_of(f))).collect();
         if ctx.out.json {
             ctx.out.json(&serde_json::json!({"facts": lines, "links": foreign.links.len()}));
         } else {
