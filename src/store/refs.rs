@@ -59,36 +59,6 @@ impl Store {
         }
     }
 
-    /// Every file in HEAD's tree whose path starts with `prefix` (a directory, or a file's whole
-    /// path; empty for all), with its blob id, sorted by path. Empty when HEAD is unborn.
-    pub fn files_at_head(&self, prefix: &str) -> Result<Vec<(String, ObjectId)>> {
-        let Some(head) = self.head_commit()? else { return Ok(Vec::new()) };
-        let tree = self.tree_of(head)?;
-        let mut out = Vec::new();
-        let mut stack = vec![(String::new(), tree)];
-        while let Some((dir, id)) = stack.pop() {
-            let tree = self.repo.find_tree(id).git(|| format!("reading the tree of {dir:?}"))?;
-            for e in tree.iter() {
-                let e = e.git(|| format!("decoding the tree of {dir:?}"))?;
-                let path = if dir.is_empty() { e.filename().to_string() } else { format!("{dir}/{}", e.filename()) };
-                let wanted = prefix.is_empty()
-                    || path == prefix
-                    || path.starts_with(&format!("{}/", prefix.trim_end_matches('/')))
-                    || prefix.starts_with(&format!("{path}/"));
-                if !wanted {
-                    continue;
-                }
-                if e.mode().is_tree() {
-                    stack.push((path, e.oid().to_owned()));
-                } else if e.mode().is_blob() {
-                    out.push((path, e.oid().to_owned()));
-                }
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
     /// The URL of remote `name`, if it is configured.
     pub fn remote_url(&self, name: &str) -> Option<String> {
         self.config_value(&format!("remote.{name}.url"))
