@@ -260,6 +260,7 @@ fn replay(
                         types: vec![],
                         area: None,
                         as_of: None,
+                        front: None,
                     })
                     .expect("recall");
                 let current: String = r

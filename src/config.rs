@@ -41,6 +41,92 @@ pub const DEFAULT_ORG_REFRESH_MINUTES: u64 = 60;
 /// Where the person's own memory is shared between their machines (a git URL; optional).
 pub const USER_URL: &str = "neo.user.url";
 
+/// Local retrieval telemetry in `.git/neo/telemetry/` (`true` by default; `off` writes nothing).
+pub const TELEMETRY: &str = "neo.telemetry";
+/// Whether telemetry keeps the query text (`true` by default; hashes are always kept).
+pub const TELEMETRY_QUERIES: &str = "neo.telemetry.queries";
+
+/// `git neo curate`: the most current facts a scope keeps (`neo.curate.cap.<scope>`, where
+/// `<scope>` is `project`, `user`, `org` or `session`).
+pub const CURATE_CAP_PREFIX: &str = "neo.curate.cap.";
+/// Tags whose facts curation never removes, besides `seed`, `community` and `synthesized`
+/// (comma-separated).
+pub const CURATE_PROTECT: &str = "neo.curate.protect";
+/// Facts older than this many days whose confidence is below [`CURATE_STALE_CONFIDENCE`] are
+/// pruned.
+pub const CURATE_STALE_DAYS: &str = "neo.curate.staleDays";
+/// The confidence below which an old fact is stale.
+pub const CURATE_STALE_CONFIDENCE: &str = "neo.curate.staleConfidence";
+/// Retrievals without a success after which a fact is demoted (and again after each as many more).
+pub const CURATE_DEMOTE_AFTER: &str = "neo.curate.demoteAfter";
+/// The cosine similarity above which facts of one type and area are near-duplicates to merge.
+pub const CURATE_SYNTHESIZE: &str = "neo.curate.synthesize";
+
+/// What `git neo curate` does, from the keys above; each defaults on its own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurateSettings {
+    /// Caps for `project`, `user`, `org`, `session`.
+    pub caps: [(&'static str, usize); 4],
+    /// Tags that protect a fact (the built-in ones and the configured ones).
+    pub protect: Vec<String>,
+    pub stale_days: u64,
+    pub stale_confidence: f32,
+    pub demote_after: u64,
+    pub synthesize: f32,
+}
+
+impl CurateSettings {
+    /// Tags that always protect a fact.
+    pub const PROTECTED: [&'static str; 3] = ["seed", "community", "synthesized"];
+
+    pub fn defaults() -> CurateSettings {
+        CurateSettings {
+            caps: [("project", 500), ("user", 200), ("org", 100), ("session", 50)],
+            protect: Self::PROTECTED.iter().map(|t| t.to_string()).collect(),
+            stale_days: 14,
+            stale_confidence: 0.4,
+            demote_after: 10,
+            synthesize: 0.92,
+        }
+    }
+
+    /// The settings from a config lookup (`key -> raw value`).
+    pub fn from_config(get: &dyn Fn(&str) -> Option<String>) -> Result<CurateSettings> {
+        let mut s = CurateSettings::defaults();
+        for (scope, cap) in &mut s.caps {
+            let key = format!("{CURATE_CAP_PREFIX}{scope}");
+            if let Some(v) = get(&key) {
+                *cap = parse_u64(&key, &v)? as usize;
+            }
+        }
+        if let Some(v) = get(CURATE_PROTECT) {
+            for t in v.split(',').map(|t| t.trim().to_lowercase()).filter(|t| !t.is_empty()) {
+                if !s.protect.contains(&t) {
+                    s.protect.push(t);
+                }
+            }
+        }
+        if let Some(v) = get(CURATE_STALE_DAYS) {
+            s.stale_days = parse_u64(CURATE_STALE_DAYS, &v)?;
+        }
+        if let Some(v) = get(CURATE_STALE_CONFIDENCE) {
+            s.stale_confidence = parse_threshold(CURATE_STALE_CONFIDENCE, &v)?;
+        }
+        if let Some(v) = get(CURATE_DEMOTE_AFTER) {
+            s.demote_after = parse_u64(CURATE_DEMOTE_AFTER, &v)?.max(1);
+        }
+        if let Some(v) = get(CURATE_SYNTHESIZE) {
+            s.synthesize = parse_threshold(CURATE_SYNTHESIZE, &v)?;
+        }
+        Ok(s)
+    }
+
+    /// The cap of a scope by its kind (`project`, `user`, `org`, `session`).
+    pub fn cap(&self, scope_kind: &str) -> usize {
+        self.caps.iter().find(|(k, _)| *k == scope_kind).map(|(_, c)| *c).unwrap_or(500)
+    }
+}
+
 /// `true` or `false` (git's spellings: yes/no, on/off, 1/0 too).
 pub fn parse_bool(key: &str, value: &str) -> Result<bool> {
     match value.trim().to_ascii_lowercase().as_str() {

@@ -76,6 +76,21 @@ impl CacheDir {
         self.outcomes_state(branch).with_extension("lock")
     }
 
+    /// Retrieval telemetry: one JSON line per recall (`api/telemetry.rs`).
+    pub fn telemetry(&self) -> PathBuf {
+        self.root.join("telemetry").join("recalls.jsonl")
+    }
+
+    /// The telemetry file before the last rotation.
+    pub fn telemetry_rotated(&self) -> PathBuf {
+        self.root.join("telemetry").join("recalls.1.jsonl")
+    }
+
+    /// What the last `git neo curate` did, for the report.
+    pub fn last_curation(&self) -> PathBuf {
+        self.root.join("curate-last.json")
+    }
+
     /// The ids this clone purged (sync refuses to bring them back).
     pub fn purged(&self) -> PathBuf {
         self.root.join("purged")

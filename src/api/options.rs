@@ -78,6 +78,8 @@ pub enum Notice {
     /// it as it is. With `fetch`, this caller should start a fetch in the background (at most
     /// one caller in [`super::scopes::FETCH_CLAIM_SECS`] is told to).
     OrgStale { fetched: Option<Timestamp>, fetch: bool },
+    /// The local retrieval telemetry could not be written (the recall itself succeeded).
+    TelemetryFailed(String),
 }
 
 /// A recall as a front end receives it: strings, validated here, each problem naming its field.
@@ -94,6 +96,8 @@ pub struct RecallQuery {
     pub area: Option<String>,
     /// A date, a UTC time, or a commit.
     pub as_of: Option<String>,
+    /// The front end that asked, for local telemetry (`None`: not recorded, as for a warm-up).
+    pub front: Option<super::telemetry::Front>,
 }
 
 /// Called with `(what, done, total)` while something long runs (embedding a whole memory).

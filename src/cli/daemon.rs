@@ -370,6 +370,7 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
                 types: Vec::new(),
                 area: None,
                 as_of: None,
+                front: None,
             };
             let _ = s.recall(&warm_up);
             let _ = s.take_notices();

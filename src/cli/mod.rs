@@ -26,6 +26,7 @@ mod review;
 mod scopes;
 mod setup;
 mod show;
+mod stats;
 pub mod signals;
 mod sync;
 mod verify;
@@ -128,6 +129,9 @@ enum Command {
     Session(scopes::SessionCommand),
     /// What memory knows about a task: constraints, relevant facts, attempts, what changed.
     Recall(recall::RecallArgs),
+    /// Recall telemetry of this clone (counts, latency, hit rate, what is and is never
+    /// retrieved) and the size of every scope's memory.
+    Stats,
     /// Rebuild the recall indexes from the records.
     Reindex,
     /// The embedding model for semantic recall.
@@ -248,6 +252,9 @@ impl Ctx {
                         if fetch { "; fetching it in the background" } else { "" }
                     ));
                     self.org_stale |= fetch;
+                }
+                Notice::TelemetryFailed(why) => {
+                    self.out.warn(&format!("the recall telemetry could not be written: {why}"))
                 }
             }
         }
@@ -422,6 +429,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Recall(a) => recall::recall(ctx, a),
         Command::Scopes(a) => scopes::scopes(ctx, a),
         Command::Session(c) => scopes::session(ctx, c),
+        Command::Stats => stats::run(ctx),
         Command::Reindex => recall::reindex(ctx),
         Command::Model(c) => recall::model(ctx, c),
         Command::Construct(c) => construct::run(ctx, c),

@@ -1,6 +1,7 @@
 //! `git neo recall`, `git neo reindex` and `git neo model status`: semantic memory from the CLI.
 
 use super::Ctx;
+use git_neo::api::telemetry::Front;
 use git_neo::api::RecallQuery;
 use git_neo::embed::{FastEmbedder, ModelPaths};
 use git_neo::Error;
@@ -33,7 +34,7 @@ pub enum ModelCommand {
 }
 
 pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
-    let result = answer(ctx, args)?;
+    let result = answer(ctx, args, Front::Cli)?;
     if ctx.out.json {
         ctx.out.json(&result);
     } else {
@@ -46,10 +47,10 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
 
 /// Recall for `query` with the defaults and a `budget`: what the prompt hook prints.
 pub fn answer_for(ctx: &mut Ctx, query: String, budget: usize) -> Result<git_neo::recall::Recall, Error> {
-    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None })
+    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None }, Front::Hook)
 }
 
-fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Error> {
+fn answer(ctx: &mut Ctx, args: RecallArgs, front: Front) -> Result<git_neo::recall::Recall, Error> {
     let query = RecallQuery {
         query: args.query,
         k: args.k,
@@ -57,6 +58,7 @@ fn answer(ctx: &mut Ctx, args: RecallArgs) -> Result<git_neo::recall::Recall, Er
         types: args.types,
         area: args.area,
         as_of: args.as_of,
+        front: Some(front),
     };
     let result = ctx.session.recall(&query);
     ctx.say_notices();

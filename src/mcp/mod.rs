@@ -97,6 +97,7 @@ impl Warm {
             types: a.types,
             area: a.area,
             as_of: a.as_of,
+            front: Some(git_neo::api::telemetry::Front::Mcp),
         };
         // The tool's argument is `types`; the library names the field of one value `type`.
         let result = self

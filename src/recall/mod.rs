@@ -184,6 +184,9 @@ pub struct Recall {
     /// The embedded query (model id, vector), so the Construct search does not embed it again.
     #[serde(skip)]
     pub query_vector: Option<(String, Vec<f32>)>,
+    /// Candidates the lexical and the vector index offered before ranking (for telemetry).
+    #[serde(skip)]
+    pub candidates: [usize; 2],
 }
 
 /// A matching section of an ingested document.
@@ -554,6 +557,7 @@ pub fn recall(
         documents: Vec::new(),
         construct: Vec::new(),
         query_vector: None,
+        candidates: [lexical.len(), vector.len()],
     };
     if let Some(origins) = &req.origins {
         for i in out.all_items_mut() {

@@ -119,7 +119,68 @@ impl Session {
     /// Recall for a query over every scope (or the one asked for): the memories' layers ranked
     /// together, attempts with their freshness, and the Construct patterns that clearly match
     /// ([`construct::for_recall`]).
+    ///
+    /// A recall a front end asked for (`q.front`) is kept in the local telemetry (see
+    /// [`crate::api::telemetry`]) unless `neo.telemetry` is off.
     pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
+        let started = std::time::Instant::now();
+        let result = self.recall_now(q)?;
+        if let Some(front) = q.front {
+            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            if let Err(e) = self.keep_telemetry(front, &result, latency_ms) {
+                self.warm.notices.push(crate::api::Notice::TelemetryFailed(e.to_string()));
+            }
+        }
+        Ok(result)
+    }
+
+    /// Append one recall to the project's telemetry, when it is on.
+    fn keep_telemetry(&mut self, front: crate::api::telemetry::Front, r: &Recall, latency_ms: f64) -> Result<()> {
+        use crate::api::telemetry::{append, Candidates, Event, Returned, Settings};
+        let (caches, settings) = match self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
+            Some(m) => (m.store().caches(), Settings::from_config(&|k| m.store().config_value(k))?),
+            None => {
+                let store = self.project_store()?;
+                (store.caches(), Settings::from_config(&|k| store.config_value(k))?)
+            }
+        };
+        if !settings.on {
+            return Ok(());
+        }
+        let layers: [(&str, &Vec<crate::recall::Item>); 5] = [
+            ("constraints", &r.constraints),
+            ("facts", &r.facts),
+            ("attempts", &r.attempts),
+            ("known_unknowns", &r.known_unknowns),
+            ("invalidated", &r.invalidated),
+        ];
+        let mut results = Vec::new();
+        for (layer, items) in layers {
+            for i in items {
+                results.push(Returned {
+                    id: i.id.to_hex(),
+                    rank: results.len() as u32 + 1,
+                    layer: layer.to_string(),
+                    scope: i.scope.clone(),
+                });
+            }
+        }
+        let event = Event::new(
+            self.now(),
+            front,
+            &r.query,
+            settings.queries,
+            r.query_vector.as_ref().map(|(m, v)| (m.as_str(), v.as_slice())),
+            Candidates { lexical: r.candidates[0], vector: r.candidates[1] },
+            results,
+            r.tokens,
+            latency_ms,
+            r.scopes.clone(),
+        );
+        append(&caches, &event)
+    }
+
+    fn recall_now(&mut self, q: &RecallQuery) -> Result<Recall> {
         if q.query.trim().is_empty() {
             return Err(Error::invalid("query", "is empty; say what the task is about"));
         }
