@@ -16,6 +16,7 @@
 pub mod api;
 pub mod config;
 pub mod construct;
+pub mod curate;
 pub mod embed;
 pub mod error;
 pub mod foreign;

@@ -8,6 +8,7 @@ mod add;
 mod attempt;
 mod construct;
 mod correct;
+mod curate;
 pub mod daemon;
 mod diff;
 mod export;
@@ -129,6 +130,12 @@ enum Command {
     Session(scopes::SessionCommand),
     /// What memory knows about a task: constraints, relevant facts, attempts, what changed.
     Recall(recall::RecallArgs),
+    /// Keep a scope's memory sharp: demote facts that never help, prune stale ones, merge
+    /// near-duplicates, evict to the cap; every step a record (`git neo revert` undoes it).
+    Curate(curate::CurateArgs),
+    /// Implicit feedback: a question asked again lowers its answer's facts, a related follow-up
+    /// raises them (outcome records, from the local recall telemetry).
+    Feedback(curate::FeedbackArgs),
     /// Recall telemetry of this clone (counts, latency, hit rate, what is and is never
     /// retrieved) and the size of every scope's memory.
     Stats,
@@ -430,6 +437,8 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Scopes(a) => scopes::scopes(ctx, a),
         Command::Session(c) => scopes::session(ctx, c),
         Command::Stats => stats::run(ctx),
+        Command::Curate(a) => curate::curate(ctx, a),
+        Command::Feedback(a) => curate::feedback(ctx, a),
         Command::Reindex => recall::reindex(ctx),
         Command::Model(c) => recall::model(ctx, c),
         Command::Construct(c) => construct::run(ctx, c),

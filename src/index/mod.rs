@@ -401,6 +401,17 @@ impl Indexes {
         Ok(())
     }
 
+    /// The vector of the first passage of each record `wanted` accepts (none without vectors).
+    pub fn record_vectors(&self, wanted: &dyn Fn(RecordId) -> bool) -> Vec<(RecordId, Vec<f32>)> {
+        let Some(v) = &self.vectors else { return Vec::new() };
+        self.ids
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| wanted(**id))
+            .filter_map(|(ordinal, id)| v.get(vectors::key(ordinal as u64, 0)).map(|vec| (*id, vec)))
+            .collect()
+    }
+
     /// The record id stored under `key`.
     pub fn id_of(&self, key: u64) -> Option<RecordId> {
         self.ids.get(key as usize).copied()

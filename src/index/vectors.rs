@@ -111,6 +111,16 @@ impl Vectors {
         Ok(v)
     }
 
+    /// The vector stored under `key` (as stored: f16, so within about 0.001 of what was added).
+    pub fn get(&self, key: u64) -> Option<Vec<f32>> {
+        let index = if self.new.contains(key) { &self.new } else { &self.main };
+        let mut v = vec![0f32; self.dim];
+        match index.get(key, &mut v[..]) {
+            Ok(n) if n >= 1 => Some(v),
+            _ => None,
+        }
+    }
+
     pub fn contains(&self, key: u64) -> bool {
         self.main.contains(key) || self.new.contains(key)
     }

@@ -144,6 +144,7 @@ word_enum!(
         Outdated => "outdated",
         Frame => "frame",
         Document => "document",
+        Curation => "curation",
     }
 );
 

@@ -100,7 +100,7 @@ pub struct Entry {
     pub status: Status,
     /// Initial confidence plus counted outcome deltas, clamped to 0.0..=1.0 (facts only; 0 otherwise).
     pub confidence: Milli,
-    /// Outcomes with signal `accepted` that counted.
+    /// Outcomes with signal `accepted` (or `helped`, implicit feedback) that counted.
     pub successes: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retracted_by: Option<RecordId>,
@@ -141,7 +141,7 @@ impl Entry {
 
 /// The review flags a record's own links raise against `entries` (dependencies and sources that
 /// are no longer valid).
-fn link_flags(record: &Record, entries: &BTreeMap<RecordId, Entry>) -> Vec<ReviewFlag> {
+fn link_flags(own: RecordId, record: &Record, entries: &BTreeMap<RecordId, Entry>) -> Vec<ReviewFlag> {
     let Some(f) = record.as_fact() else { return Vec::new() };
     let status = |id: &RecordId| entries.get(id).map(|e| e.status).filter(|s| *s != Status::Valid);
     let mut flags: Vec<ReviewFlag> = f
@@ -153,6 +153,9 @@ fn link_flags(record: &Record, entries: &BTreeMap<RecordId, Entry>) -> Vec<Revie
         f.relations
             .iter()
             .filter(|r| r.rel == RelationType::Derives)
+            // A fact that replaced what it derives from (a synthesis of near-duplicates) is
+            // their successor, not something their retirement puts in doubt.
+            .filter(|r| !entries.get(&r.id).is_some_and(|e| e.superseded_by.contains(&own)))
             .filter_map(|r| status(&r.id).map(|status| ReviewFlag::DerivesFrom { id: r.id, status })),
     );
     for c in &f.cites {
@@ -305,7 +308,8 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                 }
                 if let Some(target) = state.entries.get_mut(&o.target) {
                     target.confidence.0 += o.delta.0;
-                    if o.signal == "accepted" {
+                    // `helped`: implicit feedback, a related follow-up question (api/feedback.rs).
+                    if o.signal == "accepted" || o.signal == "helped" {
                         target.successes += 1;
                     }
                     target.outcomes.push(id);
@@ -324,7 +328,7 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         .entries
         .values()
         .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
-        .map(|e| (e.id, link_flags(&e.record, &state.entries)))
+        .map(|e| (e.id, link_flags(e.id, &e.record, &state.entries)))
         .filter(|(_, f)| !f.is_empty())
         .collect();
     for (id, f) in flags {
@@ -427,7 +431,7 @@ impl State {
             if entry.status != Status::Valid {
                 continue;
             }
-            let mut flags = link_flags(&entry.record, &self.entries);
+            let mut flags = link_flags(id, &entry.record, &self.entries);
             let entry = self.entries.get_mut(&id).expect("listed above");
             flags.extend(entry.needs_review.drain(..).filter(|f| {
                 !matches!(

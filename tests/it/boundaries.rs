@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("state", 2),
     ("index", 3),
     ("outcomes", 3),
+    ("curate", 3),
     ("construct", 4),
     ("recall", 5),
     ("api", 6),

@@ -40,6 +40,9 @@ use std::sync::Arc;
 
 pub use crate::api::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
+/// How many nearest records [`Session::near_pairs`] looks at for each record.
+pub const NEAR_NEIGHBOURS: usize = 10;
+
 /// A front end's hold on one repository's memory and the scopes around it (see the module docs).
 pub struct Session {
     opts: SessionOptions,
@@ -389,6 +392,37 @@ impl Session {
             self.parts.entry(scope.clone()).or_default().memory = Some(memory);
         }
         Ok(self.parts.get_mut(scope).and_then(|p| p.memory.as_mut()).expect("loaded above"))
+    }
+
+    /// Pairs of `scope`'s records, both accepted by `wanted`, whose indexed vectors are at
+    /// `threshold` cosine or more, each pair once with the higher score found; `None` when the
+    /// index holds no vectors (no model). Each record's nearest [`NEAR_NEIGHBOURS`] are looked at.
+    pub(crate) fn near_pairs(
+        &mut self,
+        scope: &Scope,
+        threshold: f32,
+        wanted: &dyn Fn(RecordId) -> bool,
+    ) -> Result<Option<Vec<(RecordId, RecordId, f32)>>> {
+        self.memory_of(scope)?;
+        let part = self.parts.get_mut(scope).expect("read above");
+        let memory = part.memory.as_ref().expect("read above");
+        self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, false)?;
+        let Some((indexes, _)) = part.indexes.as_ref().filter(|(i, _)| i.vectors.is_some()) else {
+            return Ok(None);
+        };
+        let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
+        for (id, v) in indexes.record_vectors(wanted) {
+            for (other, cos) in indexes.search_vectors(&v, NEAR_NEIGHBOURS)? {
+                if other != id && cos >= threshold && wanted(other) {
+                    let key = if id < other { (id, other) } else { (other, id) };
+                    let e = pairs.entry(key).or_insert(cos);
+                    *e = e.max(cos);
+                }
+            }
+        }
+        let mut out: Vec<(RecordId, RecordId, f32)> = pairs.into_iter().map(|((a, b), c)| (a, b, c)).collect();
+        out.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        Ok(Some(out))
     }
 
     /// The target memory and a write context for it.

@@ -1,0 +1,248 @@
+//! `git neo curate`: one scope's memory kept under its cap and free of stale, unhelpful and
+//! duplicated facts, by appending records (the plan is [`crate::curate`]; this module gathers
+//! its inputs: settings, telemetry, near-duplicate pairs from the recall index, what is already
+//! held or waiting in review; then writes the plan in one commit through the normal write path,
+//! so `neo.mode=review` makes it a proposal).
+
+use super::feedback::FeedbackReport;
+use super::{telemetry, Session};
+use crate::config::CurateSettings;
+use crate::curate::{self, Inputs, Plan, DEMOTE, DEMOTE_SIGNAL};
+use crate::error::{Error, Result};
+use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
+use crate::scope::Scope;
+use crate::state::Status;
+use crate::store::WriteMode;
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+/// How a curation runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CurateOptions {
+    /// Plan and report, write nothing.
+    pub dry_run: bool,
+    /// Constraints may be pruned and evicted too.
+    pub include_constraints: bool,
+}
+
+/// What a curation did (or, in a dry run, would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct CurateReport {
+    pub scope: String,
+    pub at: Timestamp,
+    pub dry_run: bool,
+    /// True when the records went to the review-mode proposals.
+    pub proposed: bool,
+    /// Implicit feedback read first (project scope only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<FeedbackReport>,
+    #[serde(flatten)]
+    pub plan: Plan,
+    /// How synthesised facts were made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis_note: Option<String>,
+    /// Records written (or that would be).
+    pub records: usize,
+    /// Steps left out because the same change already waits in review.
+    pub pending_in_review: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_commit: Option<String>,
+}
+
+/// What no-model synthesis does, said in every report that merged something.
+pub const SYNTHESIS_NOTE: &str = "no language model writes the merged text: each synthesised fact is its cluster's most \
+central member, with the others' distinct tags and anchors and the highest confidence";
+
+impl Session {
+    /// Curate the target scope (see the module docs).
+    pub fn curate(&mut self, opts: CurateOptions) -> Result<CurateReport> {
+        let scope = self.target();
+        let project = self.project_store()?;
+        let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
+        let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
+        let feedback = if scope == Scope::Project { Some(self.feedback(opts.dry_run)?) } else { None };
+        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
+        let scope_name = scope.to_string();
+        let mut retrievals: HashMap<RecordId, usize> = HashMap::new();
+        for e in &events {
+            for r in e.results.iter().filter(|r| r.relevant() && r.scope == scope_name) {
+                if let Some(id) = RecordId::from_hex(&r.id) {
+                    *retrievals.entry(id).or_default() += 1;
+                }
+            }
+        }
+        let now = self.now();
+
+        // Facts that may be merged: current, not constraints, not protected.
+        let mergeable: HashSet<RecordId> = self
+            .memory_of(&scope)?
+            .state()
+            .iter()
+            .filter(|e| e.status == Status::Valid)
+            .filter(|e| {
+                e.record
+                    .as_fact()
+                    .is_some_and(|f| f.fact_type != crate::record::FactType::Constraint && !curate::protected(f, &settings))
+            })
+            .map(|e| e.id)
+            .collect();
+        let near = self.near_pairs(&scope, settings.synthesize, &|id| mergeable.contains(&id))?;
+
+        let store = self.store_of(&scope)?;
+        let wc = if opts.dry_run { None } else { Some(self.write_context(&store)?) };
+        let review = store.write_mode() == WriteMode::Review;
+        let memory = self.memory_of(&scope)?;
+        let mut held_keys: BTreeSet<String> = outcome_keys(memory.state());
+        // In review mode, what an earlier curation proposed and nobody approved yet is not
+        // proposed again.
+        let mut pending: HashSet<RecordId> = HashSet::new();
+        if review {
+            let proposals = memory.ensure_proposals()?;
+            held_keys.extend(outcome_keys(proposals.state()));
+            for e in proposals.state().iter() {
+                if let Payload::Supersession(s) = &e.record.payload {
+                    pending.insert(s.old);
+                }
+            }
+        }
+        let memory = self.memory_of(&scope)?;
+        let inputs = Inputs {
+            now,
+            settings: &settings,
+            cap: settings.cap(scope.default_area()),
+            include_constraints: opts.include_constraints,
+            retrievals: &retrievals,
+            near: near.as_deref(),
+            held_keys: &held_keys,
+        };
+        let mut plan = curate::plan(memory.state(), &inputs);
+        let before = plan.pruned.len() + plan.evicted.len() + plan.synthesized.len();
+        plan.pruned.retain(|r| !pending.contains(&r.id));
+        plan.evicted.retain(|r| !pending.contains(&r.id));
+        plan.synthesized.retain(|s| !s.members.iter().any(|m| pending.contains(m)));
+        let pending_in_review = before - (plan.pruned.len() + plan.evicted.len() + plan.synthesized.len());
+
+        let author = wc.as_ref().map(|w| w.identity.author_field()).unwrap_or_default();
+        let records = plan_records(&plan, &settings, &author, now);
+        let mut report = CurateReport {
+            scope: scope_name,
+            at: now,
+            dry_run: opts.dry_run,
+            proposed: false,
+            feedback,
+            synthesis_note: (!plan.synthesized.is_empty()).then(|| SYNTHESIS_NOTE.to_string()),
+            records: records.len(),
+            pending_in_review,
+            memory_commit: None,
+            plan,
+        };
+        if opts.dry_run || records.is_empty() {
+            return Ok(report);
+        }
+        for r in &records {
+            let problems = crate::record::validate::validate(r);
+            if !problems.is_empty() {
+                return Err(Error::Integrity(format!(
+                    "internal: a curation record does not validate: {}",
+                    crate::record::Problems(problems)
+                )));
+            }
+        }
+        let p = &report.plan;
+        let merged: usize = p.synthesized.iter().map(|s| s.members.len()).sum();
+        let message = format!(
+            "neo: curate {}: {} demoted, {} pruned, {} synthesised from {merged}, {} evicted ({} -> {} current facts, cap {})",
+            report.scope,
+            p.demoted.len(),
+            p.pruned.len(),
+            p.synthesized.len(),
+            p.evicted.len(),
+            p.before,
+            p.after,
+            p.cap
+        );
+        let wc = wc.expect("made above unless a dry run");
+        let outcome = memory.write_all(records, message, &wc)?;
+        report.proposed = outcome.proposed;
+        report.memory_commit = outcome.commit;
+        // Kept for `git neo report` (what the last curation did); bookkeeping, never the truth.
+        let path = project.caches().last_curation();
+        if let Ok(bytes) = serde_json::to_vec_pretty(&report) {
+            let _ = std::fs::create_dir_all(path.parent().expect("has a parent"));
+            let _ = std::fs::write(&path, bytes);
+        }
+        Ok(report)
+    }
+}
+
+fn outcome_keys(state: &crate::state::State) -> BTreeSet<String> {
+    state
+        .iter()
+        .filter_map(|e| match &e.record.payload {
+            Payload::Outcome(o) => Some(o.key.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The records that carry out `plan`, all dated `now`.
+fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Timestamp) -> Vec<Record> {
+    let record = |kind, payload, body: String| Record { kind, payload, author: author.to_string(), created_at: now, body };
+    let mut out = Vec::new();
+    for d in &plan.demoted {
+        out.push(record(
+            Kind::Outcome,
+            Payload::Outcome(Outcome {
+                target: d.id,
+                signal: DEMOTE_SIGNAL.into(),
+                delta: DEMOTE,
+                commits: Vec::new(),
+                paths: Vec::new(),
+                key: d.key.clone(),
+            }),
+            format!(
+                "Returned by recall {} times without a success (`neo.curate.demoteAfter` is {}).\n",
+                d.retrievals, settings.demote_after
+            ),
+        ));
+    }
+    for r in plan.pruned.iter().chain(&plan.evicted) {
+        out.push(record(
+            Kind::Supersession,
+            Payload::Supersession(Supersession {
+                old: r.id,
+                old_scope: None,
+                new: None,
+                reason: r.reason.clone(),
+                method: SupersessionMethod::Curation,
+                score: Milli::from_f64(r.score),
+            }),
+            String::new(),
+        ));
+    }
+    for s in &plan.synthesized {
+        let fact = record(Kind::Fact, Payload::Fact(s.fact.clone()), s.body.clone());
+        let (id, _) = fact.encode();
+        out.push(fact);
+        for m in &s.members {
+            out.push(record(
+                Kind::Supersession,
+                Payload::Supersession(Supersession {
+                    old: *m,
+                    old_scope: None,
+                    new: Some(id),
+                    reason: format!(
+                        "curate: merged with {} near-duplicate{} (cosine {:.2} or more) into a synthesised fact",
+                        s.members.len() - 1,
+                        if s.members.len() == 2 { "" } else { "s" },
+                        s.min_cosine.min(1.0)
+                    ),
+                    method: SupersessionMethod::Curation,
+                    score: Milli::from_f64(f64::from(s.min_cosine)),
+                }),
+                String::new(),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,334 @@
+//! Implicit feedback: what the next question says about the last answer, read from the local
+//! retrieval telemetry and written as ordinary outcome records.
+//!
+//! Two recalls in a row, less than [`WINDOW_SECS`] apart:
+//! - the same question asked again (query embeddings at cosine [`REASK_COSINE`] or more; without
+//!   vectors of one model, word overlap (Jaccard) [`REASK_WORDS`] or more) means the first
+//!   answer did not help: each of its top [`TOP`] relevant results gets `reasked` ([`REASKED`]);
+//! - a new but related question (cosine from [`RELATED_COSINE`], words from [`RELATED_WORDS`],
+//!   below the re-ask line) means it did: `helped` ([`HELPED`], one success);
+//! - an unrelated question says nothing.
+//!
+//! Each outcome's key is `target:recall-<first event>-<second event>:signal`, so a rescan of the
+//! same telemetry writes nothing twice; the evidence in the record is the two events' ids and
+//! query hashes and the similarity, never the query text. The outcome scan's caps apply
+//! (`neo.outcomes.maxPerScan` per run, `neo.outcomes.maxPerRecordPerDay`). Only facts of the
+//! project memory are scored, as with outcome detection.
+
+use super::telemetry::{self, Event};
+use super::{Memory, Session};
+use crate::error::{Error, Result};
+use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
+use crate::scope::Scope;
+use crate::state::Status;
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+
+/// The longest gap between two recalls that are read as one exchange.
+pub const WINDOW_SECS: i64 = 600;
+/// Cosine of two query embeddings from which the second is the first asked again.
+pub const REASK_COSINE: f32 = 0.9;
+/// Cosine from which the second question is related to the first.
+pub const RELATED_COSINE: f32 = 0.5;
+/// The same lines on word overlap (Jaccard of the queries' word hashes), without vectors.
+pub const REASK_WORDS: f32 = 0.6;
+pub const RELATED_WORDS: f32 = 0.2;
+/// How many of the first answer's relevant results a signal is about.
+pub const TOP: usize = 3;
+/// Deltas: small, since a question asked again is weak evidence on its own.
+pub const REASKED: Milli = Milli(-20);
+pub const HELPED: Milli = Milli(20);
+
+/// What the second recall says about the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Signal {
+    Reasked,
+    Helped,
+}
+
+impl Signal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::Reasked => "reasked",
+            Signal::Helped => "helped",
+        }
+    }
+
+    pub fn delta(self) -> Milli {
+        match self {
+            Signal::Reasked => REASKED,
+            Signal::Helped => HELPED,
+        }
+    }
+}
+
+/// One piece of implicit evidence about one record.
+#[derive(Clone, Debug, Serialize)]
+pub struct Implicit {
+    pub target: RecordId,
+    pub signal: Signal,
+    pub delta: f64,
+    pub first: String,
+    pub second: String,
+    pub similarity: f32,
+    /// `cosine` or `words`.
+    pub by: &'static str,
+    pub at: i64,
+    pub key: String,
+    /// False when the memory already held this evidence.
+    pub new: bool,
+}
+
+/// What a feedback run did.
+#[derive(Clone, Debug, Serialize)]
+pub struct FeedbackReport {
+    /// Pairs of recalls read as one exchange.
+    pub exchanges: usize,
+    pub outcomes: Vec<Implicit>,
+    /// Dropped by the per-record daily cap, or left for the next run by the per-run cap.
+    pub dropped: usize,
+    pub capped: bool,
+    pub dry_run: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_commit: Option<String>,
+}
+
+/// How alike two recalls' questions are, and by what measure.
+pub fn similarity(a: &Event, b: &Event) -> (f32, &'static str) {
+    if let (Some(va), Some(vb), Some(ma), Some(mb)) = (&a.vector, &b.vector, &a.model, &b.model) {
+        if ma == mb {
+            if let (Some(x), Some(y)) = (telemetry::dequantise(va), telemetry::dequantise(vb)) {
+                if x.len() == y.len() {
+                    return (crate::embed::cosine(&x, &y), "cosine");
+                }
+            }
+        }
+    }
+    if a.query_hash == b.query_hash {
+        return (1.0, "words");
+    }
+    let sa: HashSet<u32> = a.words.iter().copied().collect();
+    let sb: HashSet<u32> = b.words.iter().copied().collect();
+    let union = sa.union(&sb).count();
+    let j = if union == 0 { 0.0 } else { sa.intersection(&sb).count() as f32 / union as f32 };
+    (j, "words")
+}
+
+/// The signal a follow-up gives, if any.
+pub fn judge(sim: f32, by: &str) -> Option<Signal> {
+    let (reask, related) = if by == "cosine" { (REASK_COSINE, RELATED_COSINE) } else { (REASK_WORDS, RELATED_WORDS) };
+    if sim >= reask {
+        Some(Signal::Reasked)
+    } else if sim >= related {
+        Some(Signal::Helped)
+    } else {
+        None
+    }
+}
+
+/// Every piece of implicit evidence in `events` (oldest first) about the ids `scored` accepts.
+pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId>) -> (usize, Vec<Implicit>) {
+    let mut exchanges = 0;
+    let mut out = Vec::new();
+    for pair in events.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if b.at - a.at > WINDOW_SECS || b.at < a.at {
+            continue;
+        }
+        let top: Vec<RecordId> =
+            a.results.iter().filter(|r| r.relevant()).filter_map(|r| scored(&r.id)).take(TOP).collect();
+        if top.is_empty() {
+            continue;
+        }
+        exchanges += 1;
+        let (sim, by) = similarity(a, b);
+        let Some(signal) = judge(sim, by) else { continue };
+        for target in top {
+            out.push(Implicit {
+                target,
+                signal,
+                delta: signal.delta().as_f64(),
+                first: a.id.clone(),
+                second: b.id.clone(),
+                similarity: sim,
+                by,
+                at: b.at,
+                key: format!("{}:recall-{}-{}:{}", target.to_hex(), a.id, b.id, signal.as_str()),
+                new: true,
+            });
+        }
+    }
+    (exchanges, out)
+}
+
+impl Memory {
+    /// The outcome record for one piece of implicit evidence.
+    fn implicit_record(&self, f: &Implicit, author: String, events: &HashMap<&str, &Event>) -> Record {
+        let hash = |id: &str| events.get(id).map(|e| e.query_hash.clone()).unwrap_or_default();
+        let gap = match (events.get(f.first.as_str()), events.get(f.second.as_str())) {
+            (Some(a), Some(b)) => b.at - a.at,
+            _ => 0,
+        };
+        let verdict = match f.signal {
+            Signal::Reasked => "the same question asked again: the first answer did not help",
+            Signal::Helped => "a new, related question: the first answer helped",
+        };
+        let body = format!(
+            "Recall `{}` (query hash `{}`) was followed {gap} s later by recall `{}` (query hash `{}`); \
+             similarity {:.2} by {}: {verdict}.\n",
+            f.first,
+            hash(&f.first),
+            f.second,
+            hash(&f.second),
+            f.similarity,
+            f.by
+        );
+        let at = Timestamp(f.at).max(self.state().entries.get(&f.target).map(|e| e.record.created_at).unwrap_or(Timestamp(0)));
+        Record {
+            kind: Kind::Outcome,
+            payload: Payload::Outcome(Outcome {
+                target: f.target,
+                signal: f.signal.as_str().to_string(),
+                delta: f.signal.delta(),
+                commits: Vec::new(),
+                paths: Vec::new(),
+                key: f.key.clone(),
+            }),
+            author,
+            created_at: at,
+            body,
+        }
+    }
+}
+
+impl Session {
+    /// Read the telemetry for implicit feedback and write what is new (see the module docs).
+    pub fn feedback(&mut self, dry_run: bool) -> Result<FeedbackReport> {
+        let store = self.project_store()?;
+        let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
+        let caps = store.outcome_caps()?;
+        let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
+        let wc = if dry_run { None } else { Some(self.write_context(&store)?) };
+        let memory = self.memory_of(&Scope::Project)?;
+        let state = memory.state();
+        let scored = |hex: &str| {
+            let id = RecordId::from_hex(hex)?;
+            let e = state.entries.get(&id)?;
+            (e.record.kind == Kind::Fact && e.status == Status::Valid).then_some(id)
+        };
+        let (exchanges, found) = read_exchanges(&events, &scored);
+        let existing: HashSet<&str> = state
+            .iter()
+            .filter_map(|e| match &e.record.payload {
+                Payload::Outcome(o) => Some(o.key.as_str()),
+                _ => None,
+            })
+            .collect();
+        // Counted per record per UTC day, with what the memory already holds for that day.
+        let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
+        let mut report =
+            FeedbackReport { exchanges, outcomes: Vec::new(), dropped: 0, capped: false, dry_run, memory_commit: None };
+        let mut seen = HashSet::new();
+        let mut new_count = 0;
+        for mut f in found {
+            f.new = !existing.contains(f.key.as_str()) && seen.insert(f.key.clone());
+            if f.new {
+                let n = per_day.entry((f.target, f.at.div_euclid(86_400))).or_default();
+                if *n >= caps.max_per_record_per_day {
+                    report.dropped += 1;
+                    continue;
+                }
+                if new_count >= caps.max_per_scan {
+                    report.dropped += 1;
+                    report.capped = true;
+                    continue;
+                }
+                *n += 1;
+                new_count += 1;
+            }
+            report.outcomes.push(f);
+        }
+        if dry_run || new_count == 0 {
+            return Ok(report);
+        }
+        let wc = wc.expect("made above unless a dry run");
+        let by_id: HashMap<&str, &Event> = events.iter().map(|e| (e.id.as_str(), e)).collect();
+        let records: Vec<Record> = report
+            .outcomes
+            .iter()
+            .filter(|f| f.new)
+            .map(|f| memory.implicit_record(f, wc.identity.author_field(), &by_id))
+            .collect();
+        for r in &records {
+            let problems = crate::record::validate::validate(r);
+            if !problems.is_empty() {
+                return Err(Error::Integrity(format!(
+                    "internal: an implicit feedback record does not validate: {}",
+                    crate::record::Problems(problems)
+                )));
+            }
+        }
+        let n = records.len();
+        let message = format!(
+            "neo: implicit feedback from {exchanges} recall exchange{} ({n} outcome{})",
+            if exchanges == 1 { "" } else { "s" },
+            if n == 1 { "" } else { "s" }
+        );
+        report.memory_commit = memory.write_all(records, message, &wc)?.commit;
+        Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::telemetry::{Candidates, Front, Returned};
+
+    fn event(at: i64, query: &str, ids: &[&str]) -> Event {
+        let results = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| Returned { id: id.to_string(), rank: i as u32 + 1, layer: "facts".into(), scope: "project".into() })
+            .collect();
+        Event::new(Timestamp(at), Front::Mcp, query, false, None, Candidates::default(), results, 10, 1.0, vec![])
+    }
+
+    #[test]
+    fn a_question_asked_again_lowers_and_a_related_one_raises() {
+        let id = RecordId::of_bytes(b"x");
+        let hex = id.to_hex();
+        let scored = |h: &str| (h == hex).then_some(id);
+        let events = vec![
+            event(0, "how do we retry payments", &[&hex]),
+            event(60, "how do we retry payments again", &[&hex]),
+            event(120, "payments retry backoff jitter limits", &[&hex]),
+            // Too late, and unrelated: nothing.
+            event(5_000, "release checklist", &[&hex]),
+        ];
+        let (exchanges, found) = read_exchanges(&events, &scored);
+        assert_eq!(exchanges, 2);
+        let signals: Vec<Signal> = found.iter().map(|f| f.signal).collect();
+        assert_eq!(signals, vec![Signal::Reasked, Signal::Helped]);
+        assert!(found[0].key.ends_with(":reasked") && found[0].key.starts_with(&hex));
+        // The same telemetry read twice gives the same keys.
+        let (_, again) = read_exchanges(&events, &scored);
+        assert_eq!(found.iter().map(|f| &f.key).collect::<Vec<_>>(), again.iter().map(|f| &f.key).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cosine_decides_when_both_have_vectors_of_one_model() {
+        let mut a = event(0, "alpha", &[]);
+        let mut b = event(1, "omega", &[]);
+        a.vector = Some(telemetry::quantise(&[1.0, 0.0]));
+        b.vector = Some(telemetry::quantise(&[0.96, 0.28]));
+        a.model = Some("m".into());
+        b.model = Some("m".into());
+        let (s, by) = similarity(&a, &b);
+        assert_eq!(by, "cosine");
+        assert!(s > 0.95, "{s}");
+        assert_eq!(judge(s, by), Some(Signal::Reasked));
+        assert_eq!(judge(0.7, "cosine"), Some(Signal::Helped));
+        assert_eq!(judge(0.3, "cosine"), None);
+    }
+}

@@ -1,0 +1,416 @@
+//! PURE. Curation planned as records: what `git neo curate` would append to one scope's memory
+//! so that it stays sharp as it grows. Every step is a record a reviewer sees in `git neo diff`
+//! and undoes with `git neo revert`; nothing is deleted.
+//!
+//! Steps, in the order they are planned (each sees the ones before):
+//! 1. **Demote** facts retrieved at least `demoteAfter` times (local telemetry) without a success:
+//!    an outcome `retrieved-unused` ([`DEMOTE`]), keyed by the count reached in steps of
+//!    `demoteAfter`, so it is given once per such step.
+//! 2. **Prune** stale facts: older than `staleDays` with a confidence below `staleConfidence`:
+//!    a supersession without a replacement, method `curation`.
+//! 3. **Synthesise** near-duplicates: facts of one type and area whose vectors are at
+//!    `synthesize` cosine or more (connected by such pairs) become one new fact tagged
+//!    `synthesized` that `derives` from each of them, and each is superseded by it. With no
+//!    language model, the new fact is the cluster's most central member (the highest sum of
+//!    cosines to the others) with every member's distinct tags and anchors merged and the
+//!    highest confidence; the report says so.
+//! 4. **Evict** to the scope's cap: while more current facts remain than the cap, the one with
+//!    the lowest [`keep_score`] is superseded (method `curation`), oldest first on ties.
+//!
+//! Never touched: facts tagged with a protected tag (`seed`, `community`, `synthesized`, and
+//! `neo.curate.protect`), and constraints unless asked. A plan made right after its own records
+//! were written is empty: demotions are keyed, pruned and evicted facts are no longer current,
+//! merged clusters are one protected fact.
+
+use crate::config::CurateSettings;
+use crate::rank;
+use crate::record::{Anchor, Fact, FactType, Kind, Milli, RecordId, Relation, RelationType, Timestamp};
+use crate::state::{Entry, State, Status};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The confidence delta of a demotion.
+pub const DEMOTE: Milli = Milli(-100);
+/// The signal of a demotion.
+pub const DEMOTE_SIGNAL: &str = "retrieved-unused";
+
+/// How much a fact is worth keeping: the ranking score of a perfectly relevant match
+/// ([`rank::score`] with relevance 1: confidence, successes, a little recency), raised a little
+/// by how often recall returned it.
+pub fn keep_score(confidence: f64, successes: u32, age_days: f64, retrievals: usize) -> f64 {
+    rank::score(1.0, confidence, successes, age_days) * (1.0 + 0.05 * (1.0 + retrievals as f64).ln())
+}
+
+/// What a plan is made from, besides the memory's state.
+pub struct Inputs<'a> {
+    pub now: Timestamp,
+    pub settings: &'a CurateSettings,
+    /// The cap of the scope curated.
+    pub cap: usize,
+    /// Remove constraints too (eviction and pruning; they are never merged).
+    pub include_constraints: bool,
+    /// Relevant retrievals per fact, from the local telemetry.
+    pub retrievals: &'a HashMap<RecordId, usize>,
+    /// Pairs of facts at `synthesize` cosine or more (`None`: synthesis could not run).
+    pub near: Option<&'a [(RecordId, RecordId, f32)]>,
+    /// Keys of outcomes already held (here or waiting in review).
+    pub held_keys: &'a BTreeSet<String>,
+}
+
+/// A demotion to write.
+#[derive(Clone, Debug, Serialize)]
+pub struct Demotion {
+    pub id: RecordId,
+    pub subject: String,
+    pub retrievals: usize,
+    pub key: String,
+}
+
+/// A fact to mark outdated (pruned or evicted).
+#[derive(Clone, Debug, Serialize)]
+pub struct Removal {
+    pub id: RecordId,
+    pub subject: String,
+    pub reason: String,
+    pub score: f64,
+}
+
+/// A cluster to merge into one new fact.
+#[derive(Clone, Debug, Serialize)]
+pub struct Synthesis {
+    /// The most central member, whose text the new fact takes.
+    pub central: RecordId,
+    pub members: Vec<RecordId>,
+    pub subject: String,
+    /// The new fact (without its relations' ids being written yet: they are the members).
+    #[serde(skip)]
+    pub fact: Fact,
+    #[serde(skip)]
+    pub body: String,
+    pub min_cosine: f32,
+}
+
+/// Everything one curation run would write.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Plan {
+    pub demoted: Vec<Demotion>,
+    pub pruned: Vec<Removal>,
+    pub synthesized: Vec<Synthesis>,
+    pub evicted: Vec<Removal>,
+    /// Current facts before and after.
+    pub before: usize,
+    pub after: usize,
+    pub cap: usize,
+    /// Why synthesis did not run, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthesis_skipped: Option<String>,
+    /// Set when the cap cannot be reached without touching protected facts or constraints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_cap: Option<String>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.demoted.is_empty() && self.pruned.is_empty() && self.synthesized.is_empty() && self.evicted.is_empty()
+    }
+}
+
+/// Whether `fact` carries a protected tag.
+pub fn protected(fact: &Fact, settings: &CurateSettings) -> bool {
+    fact.tags.iter().any(|t| settings.protect.iter().any(|p| p.eq_ignore_ascii_case(t)))
+}
+
+fn age_days(now: Timestamp, e: &Entry) -> f64 {
+    (now.0 - e.record.created_at.0) as f64 / 86_400.0
+}
+
+/// Plan one curation of `state` (see the module docs).
+pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
+    let s = inp.settings;
+    let current: Vec<(&Entry, &Fact)> = state
+        .iter()
+        .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
+        .filter_map(|e| e.record.as_fact().map(|f| (e, f)))
+        .collect();
+    let mut plan = Plan { before: current.len(), cap: inp.cap, ..Plan::default() };
+    // Confidence after this plan's demotions.
+    let mut confidence: HashMap<RecordId, f64> = current.iter().map(|(e, _)| (e.id, e.confidence.as_f64())).collect();
+    let removable = |f: &Fact| !protected(f, s) && (inp.include_constraints || f.fact_type != FactType::Constraint);
+
+    // 1. Demote.
+    for (e, f) in &current {
+        let n = inp.retrievals.get(&e.id).copied().unwrap_or(0);
+        if e.successes > 0 || (n as u64) < s.demote_after || protected(f, s) {
+            continue;
+        }
+        let step = (n as u64 / s.demote_after) * s.demote_after;
+        let key = format!("{}:retrievals-{step}:{DEMOTE_SIGNAL}", e.id.to_hex());
+        if inp.held_keys.contains(&key) {
+            continue;
+        }
+        *confidence.get_mut(&e.id).expect("current") += DEMOTE.as_f64();
+        plan.demoted.push(Demotion { id: e.id, subject: f.subject.clone(), retrievals: n, key });
+    }
+    let conf = |id: &RecordId| confidence.get(id).copied().unwrap_or(0.0).clamp(0.0, 1.0);
+
+    // 2. Prune.
+    let mut gone: BTreeSet<RecordId> = BTreeSet::new();
+    for (e, f) in &current {
+        let days = age_days(inp.now, e);
+        let c = conf(&e.id);
+        if removable(f) && days > s.stale_days as f64 && c < f64::from(s.stale_confidence) {
+            gone.insert(e.id);
+            plan.pruned.push(Removal {
+                id: e.id,
+                subject: f.subject.clone(),
+                reason: format!(
+                    "curate: stale, {} days old with confidence {c:.2} below {:.2}",
+                    days.floor(),
+                    s.stale_confidence
+                ),
+                score: c,
+            });
+        }
+    }
+
+    // 3. Synthesise.
+    match inp.near {
+        None => plan.synthesis_skipped = Some("no vectors: the recall index has no embeddings".into()),
+        Some(near) => {
+            let facts: HashMap<RecordId, (&Entry, &Fact)> = current.iter().map(|(e, f)| (e.id, (*e, *f))).collect();
+            let mergeable =
+                |id: &RecordId| facts.get(id).filter(|(_, f)| !gone.contains(id) && !protected(f, s) && f.fact_type != FactType::Constraint);
+            // Connected components over qualifying pairs (same type and area), by union-find.
+            let mut parent: BTreeMap<RecordId, RecordId> = BTreeMap::new();
+            fn find(p: &mut BTreeMap<RecordId, RecordId>, x: RecordId) -> RecordId {
+                let mut r = x;
+                while let Some(&q) = p.get(&r).filter(|q| **q != r) {
+                    r = q;
+                }
+                p.insert(x, r);
+                r
+            }
+            let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
+            for &(a, b, cos) in near {
+                if a == b || cos < s.synthesize {
+                    continue;
+                }
+                let (Some((_, fa)), Some((_, fb))) = (mergeable(&a), mergeable(&b)) else { continue };
+                if fa.fact_type != fb.fact_type || fa.scope != fb.scope {
+                    continue;
+                }
+                let key = if a < b { (a, b) } else { (b, a) };
+                pairs.insert(key, cos);
+                parent.entry(a).or_insert(a);
+                parent.entry(b).or_insert(b);
+                let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+                if ra != rb {
+                    parent.insert(ra.max(rb), ra.min(rb));
+                }
+            }
+            let ids: Vec<RecordId> = parent.keys().copied().collect();
+            let mut clusters: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
+            for id in ids {
+                let root = find(&mut parent, id);
+                clusters.entry(root).or_default().push(id);
+            }
+            for members in clusters.into_values().filter(|m| m.len() > 1) {
+                let cos = |a: RecordId, b: RecordId| pairs.get(&if a < b { (a, b) } else { (b, a) }).copied().unwrap_or(0.0);
+                let central = *members
+                    .iter()
+                    .max_by(|a, b| {
+                        let sa: f32 = members.iter().map(|m| cos(**a, *m)).sum();
+                        let sb: f32 = members.iter().map(|m| cos(**b, *m)).sum();
+                        sa.total_cmp(&sb).then(b.cmp(a))
+                    })
+                    .expect("two members or more");
+                let min_cosine = members
+                    .iter()
+                    .flat_map(|a| members.iter().map(move |b| (*a, *b)))
+                    .filter(|(a, b)| a < b)
+                    .map(|(a, b)| cos(a, b))
+                    .filter(|c| *c > 0.0)
+                    .fold(1.0f32, f32::min);
+                let (ce, cf) = facts[&central];
+                let mut fact = cf.clone();
+                let mut tags: Vec<String> = Vec::new();
+                let mut anchors: Vec<Anchor> = Vec::new();
+                let mut best = 0.0f64;
+                for m in std::iter::once(&central).chain(members.iter().filter(|m| **m != central)) {
+                    let (_, f) = facts[m];
+                    for t in &f.tags {
+                        if !tags.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                            tags.push(t.clone());
+                        }
+                    }
+                    for a in &f.anchors {
+                        if !anchors.iter().any(|x| x.path == a.path && x.lines == a.lines) {
+                            anchors.push(a.clone());
+                        }
+                    }
+                    best = best.max(conf(m));
+                }
+                if !tags.iter().any(|t| t == "synthesized") {
+                    tags.push("synthesized".into());
+                }
+                fact.tags = tags;
+                fact.anchors = anchors;
+                fact.confidence = Milli((best * 1000.0).round() as i32).clamp_unit();
+                fact.relations = members.iter().map(|m| Relation { rel: RelationType::Derives, id: *m }).collect();
+                // Links to records of the cluster itself would point at superseded members.
+                fact.depends_on.retain(|d| !members.contains(d));
+                for m in &members {
+                    gone.insert(*m);
+                }
+                plan.synthesized.push(Synthesis {
+                    central,
+                    members: members.clone(),
+                    subject: cf.subject.clone(),
+                    fact,
+                    body: ce.record.body.clone(),
+                    min_cosine,
+                });
+            }
+        }
+    }
+
+    // 4. Evict to the cap.
+    let remaining = current.len() - gone.len() + plan.synthesized.len();
+    if remaining > inp.cap {
+        let mut candidates: Vec<(f64, Timestamp, RecordId, &Fact)> = current
+            .iter()
+            .filter(|(e, f)| !gone.contains(&e.id) && removable(f))
+            .map(|(e, f)| {
+                let n = inp.retrievals.get(&e.id).copied().unwrap_or(0);
+                (keep_score(conf(&e.id), e.successes, age_days(inp.now, e), n), e.record.created_at, e.id, *f)
+            })
+            .collect();
+        candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let need = remaining - inp.cap;
+        if candidates.len() < need {
+            plan.over_cap = Some(format!(
+                "{} current facts are protected or constraints: the cap of {} cannot be reached without them",
+                remaining - candidates.len(),
+                inp.cap
+            ));
+        }
+        for (score, _, id, f) in candidates.into_iter().take(need) {
+            gone.insert(id);
+            plan.evicted.push(Removal {
+                id,
+                subject: f.subject.clone(),
+                reason: format!("curate: over the cap of {} current facts; keep score {score:.3}, among the lowest", inp.cap),
+                score,
+            });
+        }
+    }
+    plan.after = current.len() - gone.len() + plan.synthesized.len();
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Payload, Provenance, Record};
+
+    fn fact(n: u32, t: FactType, tags: &[&str], conf: i32, day: i64) -> (RecordId, Record) {
+        let f = Fact {
+            fact_type: t,
+            subject: format!("fact number {n}"),
+            scope: "project".into(),
+            tags: tags.iter().map(|s| s.to_string()).collect(),
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(conf),
+            valid_from: None,
+            valid_to: None,
+            depends_on: vec![],
+            relations: vec![],
+            anchors: vec![],
+            suggestion: None,
+            cites: vec![],
+        };
+        let r = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(f),
+            author: "T <t@e>".into(),
+            created_at: Timestamp(day * 86_400),
+            body: String::new(),
+        };
+        (r.encode().0, r)
+    }
+
+    fn inputs<'a>(
+        s: &'a CurateSettings,
+        cap: usize,
+        r: &'a HashMap<RecordId, usize>,
+        near: Option<&'a [(RecordId, RecordId, f32)]>,
+        keys: &'a BTreeSet<String>,
+    ) -> Inputs<'a> {
+        Inputs { now: Timestamp(100 * 86_400), settings: s, cap, include_constraints: false, retrievals: r, near, held_keys: keys }
+    }
+
+    #[test]
+    fn caps_evict_the_weakest_and_spare_protected_and_constraints() {
+        let s = CurateSettings::defaults();
+        let mut records = vec![fact(0, FactType::Constraint, &[], 100, 99), fact(1, FactType::Pattern, &["seed"], 100, 99)];
+        for n in 2..10 {
+            records.push(fact(n, FactType::Pattern, &[], 500 + n as i32 * 10, 99));
+        }
+        let ids: Vec<RecordId> = records.iter().map(|r| r.0).collect();
+        let state = crate::state::fold(records);
+        let (r, k) = (HashMap::new(), BTreeSet::new());
+        let p = plan(&state, &inputs(&s, 5, &r, Some(&[]), &k));
+        assert_eq!(p.evicted.len(), 5);
+        let evicted: Vec<RecordId> = p.evicted.iter().map(|e| e.id).collect();
+        assert_eq!(evicted, ids[2..7].to_vec(), "the lowest confidence first");
+        assert_eq!(p.after, 5);
+        // A cap below the protected facts cannot be reached, and says so.
+        let p = plan(&state, &inputs(&s, 1, &r, Some(&[]), &k));
+        assert!(p.over_cap.is_some());
+        assert_eq!(p.after, 2);
+    }
+
+    #[test]
+    fn stale_low_confidence_facts_are_pruned_and_retrieval_without_success_demotes_once() {
+        let s = CurateSettings::defaults();
+        let old_weak = fact(1, FactType::Pattern, &[], 350, 10);
+        let old_strong = fact(2, FactType::Pattern, &[], 800, 10);
+        let young_weak = fact(3, FactType::Pattern, &[], 350, 95);
+        let used = fact(4, FactType::Pattern, &[], 420, 10);
+        let state = crate::state::fold(vec![old_weak.clone(), old_strong, young_weak, used.clone()]);
+        let r: HashMap<RecordId, usize> = [(used.0, 12)].into();
+        let k = BTreeSet::new();
+        let p = plan(&state, &inputs(&s, 500, &r, None, &k));
+        assert_eq!(p.demoted.len(), 1);
+        assert_eq!(p.demoted[0].key, format!("{}:retrievals-10:retrieved-unused", used.0.to_hex()));
+        // Demoted to 0.32, the used fact is now stale too.
+        let pruned: BTreeSet<RecordId> = p.pruned.iter().map(|x| x.id).collect();
+        assert_eq!(pruned, [old_weak.0, used.0].into());
+        assert!(p.synthesis_skipped.is_some());
+        // Held keys are not demoted again.
+        let k: BTreeSet<String> = [p.demoted[0].key.clone()].into();
+        assert!(plan(&state, &inputs(&s, 500, &r, None, &k)).demoted.is_empty());
+    }
+
+    #[test]
+    fn near_duplicates_of_one_type_merge_into_the_central_one() {
+        let s = CurateSettings::defaults();
+        let a = fact(1, FactType::Pattern, &["x"], 600, 99);
+        let b = fact(2, FactType::Pattern, &["y"], 700, 99);
+        let c = fact(3, FactType::Pattern, &[], 500, 99);
+        let other = fact(4, FactType::Decision, &[], 500, 99);
+        let state = crate::state::fold(vec![a.clone(), b.clone(), c.clone(), other.clone()]);
+        let near = [(a.0, b.0, 0.95), (b.0, c.0, 0.96), (a.0, c.0, 0.93), (c.0, other.0, 0.99)];
+        let (r, k) = (HashMap::new(), BTreeSet::new());
+        let p = plan(&state, &inputs(&s, 500, &r, Some(&near), &k));
+        assert_eq!(p.synthesized.len(), 1);
+        let syn = &p.synthesized[0];
+        assert_eq!(syn.members.len(), 3, "the decision is another type");
+        assert_eq!(syn.central, c.0, "highest sum of cosines");
+        let tags: BTreeSet<&str> = syn.fact.tags.iter().map(String::as_str).collect();
+        assert_eq!(tags, ["x", "y", "synthesized"].into());
+        assert_eq!(syn.fact.confidence, Milli(700));
+        assert_eq!(p.after, 2);
+    }
+}
