@@ -30,6 +30,7 @@ pub mod rank;
 pub mod recall;
 pub mod record;
 pub mod redact;
+pub mod report;
 pub mod scope;
 pub mod setup;
 pub mod state;

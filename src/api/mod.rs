@@ -26,6 +26,7 @@ mod outcomes;
 mod proposals;
 mod purge;
 mod recall;
+pub mod report;
 mod scope_ops;
 pub mod scopes;
 pub mod session;

@@ -23,6 +23,7 @@ mod outcomes;
 mod output;
 mod purge;
 pub mod recall;
+mod report;
 mod review;
 mod scopes;
 mod setup;
@@ -136,6 +137,9 @@ enum Command {
     /// Implicit feedback: a question asked again lowers its answer's facts, a related follow-up
     /// raises them (outcome records, from the local recall telemetry).
     Feedback(curate::FeedbackArgs),
+    /// A static HTML page of what the memory is doing: size over time, confidence, supersession
+    /// chains, recall latency and hit rate, the last curation.
+    Report(report::Args),
     /// Recall telemetry of this clone (counts, latency, hit rate, what is and is never
     /// retrieved) and the size of every scope's memory.
     Stats,
@@ -437,6 +441,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Scopes(a) => scopes::scopes(ctx, a),
         Command::Session(c) => scopes::session(ctx, c),
         Command::Stats => stats::run(ctx),
+        Command::Report(a) => report::run(ctx, a),
         Command::Curate(a) => curate::curate(ctx, a),
         Command::Feedback(a) => curate::feedback(ctx, a),
         Command::Reindex => recall::reindex(ctx),

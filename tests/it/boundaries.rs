@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("layout", 0),
     ("setup", 0),
     ("scope", 0),
+    ("report", 0),
     ("config", 1),
     ("redact", 1),
     ("instructions", 1),

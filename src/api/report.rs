@@ -1,0 +1,271 @@
+//! `git neo report`: the data of the static HTML page ([`crate::report`] renders it): memory size
+//! over time per type and per scope (from the records on each scope's ref: when each fact was
+//! written and when a later record superseded, outdated or forgot it), confidence trajectories
+//! of the facts outcomes moved most, supersession chains, recall latency and hit rate from the
+//! local telemetry, and what the last curation did. Read-only.
+
+use super::{telemetry, Session};
+use crate::error::Result;
+use crate::record::{Kind, Payload, RecordId, Timestamp};
+use crate::report::{Chart, CurationRow, ReportData, Series, Version};
+use crate::state::{Entry, State, Status};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Points per size-over-time series.
+pub const SIZE_POINTS: usize = 40;
+/// Facts whose confidence trajectories are drawn, at most.
+pub const TRAJECTORIES: usize = 6;
+/// Supersession chains drawn, at most (the longest).
+pub const CHAINS: usize = 10;
+/// Recalls whose latency is drawn (the latest).
+pub const LATENCY_POINTS: usize = 300;
+/// Days of hit rate drawn (the latest).
+pub const HIT_RATE_DAYS: usize = 90;
+
+/// When a fact stopped being current: the earliest record that superseded, outdated or forgot it.
+fn ended(e: &Entry, state: &State) -> Option<i64> {
+    if e.status == Status::Valid {
+        return None;
+    }
+    let at = |id: &RecordId| state.entries.get(id).map(|x| x.record.created_at.0);
+    e.superseded_by.iter().chain(e.retracted_by.iter()).filter_map(at).min().or(Some(e.record.created_at.0))
+}
+
+/// `n` evenly spaced times from `t0` to `t1` (one when they are equal).
+pub fn sample_times(t0: i64, t1: i64, n: usize) -> Vec<i64> {
+    if t1 <= t0 || n < 2 {
+        return vec![t0];
+    }
+    (0..n).map(|i| t0 + ((t1 - t0) as i128 * i as i128 / (n as i128 - 1)) as i64).collect()
+}
+
+/// The chains of facts replaced by facts (oldest first), the longest `limit`.
+fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
+    let mut next: HashMap<RecordId, (RecordId, String)> = HashMap::new();
+    let mut has_prev: HashSet<RecordId> = HashSet::new();
+    for e in state.iter().filter(|e| e.status == Status::Valid) {
+        if let Payload::Supersession(s) = &e.record.payload {
+            if let Some(new) = s.new {
+                if state.entries.get(&s.old).is_some_and(|o| o.record.kind == Kind::Fact) {
+                    next.entry(s.old).or_insert((new, s.reason.clone()));
+                    has_prev.insert(new);
+                }
+            }
+        }
+    }
+    let mut out: Vec<Vec<Version>> = Vec::new();
+    let mut starts: Vec<&RecordId> = next.keys().filter(|id| !has_prev.contains(id)).collect();
+    starts.sort();
+    for start in starts {
+        let mut chain = Vec::new();
+        let mut cur = Some((*start, String::new()));
+        let mut seen = HashSet::new();
+        while let Some((id, _)) = cur.take() {
+            if !seen.insert(id) {
+                break;
+            }
+            let Some(e) = state.entries.get(&id) else { break };
+            let step = next.get(&id).cloned();
+            chain.push(Version {
+                id: id.short(),
+                at: e.record.created_at.0,
+                subject: e.record.summary(),
+                reason: step.as_ref().map(|(_, r)| r.clone()).unwrap_or_default(),
+            });
+            cur = step;
+        }
+        if chain.len() > 1 {
+            out.push(chain);
+        }
+    }
+    out.sort_by(|a, b| b.len().cmp(&a.len()).then(b.last().map(|v| v.at).cmp(&a.last().map(|v| v.at))));
+    out.truncate(limit);
+    out
+}
+
+impl Session {
+    /// Everything `git neo report` shows (see the module docs).
+    pub fn report_data(&mut self) -> Result<ReportData> {
+        let now = self.now();
+        let project = self.project_store()?;
+        let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
+        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
+        let mut summary: Vec<(String, String)> = Vec::new();
+
+        // Lifetimes of every fact of every scope: (scope, type, start, end).
+        let mut lives: Vec<(String, String, i64, Option<i64>)> = Vec::new();
+        let mut trajectories: Vec<(usize, Series)> = Vec::new();
+        let mut all_chains: Vec<Vec<Version>> = Vec::new();
+        for scope in self.places().readable()? {
+            let Ok(memory) = self.memory_of(&scope) else { continue };
+            let state = memory.state();
+            let mut current = 0;
+            for e in state.iter() {
+                let Some(f) = e.record.as_fact() else { continue };
+                current += usize::from(e.status == Status::Valid);
+                lives.push((scope.to_string(), f.fact_type.to_string(), e.record.created_at.0, ended(e, state)));
+                let counted = e.outcomes.len();
+                if counted > 0 {
+                    let explained = memory.explain(&e.id.to_hex())?;
+                    let mut points = vec![(e.record.created_at.0, explained.initial)];
+                    points.extend(
+                        explained.steps.iter().filter(|s| s.counted).map(|s| (s.at.0, s.running.clamp(0.0, 1.0))),
+                    );
+                    let name: String = format!("{} {}", e.id.short(), f.subject).chars().take(48).collect();
+                    trajectories.push((counted, Series { name, points }));
+                }
+            }
+            summary.push((format!("{scope} memory"), format!("{current} current facts, {} records", state.entries.len())));
+            all_chains.extend(chains(state, CHAINS));
+        }
+
+        let mut charts = Vec::new();
+        let t0 = lives.iter().map(|l| l.2).min();
+        let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max();
+        if let (Some(t0), Some(t1)) = (t0, t1) {
+            let times = sample_times(t0, t1, SIZE_POINTS);
+            let count = |keep: &dyn Fn(&(String, String, i64, Option<i64>)) -> bool, t: i64| {
+                lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
+            };
+            let types: Vec<String> = lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            let scopes: Vec<String> = lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            charts.push(Chart {
+                id: "size-type".into(),
+                title: "Current facts over time, by type (every scope)".into(),
+                y_label: "facts".into(),
+                series: types
+                    .iter()
+                    .map(|ty| Series {
+                        name: ty.clone(),
+                        points: times.iter().map(|&t| (t, count(&|l| &l.1 == ty, t))).collect(),
+                    })
+                    .collect(),
+            });
+            charts.push(Chart {
+                id: "size-scope".into(),
+                title: "Current facts over time, by scope".into(),
+                y_label: "facts".into(),
+                series: scopes
+                    .iter()
+                    .map(|sc| Series {
+                        name: sc.clone(),
+                        points: times.iter().map(|&t| (t, count(&|l| &l.0 == sc, t))).collect(),
+                    })
+                    .collect(),
+            });
+        }
+        trajectories.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
+        charts.push(Chart {
+            id: "confidence".into(),
+            title: format!("Confidence of the {TRAJECTORIES} facts outcomes moved most"),
+            y_label: "confidence".into(),
+            series: trajectories.into_iter().take(TRAJECTORIES).map(|(_, s)| s).collect(),
+        });
+
+        let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
+        charts.push(Chart {
+            id: "latency".into(),
+            title: format!("Recall latency (the last {} recalls)", latest.len()),
+            y_label: "ms".into(),
+            series: vec![Series { name: "latency".into(), points: latest.iter().map(|e| (e.at, e.latency_ms)).collect() }],
+        });
+        let mut days: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+        for e in &events {
+            let d = days.entry(e.at.div_euclid(86_400)).or_default();
+            d.0 += 1;
+            d.1 += usize::from(e.results.iter().any(|r| r.relevant()));
+        }
+        let skip = days.len().saturating_sub(HIT_RATE_DAYS);
+        charts.push(Chart {
+            id: "hit-rate".into(),
+            title: "Recall hit rate per day (share returning a relevant record)".into(),
+            y_label: "hit rate".into(),
+            series: vec![Series {
+                name: "hit rate".into(),
+                points: days.iter().skip(skip).map(|(d, (n, h))| (d * 86_400, *h as f64 / *n as f64)).collect(),
+            }],
+        });
+        if !events.is_empty() {
+            let stats = super::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
+            let hits = events.iter().filter(|e| e.results.iter().any(|r| r.relevant())).count();
+            summary.push((
+                "recalls kept".into(),
+                format!(
+                    "{} (p50 {:.1} ms, p90 {:.1} ms; {:.0}% returned a relevant record)",
+                    events.len(),
+                    stats.p50,
+                    stats.p90,
+                    hits as f64 * 100.0 / events.len() as f64
+                ),
+            ));
+        } else if !tel.on {
+            summary.push(("recalls kept".into(), "none: telemetry is off (neo.telemetry)".into()));
+        }
+
+        all_chains.sort_by(|a, b| b.len().cmp(&a.len()));
+        all_chains.truncate(CHAINS);
+        Ok(ReportData {
+            title: format!(
+                "git-neo memory report{}",
+                project.work_dir().and_then(|d| d.file_name()).map(|n| format!(": {}", n.to_string_lossy())).unwrap_or_default()
+            ),
+            generated: Timestamp(now.0).to_string(),
+            summary,
+            charts,
+            chains: all_chains,
+            curation: last_curation(&project.caches().last_curation()),
+        })
+    }
+}
+
+/// The last curation's summary line and rows, from the file `git neo curate` keeps.
+fn last_curation(path: &std::path::Path) -> Option<(String, Vec<CurationRow>)> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let s = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+    let list = |k: &str| v.get(k).and_then(|x| x.as_array()).cloned().unwrap_or_default();
+    let short = |id: String| id.chars().take(12).collect::<String>();
+    let mut rows = Vec::new();
+    for d in list("demoted") {
+        rows.push(CurationRow {
+            action: "demoted".into(),
+            id: short(s(&d, "id")),
+            subject: s(&d, "subject"),
+            detail: format!("retrieved {} times without a success", d.get("retrievals").and_then(|x| x.as_u64()).unwrap_or(0)),
+        });
+    }
+    for (k, action) in [("pruned", "pruned"), ("evicted", "evicted")] {
+        for d in list(k) {
+            rows.push(CurationRow { action: action.into(), id: short(s(&d, "id")), subject: s(&d, "subject"), detail: s(&d, "reason") });
+        }
+    }
+    for d in list("synthesized") {
+        let n = d.get("members").and_then(|m| m.as_array()).map(Vec::len).unwrap_or(0);
+        rows.push(CurationRow {
+            action: "synthesised".into(),
+            id: short(s(&d, "central")),
+            subject: s(&d, "subject"),
+            detail: format!("{n} near-duplicates merged into one"),
+        });
+    }
+    let head = format!(
+        "{} on the {} memory: {} current facts before, {} after (cap {}){}",
+        s(&v, "at"),
+        s(&v, "scope"),
+        v.get("before").and_then(|x| x.as_u64()).unwrap_or(0),
+        v.get("after").and_then(|x| x.as_u64()).unwrap_or(0),
+        v.get("cap").and_then(|x| x.as_u64()).unwrap_or(0),
+        if v.get("proposed").and_then(|x| x.as_bool()).unwrap_or(false) { ", proposed for review" } else { "" }
+    );
+    Some((head, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sample_times_span_the_range() {
+        assert_eq!(sample_times(0, 90, 4), vec![0, 30, 60, 90]);
+        assert_eq!(sample_times(5, 5, 40), vec![5]);
+    }
+}

@@ -1,0 +1,223 @@
+//! PURE. The static HTML report `git neo report` writes: one self-contained file (no server, no
+//! network, no external script or style). The data is embedded as JSON; a small script in the
+//! page draws each chart as inline SVG, one `<circle class="pt">` per data point, so a browser
+//! (or a test driving a headless one) can count what it drew. Tables under the charts say the
+//! same in text, so the page is readable with scripts off too.
+
+use serde::Serialize;
+
+/// One line of a chart: `(x, y)` points, x in seconds since the epoch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub points: Vec<(i64, f64)>,
+}
+
+/// A line chart.
+#[derive(Clone, Debug, Serialize)]
+pub struct Chart {
+    /// The `data-chart` attribute of its SVG.
+    pub id: String,
+    pub title: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+impl Chart {
+    /// Points drawn: one circle each.
+    pub fn points(&self) -> usize {
+        self.series.iter().map(|s| s.points.len()).sum()
+    }
+}
+
+/// One version in a supersession chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct Version {
+    pub id: String,
+    pub at: i64,
+    pub subject: String,
+    /// Why the next version replaced this one (empty for the last).
+    pub reason: String,
+}
+
+/// A row of the last curation's table.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurationRow {
+    pub action: String,
+    pub id: String,
+    pub subject: String,
+    pub detail: String,
+}
+
+/// Everything the page shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReportData {
+    pub title: String,
+    pub generated: String,
+    /// `label: value` lines at the top.
+    pub summary: Vec<(String, String)>,
+    pub charts: Vec<Chart>,
+    /// Supersession chains, each oldest version first.
+    pub chains: Vec<Vec<Version>>,
+    /// What the last curation did (`None`: none run in this clone).
+    pub curation: Option<(String, Vec<CurationRow>)>,
+}
+
+/// Text escaped for HTML element content and quoted attributes.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The whole page.
+pub fn html(data: &ReportData) -> String {
+    // JSON inside a script element: `<` escaped so no text can close the element.
+    let json = serde_json::to_string(data).unwrap_or_else(|_| "{}".into()).replace('<', "\\u003c");
+    let mut body = String::new();
+    body.push_str(&format!("<h1>{}</h1>\n<p class=\"gen\">generated {}</p>\n<dl>", esc(&data.title), esc(&data.generated)));
+    for (k, v) in &data.summary {
+        body.push_str(&format!("<dt>{}</dt><dd>{}</dd>", esc(k), esc(v)));
+    }
+    body.push_str("</dl>\n");
+    for c in &data.charts {
+        body.push_str(&format!(
+            "<section><h2>{}</h2><svg class=\"chart\" data-chart=\"{}\" data-points=\"{}\" viewBox=\"0 0 720 260\" role=\"img\"></svg>\n",
+            esc(&c.title),
+            esc(&c.id),
+            c.points()
+        ));
+        body.push_str("<details><summary>data</summary><table><tr><th>series</th><th>points</th><th>last</th></tr>");
+        for s in &c.series {
+            let last = s.points.last().map(|p| format!("{:.3}", p.1)).unwrap_or_default();
+            body.push_str(&format!("<tr><td>{}</td><td>{}</td><td>{last}</td></tr>", esc(&s.name), s.points.len()));
+        }
+        body.push_str("</table></details></section>\n");
+    }
+    body.push_str(&format!(
+        "<section><h2>Supersession chains</h2><svg class=\"chart\" data-chart=\"chains\" data-points=\"{}\" viewBox=\"0 0 720 {}\" role=\"img\"></svg>\n<ol>",
+        data.chains.iter().map(Vec::len).sum::<usize>(),
+        40 + 28 * data.chains.len().max(1)
+    ));
+    for chain in &data.chains {
+        let names: Vec<String> = chain.iter().map(|v| esc(&v.subject)).collect();
+        body.push_str(&format!("<li>{}</li>", names.join(" &rarr; ")));
+    }
+    body.push_str("</ol></section>\n<section><h2>Last curation</h2>");
+    match &data.curation {
+        None => body.push_str("<p>No curation has run in this clone (<code>git neo curate</code>).</p>"),
+        Some((head, rows)) => {
+            body.push_str(&format!(
+                "<p>{}</p><table class=\"curation\"><tr><th>action</th><th>id</th><th>fact</th><th>why</th></tr>",
+                esc(head)
+            ));
+            for r in rows {
+                body.push_str(&format!(
+                    "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                    esc(&r.action),
+                    esc(&r.id),
+                    esc(&r.subject),
+                    esc(&r.detail)
+                ));
+            }
+            body.push_str("</table>");
+        }
+    }
+    body.push_str("</section>\n");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<style>{STYLE}</style></head>\n\
+         <body>\n{body}<script type=\"application/json\" id=\"neo-data\">{json}</script>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        title = esc(&data.title)
+    )
+}
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em}\
+h2{font-size:1.1em;margin-top:2em}.gen{color:#777}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\
+dt{color:#555}dd{margin:0}svg.chart{width:100%;background:#fafafa;border:1px solid #ddd}table{border-collapse:collapse}\
+td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}.legend{font-size:11px}\
+circle.pt{stroke:#fff;stroke-width:.5}";
+
+/// Draws every chart from the embedded data: axes, a polyline and one circle per point for each
+/// series; the chains chart, one row per chain with a circle per version.
+const SCRIPT: &str = r#"
+(function(){
+var NS='http://www.w3.org/2000/svg';
+var data=JSON.parse(document.getElementById('neo-data').textContent);
+var colours=['#1f77b4','#d62728','#2ca02c','#9467bd','#ff7f0e','#8c564b','#e377c2','#17becf','#7f7f7f'];
+function el(name,attrs,parent){var e=document.createElementNS(NS,name);for(var k in attrs){e.setAttribute(k,attrs[k]);}if(parent){parent.appendChild(e);}return e;}
+function day(t){return new Date(t*1000).toISOString().slice(0,10);}
+data.charts.forEach(function(c){
+  var svg=document.querySelector('svg[data-chart="'+c.id+'"]');if(!svg){return;}
+  var xs=[],ys=[0];c.series.forEach(function(s){s.points.forEach(function(p){xs.push(p[0]);ys.push(p[1]);});});
+  var x0=Math.min.apply(null,xs.length?xs:[0]),x1=Math.max.apply(null,xs.length?xs:[1]),y1=Math.max.apply(null,ys);
+  if(x1===x0){x1=x0+1;} if(y1<=0){y1=1;}
+  var L=50,R=560,T=15,B=225;
+  function X(v){return L+(v-x0)/(x1-x0)*(R-L);} function Y(v){return B-v/y1*(B-T);}
+  el('line',{x1:L,y1:B,x2:R,y2:B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:B,stroke:'#999'},svg);
+  var t=el('text',{x:L-5,y:T+4,'text-anchor':'end','font-size':10},svg);t.textContent=(Math.round(y1*100)/100);
+  t=el('text',{x:L,y:B+16,'font-size':10},svg);t.textContent=day(x0);
+  t=el('text',{x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=day(x1);
+  t=el('text',{x:12,y:(T+B)/2,'font-size':10,transform:'rotate(-90 12 '+(T+B)/2+')','text-anchor':'middle'},svg);t.textContent=c.y_label;
+  c.series.forEach(function(s,i){
+    var col=colours[i%colours.length];
+    if(s.points.length>1){el('polyline',{points:s.points.map(function(p){return X(p[0])+','+Y(p[1]);}).join(' '),fill:'none',stroke:col,'stroke-width':1.5},svg);}
+    var g=el('g',{'data-series':s.name},svg);
+    s.points.forEach(function(p){var d=el('circle',{'class':'pt',cx:X(p[0]),cy:Y(p[1]),r:2.6,fill:col},g);el('title',{},d).textContent=s.name+' '+day(p[0])+': '+p[1];});
+    var lg=el('text',{'class':'legend',x:R+10,y:T+10+i*14,fill:col},svg);lg.textContent=s.name;
+  });
+});
+var svg=document.querySelector('svg[data-chart="chains"]');
+if(svg){
+  var all=[];data.chains.forEach(function(ch){ch.forEach(function(v){all.push(v.at);});});
+  var a0=Math.min.apply(null,all.length?all:[0]),a1=Math.max.apply(null,all.length?all:[1]);if(a1===a0){a1=a0+1;}
+  data.chains.forEach(function(ch,row){
+    var y=30+row*28,L=20,R=700;function X(v){return L+(v-a0)/(a1-a0)*(R-L);}
+    el('line',{x1:X(ch[0].at),y1:y,x2:X(ch[ch.length-1].at),y2:y,stroke:'#bbb'},svg);
+    var g=el('g',{'data-chain':row},svg);
+    ch.forEach(function(v,i){var d=el('circle',{'class':'pt',cx:X(v.at),cy:y,r:4,fill:i===ch.length-1?'#2ca02c':'#999'},g);el('title',{},d).textContent=day(v.at)+' '+v.subject+(v.reason?' (replaced: '+v.reason+')':'');});
+    var t=el('text',{x:X(ch[ch.length-1].at),y:y-7,'font-size':10,'text-anchor':'end'},svg);t.textContent=ch[ch.length-1].subject.slice(0,60);
+  });
+}
+document.body.setAttribute('data-drawn','yes');
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_page_is_self_contained_and_embeds_its_data_safely() {
+        let data = ReportData {
+            title: "memory of </script><b>x".into(),
+            generated: "2026-01-01".into(),
+            summary: vec![("facts".into(), "3".into())],
+            charts: vec![Chart {
+                id: "size".into(),
+                title: "Size".into(),
+                y_label: "facts".into(),
+                series: vec![Series { name: "pattern".into(), points: vec![(0, 1.0), (86_400, 2.0)] }],
+            }],
+            chains: vec![],
+            curation: None,
+        };
+        let page = html(&data);
+        assert!(!page.contains("</script><b>"), "text cannot close a script element");
+        assert!(page.contains("data-chart=\"size\" data-points=\"2\""));
+        for banned in ["http://", "https://"] {
+            // The SVG namespace is an identifier, not a fetch.
+            assert!(page.matches(banned).count() == page.matches("http://www.w3.org/2000/svg").count(), "{banned}");
+        }
+        assert!(!page.contains("<script src") && !page.contains("<link"));
+    }
+}
