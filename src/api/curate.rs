@@ -16,6 +16,9 @@ use crate::store::WriteMode;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+/// Feedback runs one curation makes at most (each capped by `neo.outcomes.maxPerScan`).
+pub const FEEDBACK_ROUNDS: usize = 50;
+
 /// How a curation runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CurateOptions {
@@ -60,14 +63,34 @@ impl Session {
         let project = self.project_store()?;
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
         let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
-        let feedback = if scope == Scope::Project { Some(self.feedback(opts.dry_run)?) } else { None };
+        // All the feedback there is, first: a run capped per commit goes on (bounded), so the plan
+        // sees every signal and a second curation right after finds nothing new.
+        let feedback = if scope == Scope::Project {
+            let mut report = self.feedback(opts.dry_run)?;
+            for _ in 0..FEEDBACK_ROUNDS {
+                if !report.capped || opts.dry_run {
+                    break;
+                }
+                let more = self.feedback(false)?;
+                report.outcomes.extend(more.outcomes);
+                report.capped = more.capped;
+                report.dropped = more.dropped;
+                report.memory_commit = more.memory_commit.or(report.memory_commit);
+            }
+            Some(report)
+        } else {
+            None
+        };
         let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
         let scope_name = scope.to_string();
         let mut retrievals: HashMap<RecordId, usize> = HashMap::new();
+        let mut last_retrieved: HashMap<RecordId, i64> = HashMap::new();
         for e in &events {
             for r in e.results.iter().filter(|r| r.relevant() && r.scope == scope_name) {
                 if let Some(id) = RecordId::from_hex(&r.id) {
                     *retrievals.entry(id).or_default() += 1;
+                    let t = last_retrieved.entry(id).or_insert(e.at);
+                    *t = (*t).max(e.at);
                 }
             }
         }
@@ -112,6 +135,7 @@ impl Session {
             cap: settings.cap(scope.default_area()),
             include_constraints: opts.include_constraints,
             retrievals: &retrievals,
+            last_retrieved: &last_retrieved,
             near: near.as_deref(),
             held_keys: &held_keys,
         };
@@ -215,7 +239,7 @@ fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Times
                 new: None,
                 reason: r.reason.clone(),
                 method: SupersessionMethod::Curation,
-                score: Milli::from_f64(r.score),
+                score: Milli::from_f64(r.score.clamp(0.0, 1.0)),
             }),
             String::new(),
         ));
@@ -238,7 +262,7 @@ fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Times
                         s.min_cosine.min(1.0)
                     ),
                     method: SupersessionMethod::Curation,
-                    score: Milli::from_f64(f64::from(s.min_cosine)),
+                    score: Milli::from_f64(f64::from(s.min_cosine).clamp(0.0, 1.0)),
                 }),
                 String::new(),
             ));

@@ -4,7 +4,7 @@
 //! Two recalls in a row, less than [`WINDOW_SECS`] apart:
 //! - the same question asked again (query embeddings at cosine [`REASK_COSINE`] or more; without
 //!   vectors of one model, word overlap (Jaccard) [`REASK_WORDS`] or more) means the first
-//!   answer did not help: each of its top [`TOP`] relevant results gets `reasked` ([`REASKED`]);
+//!   answer did not help: each of its first relevant result ([`TOP`]) gets `reasked` ([`REASKED`]);
 //! - a new but related question (cosine from [`RELATED_COSINE`], words from [`RELATED_WORDS`],
 //!   below the re-ask line) means it did: `helped` ([`HELPED`], one success);
 //! - an unrelated question says nothing.
@@ -33,8 +33,10 @@ pub const RELATED_COSINE: f32 = 0.5;
 /// The same lines on word overlap (Jaccard of the queries' word hashes), without vectors.
 pub const REASK_WORDS: f32 = 0.6;
 pub const RELATED_WORDS: f32 = 0.2;
-/// How many of the first answer's relevant results a signal is about.
-pub const TOP: usize = 3;
+/// How many of the first answer's relevant results a signal is about: the one it led with (with the
+/// top three, facts shown beside the wrong answer sank below the stale line within a simulated
+/// year).
+pub const TOP: usize = 1;
 /// Deltas: small, since a question asked again is weak evidence on its own.
 pub const REASKED: Milli = Milli(-20);
 pub const HELPED: Milli = Milli(20);
@@ -137,7 +139,7 @@ pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId
             continue;
         }
         let top: Vec<RecordId> =
-            a.results.iter().filter(|r| r.relevant()).filter_map(|r| scored(&r.id)).take(TOP).collect();
+            a.results.iter().filter(|r| r.relevant()).take(TOP).filter_map(|r| scored(&r.id)).collect();
         if top.is_empty() {
             continue;
         }
@@ -227,6 +229,13 @@ impl Session {
             .collect();
         // Counted per record per UTC day, with what the memory already holds for that day.
         let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
+        for e in state.iter() {
+            if let Payload::Outcome(o) = &e.record.payload {
+                if o.signal == Signal::Reasked.as_str() || o.signal == Signal::Helped.as_str() {
+                    *per_day.entry((o.target, e.record.created_at.0.div_euclid(86_400))).or_default() += 1;
+                }
+            }
+        }
         let mut report =
             FeedbackReport { exchanges, outcomes: Vec::new(), dropped: 0, capped: false, dry_run, memory_commit: None };
         let mut seen = HashSet::new();

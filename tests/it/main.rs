@@ -6,6 +6,7 @@ mod cli;
 mod code_corpus;
 mod concurrency;
 mod construct;
+mod curation;
 mod daemon;
 mod fold;
 mod format;

@@ -1,0 +1,452 @@
+//! Curation, telemetry, implicit feedback and the report, on real repositories: a simulated year
+//! of memory curated monthly, telemetry off, feedback rescanned, curation reviewed and reverted,
+//! and the report opened in a real headless browser.
+
+use crate::support::Sandbox;
+use git_neo::api::curate::CurateOptions;
+use git_neo::api::telemetry::Front;
+use git_neo::api::{AddRequest, Clock, RecallQuery, Session, SessionOptions};
+use git_neo::embed::EmbedderChoice;
+use git_neo::record::{FactType, Kind, RecordId, Timestamp};
+use git_neo::state::Status;
+use git_neo::store::Identity;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+const DAY: i64 = 86_400;
+/// 2025-01-01T00:00:00Z: the simulated year starts here.
+const START: i64 = 1_735_689_600;
+
+fn session(repo: &Path, at: i64) -> Session {
+    Session::new(SessionOptions {
+        dir: repo.to_path_buf(),
+        ref_name: None,
+        identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
+        clock: Clock::Fixed(Timestamp(at)),
+        embedder: EmbedderChoice::Hash,
+        scope: None,
+        data_dir: None,
+    })
+}
+
+fn at(s: &mut Session, t: i64) {
+    let dir = s.dir().to_path_buf();
+    s.set_caller(Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }), Clock::Fixed(Timestamp(t)), dir);
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).expect("fixture").lines().map(|l| serde_json::from_str(l).expect("json")).collect()
+}
+
+/// The recall fixture's facts as requests (their keys name them in the queries).
+fn recall_facts() -> Vec<AddRequest> {
+    lines(&fixture("recall/facts.jsonl"))
+        .iter()
+        .map(|f| AddRequest {
+            fact_type: f["type"].as_str().expect("type").into(),
+            subject: f["subject"].as_str().expect("subject").into(),
+            body: f["body"].as_str().unwrap_or_default().into(),
+            key: f["key"].as_str().map(String::from),
+            area: f["scope"].as_str().map(String::from),
+            no_supersede: true,
+            ..Default::default()
+        })
+        .collect()
+}
+
+/// Month `m`'s agent writes: real functions from the code corpus as facts nobody curated
+/// (inferred, around its default confidence), a few near-duplicates of each other, a few protected seeds and
+/// a few constraints.
+fn month_of_writes(corpus: &[serde_json::Value], m: usize, n: usize) -> Vec<AddRequest> {
+    let types = ["pattern", "review", "decision", "failure", "architecture", "known-unknown"];
+    let mut out = Vec::new();
+    for i in 0..n {
+        let k = (m * n + i) % corpus.len();
+        let text = corpus[k]["text"].as_str().expect("text");
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("code");
+        let subject: String = format!("{} in {}", first, corpus[k]["source"].as_str().unwrap_or("?")).chars().take(150).collect();
+        let body: String = text.chars().take(400).collect();
+        let mut tags = Vec::new();
+        let mut fact_type = types[(m + i) % types.len()].to_string();
+        if i % 40 == 7 {
+            tags.push("seed".to_string());
+        }
+        if i % 50 == 11 {
+            fact_type = "constraint".into();
+        }
+        // Inferred, at that provenance's default confidence (0.5), give or take 0.1.
+        let confidence = Some(0.4 + 0.025 * ((m * 7 + i * 3) % 9) as f64);
+        let req = AddRequest {
+            fact_type,
+            subject: subject.clone(),
+            body: body.clone(),
+            tags,
+            confidence,
+            provenance: Some("inferred".into()),
+            no_supersede: true,
+            ..Default::default()
+        };
+        // Every 25th write is said twice, a little differently: a near-duplicate pair.
+        if i % 25 == 3 {
+            out.push(AddRequest { subject: format!("{subject} (seen again)"), tags: vec![], ..req.clone() });
+        }
+        out.push(req);
+    }
+    out
+}
+
+fn import(s: &mut Session, reqs: &[AddRequest]) {
+    let store = s.project_store().expect("store");
+    let wc = s.write_context(&store).expect("ctx");
+    s.memory().expect("memory").import(reqs, 10_000, false, &wc, &mut |_, _| {}).expect("import");
+}
+
+/// recall@5 of the fixture's queries: a query hits when a fact it expects, or what replaced it,
+/// is among the constraints and the first five facts.
+fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
+    let state = s.memory().expect("memory").state().clone();
+    let by_key: HashMap<String, RecordId> = state
+        .iter()
+        .filter_map(|e| e.record.as_fact().and_then(|f| f.key.clone()).map(|k| (k, e.id)))
+        .filter(|(k, _)| k.starts_with('k'))
+        .collect();
+    let successors = |id: RecordId| {
+        let mut out = vec![id];
+        let mut i = 0;
+        while i < out.len() {
+            if let Some(e) = state.entries.get(&out[i]) {
+                for n in &e.superseded_by {
+                    if state.entries.get(n).is_some_and(|x| x.record.kind == Kind::Fact) && !out.contains(n) {
+                        out.push(*n);
+                    }
+                }
+            }
+            i += 1;
+        }
+        out
+    };
+    let mut hits = 0;
+    for q in queries {
+        let want: Vec<RecordId> = q["expected"]
+            .as_array()
+            .expect("expected")
+            .iter()
+            .filter_map(|k| by_key.get(k.as_str().expect("key")))
+            .flat_map(|id| successors(*id))
+            .collect();
+        let r = s
+            .recall(&RecallQuery {
+                query: q["query"].as_str().expect("query").into(),
+                k: 5,
+                budget: 4_000,
+                types: vec![],
+                area: None,
+                as_of: None,
+                front: None,
+            })
+            .expect("recall");
+        if r.constraints.iter().chain(r.facts.iter().take(5)).any(|i| want.contains(&i.id)) {
+            hits += 1;
+        }
+    }
+    hits as f64 / queries.len() as f64
+}
+
+#[test]
+fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
+    let sb = Sandbox::new();
+    let curated = sb.repo("curated");
+    let grown = sb.repo("grown");
+    let corpus = lines(&fixture("code/functions.jsonl"));
+    let queries = lines(&fixture("recall/queries.jsonl"));
+    let mut a = session(&curated, START);
+    let mut b = session(&grown, START);
+    import(&mut a, &recall_facts());
+    import(&mut b, &recall_facts());
+    let fresh = quality(&mut a, &queries);
+
+    let mut protected: HashSet<RecordId> = HashSet::new();
+    let mut constraints: HashSet<RecordId> = HashSet::new();
+    let mut written = 0;
+    for m in 0..12usize {
+        let t = START + m as i64 * 30 * DAY;
+        at(&mut a, t);
+        at(&mut b, t);
+        let writes = month_of_writes(&corpus, m, 240);
+        written += writes.len();
+        import(&mut a, &writes);
+        import(&mut b, &writes);
+        // A working month: the fixture's questions asked through MCP, two minutes apart; an
+        // answer without the fact the question is about is asked again (the implicit negative
+        // signal lands on what was shown instead).
+        let state = a.memory().expect("memory").state().clone();
+        let by_key: HashMap<String, RecordId> = state
+            .iter()
+            .filter(|e| e.status == Status::Valid)
+            .filter_map(|e| e.record.as_fact().and_then(|f| f.key.clone()).map(|k| (k, e.id)))
+            .collect();
+        for (i, q) in queries.iter().enumerate() {
+            let text = q["query"].as_str().expect("query");
+            let want: Vec<RecordId> =
+                q["expected"].as_array().expect("expected").iter().filter_map(|k| by_key.get(k.as_str()?).copied()).collect();
+            for j in 0..2 {
+                at(&mut a, t + (1 + i as i64 % 28) * DAY + (i as i64) * 120 + j * 30);
+                let r = a
+                    .recall(&RecallQuery {
+                        query: text.into(),
+                        k: 5,
+                        budget: 2_000,
+                        types: vec![],
+                        area: None,
+                        as_of: None,
+                        front: Some(Front::Mcp),
+                    })
+                    .expect("recall");
+                if r.constraints.iter().chain(&r.facts).any(|i| want.contains(&i.id)) {
+                    break;
+                }
+            }
+        }
+        at(&mut a, t + 29 * DAY);
+        let report = a.curate(CurateOptions::default()).expect("curate");
+        let state = a.memory().expect("memory").state().clone();
+        for e in state.iter().filter(|e| e.record.kind == Kind::Fact) {
+            let f = e.record.as_fact().expect("fact");
+            if f.tags.iter().any(|t| t == "seed") {
+                protected.insert(e.id);
+            }
+            if f.fact_type == FactType::Constraint {
+                constraints.insert(e.id);
+            }
+        }
+        let current = state.iter().filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact).count();
+        assert!(current <= 500, "month {m}: {current} current facts over the default cap of 500 ({:?})", report.plan.over_cap);
+        assert_eq!(report.plan.after, current, "month {m}: the plan says what the memory holds");
+        // A second run right after writes nothing.
+        let again = a.curate(CurateOptions::default()).expect("curate again");
+        assert_eq!(again.records, 0, "month {m}: a second curation wrote {:?}", again.plan);
+    }
+    assert!(written >= 2_800, "thousands of facts: {written}");
+    let state = a.memory().expect("memory").state().clone();
+    for id in protected.iter().chain(&constraints) {
+        assert_eq!(state.entries[id].status, Status::Valid, "{} was removed", id.short());
+    }
+    let supersessions = state.iter().filter(|e| e.record.kind == Kind::Supersession).count();
+    assert!(supersessions > 2_000, "curation removed by records: {supersessions}");
+    let outcomes: Vec<&str> = state
+        .iter()
+        .filter_map(|e| match &e.record.payload {
+            git_neo::record::Payload::Outcome(o) => Some(o.signal.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(outcomes.contains(&"reasked"), "implicit feedback wrote outcomes: {outcomes:?}");
+
+    let year_curated = quality(&mut a, &queries);
+    let year_grown = quality(&mut b, &queries);
+    eprintln!("recall@5 on the recall fixture: fresh {fresh:.3}, a year grown {year_grown:.3}, a year curated {year_curated:.3}");
+    // Measured here: fresh 0.762, grown 0.619, curated 0.587. Curation keeps the memory under
+    // its cap at the cost of at most this much recall@5 (3 of the fixture's 63 questions); the
+    // year's growth itself costs more, and curation does not win that back (docs/curation.md).
+    assert!(year_curated >= year_grown - 0.05, "curation lowered recall@5 by more than 0.05: {year_curated} < {year_grown}");
+}
+
+fn neo_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> std::process::Output {
+    sb.neo_cmd(repo).env("GIT_NEO_EMBEDDER", "hash").args(args).output().expect("run git-neo")
+}
+
+fn ok_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> String {
+    let out = neo_hash(sb, repo, args);
+    assert!(out.status.success(), "git neo {args:?}: {}", crate::support::stderr(&out));
+    crate::support::stdout(&out)
+}
+
+#[test]
+fn telemetry_off_writes_nothing_and_on_keeps_one_line_per_recall() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Retry payment webhooks with backoff"]);
+    sb.git(&repo, &["config", "neo.telemetry", "off"]);
+    sb.neo_ok(&repo, &["recall", "payment webhooks"]);
+    let log = repo.join(".git/neo/telemetry");
+    assert!(!log.exists(), "telemetry off wrote {}", log.display());
+    let stats = crate::support::json(&sb.neo_ok(&repo, &["stats", "--json"]));
+    assert_eq!(stats["telemetry"], false);
+    assert_eq!(stats["recalls"], 0);
+
+    sb.git(&repo, &["config", "neo.telemetry", "on"]);
+    sb.git(&repo, &["config", "neo.telemetry.queries", "false"]);
+    sb.neo_ok(&repo, &["recall", "payment webhooks"]);
+    sb.neo_ok(&repo, &["recall", "--json", "how do we deploy"]);
+    let text = std::fs::read_to_string(log.join("recalls.jsonl")).expect("telemetry");
+    assert_eq!(text.lines().count(), 2);
+    assert!(!text.contains("payment webhooks"), "query text kept although neo.telemetry.queries=false");
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().expect("line")).expect("json");
+    assert_eq!(first["front"], "cli");
+    assert_eq!(first["results"][0]["layer"], "facts");
+    let stats = crate::support::json(&sb.neo_ok(&repo, &["stats", "--json"]));
+    assert_eq!(stats["recalls"], 2);
+    assert_eq!(stats["hit_rate"], 0.5);
+    assert_eq!(stats["most_retrieved"][0]["retrievals"], 1);
+    assert_eq!(stats["scopes"][0]["current_facts"], 1);
+}
+
+#[test]
+fn implicit_feedback_is_idempotent_across_rescans_and_explained() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = crate::support::json(&sb.neo_ok(&repo, &["add", "--json", "-t", "pattern", "-s", "Retry payment webhooks with backoff"]))
+        ["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    // The same question twice, a minute apart (the clock is the CLI's fixed one, moved by hand).
+    for at in ["2026-03-01T12:00:00Z", "2026-03-01T12:01:00Z"] {
+        let out = sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", "payment webhooks retry"]).output().expect("run");
+        assert!(out.status.success());
+    }
+    let first = crate::support::json(&sb.neo_ok(&repo, &["feedback", "--json"]));
+    let new: Vec<&serde_json::Value> = first["outcomes"].as_array().expect("outcomes").iter().filter(|o| o["new"] == true).collect();
+    assert_eq!(new.len(), 1, "{first}");
+    assert_eq!(new[0]["signal"], "reasked");
+    let tip = sb.tip(&repo);
+    let again = crate::support::json(&sb.neo_ok(&repo, &["feedback", "--json"]));
+    assert!(again["outcomes"].as_array().expect("outcomes").iter().all(|o| o["new"] == false), "{again}");
+    assert_eq!(sb.tip(&repo), tip, "a rescan wrote something");
+    let explained = crate::support::json(&sb.neo_ok(&repo, &["explain", "--json", &id]));
+    assert_eq!(explained["steps"][0]["signal"], "reasked");
+    assert_eq!(explained["confidence"], 0.68);
+    // The record carries hashes, never the query text.
+    let log = sb.git(&repo, &["log", "-p", "neo-memory", "--", "outcomes"]);
+    assert!(log.contains("query hash") && !log.contains("payment webhooks retry"), "{log}");
+}
+
+#[test]
+fn curation_is_reviewable_revertible_and_proposed_in_review_mode() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let add = |s: &str, extra: &[&str]| {
+        let mut args = vec!["add", "--json", "--no-supersede", "-t", "pattern", "-s", s];
+        args.extend_from_slice(extra);
+        crate::support::json(&ok_hash(&sb, &repo, &args))["id"].as_str().expect("id").to_string()
+    };
+    let a = add("Retry payment webhooks with exponential backoff", &["--tag", "payments"]);
+    let b = add("Retry payment webhooks with exponential backoff always", &["--tag", "webhooks"]);
+    let seed = add("Payments run in the eu-west region", &["--tag", "seed"]);
+    add("Release notes are written in the changelog", &[]);
+    let c = add("Deploys happen on Tuesdays", &["--confidence", "0.2"]);
+    ok_hash(&sb, &repo, &["add", "-t", "constraint", "-s", "Never log card numbers", "--confidence", "0.1"]);
+    sb.git(&repo, &["config", "neo.curate.cap.project", "4"]);
+    sb.git(&repo, &["config", "neo.curate.synthesize", "0.8"]);
+
+    let before = sb.tip(&repo);
+    let dry = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--dry-run", "--json"]));
+    assert_eq!(sb.tip(&repo), before, "a dry run wrote");
+    assert_eq!(dry["synthesized"].as_array().expect("synthesized").len(), 1, "{dry}");
+    let done = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--json"]));
+    assert_eq!(done["records"], dry["records"]);
+    assert_eq!(done["after"], 4);
+    let evicted: Vec<&str> = done["evicted"].as_array().expect("evicted").iter().map(|e| e["id"].as_str().expect("id")).collect();
+    assert_eq!(evicted, vec![c.as_str()], "the weakest unprotected fact goes; constraints and seeds stay: {done}");
+    let list = ok_hash(&sb, &repo, &["list", "--json"]);
+    assert!(list.contains(&seed) && list.contains("Never log card numbers") && list.contains("synthesized"));
+    let current: Vec<String> = crate::support::json(&list)
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| e["id"].as_str().expect("id").to_string())
+        .collect();
+    assert!(!current.contains(&a) && !current.contains(&b), "merged facts are superseded: {current:?}");
+    assert_eq!(current.len(), 4);
+    // Reviewable as a change set, and a second run writes nothing.
+    let diff = ok_hash(&sb, &repo, &["diff", before.as_deref().expect("a tip")]);
+    assert!(diff.contains("curation") || diff.contains("curate"), "{diff}");
+    let tip = sb.tip(&repo);
+    let again = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--json"]));
+    assert_eq!(again["records"], 0, "{again}");
+    assert_eq!(sb.tip(&repo), tip);
+    // Revertible: undoing the eviction brings the fact back.
+    let history = crate::support::json(&ok_hash(&sb, &repo, &["history", "--json", &c]));
+    let eviction = history["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .find(|e| e["event"] == "outdated")
+        .and_then(|e| e["id"].as_str())
+        .expect("the eviction in the history")
+        .to_string();
+    ok_hash(&sb, &repo, &["revert", &eviction]);
+    assert!(ok_hash(&sb, &repo, &["list", "--json"]).contains(&c));
+
+    // Review mode: the curation is a proposal, and it is not proposed twice.
+    sb.git(&repo, &["config", "neo.mode", "review"]);
+    sb.git(&repo, &["config", "neo.curate.cap.project", "3"]);
+    let tip = sb.tip(&repo);
+    let proposed = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--json"]));
+    assert_eq!(proposed["proposed"], true, "{proposed}");
+    assert_eq!(sb.tip(&repo), tip, "review mode wrote to the memory ref");
+    let twice = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--json"]));
+    assert_eq!(twice["records"], 0, "{twice}");
+    assert!(twice["pending_in_review"].as_u64().expect("count") >= 1);
+}
+
+/// The page's charts, drawn by a real browser: circles per chart as the data says.
+#[test]
+#[ignore = "needs a headless browser: chromium (installed by .ci/run)"]
+fn the_report_renders_its_charts_in_a_headless_browser() {
+    let browser = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
+        .expect("no chromium on PATH: install it (apt-get install chromium)");
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    // Three types of facts over three days, a replacement chain, recalls over two days.
+    let mut last = None;
+    for (day, (t, s)) in [("pattern", "Retry webhooks"), ("decision", "Use Postgres"), ("failure", "Redis timed out")].iter().enumerate() {
+        let now = format!("2026-03-0{}T12:00:00Z", day + 1);
+        let out = sb.neo_cmd(&repo).env("GIT_NEO_NOW", &now).args(["add", "--json", "-t", t, "-s", s]).output().expect("run");
+        assert!(out.status.success());
+        last = Some(crate::support::json(&crate::support::stdout(&out))["id"].as_str().expect("id").to_string());
+    }
+    let old = last.expect("added");
+    let out = sb
+        .neo_cmd(&repo)
+        .env("GIT_NEO_NOW", "2026-03-04T12:00:00Z")
+        .args(["add", "-t", "failure", "-s", "Redis timed out under load", "--supersedes", &old])
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    for (at, q) in [("2026-03-04T12:00:00Z", "webhooks"), ("2026-03-05T12:00:00Z", "postgres"), ("2026-03-05T12:05:00Z", "unrelated words")] {
+        assert!(sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", q]).output().expect("run").status.success());
+    }
+    let out_dir = sb.path("report");
+    let written = crate::support::json(&sb.neo_ok(&repo, &["report", "--json", "--out", out_dir.to_str().expect("utf-8")]));
+    let page = out_dir.join("index.html");
+    assert!(page.exists(), "{written}");
+    let dom = std::process::Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(format!("file://{}", page.display()))
+        .env("HOME", sb.dir.path())
+        .output()
+        .expect("run the browser");
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    assert!(dom.contains("data-drawn=\"yes\""), "the page's script did not run: {}", &dom[..dom.len().min(500)]);
+    let circles = |chart: &str| {
+        let start = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
+        let end = dom[start..].find("</svg>").expect("closed") + start;
+        dom[start..end].matches("<circle class=\"pt\"").count()
+    };
+    // Types: pattern, decision, failure, 40 samples each; scopes: project, 40 samples.
+    assert_eq!(circles("size-type"), 3 * 40);
+    assert_eq!(circles("size-scope"), 40);
+    assert_eq!(circles("latency"), 3);
+    assert_eq!(circles("hit-rate"), 2, "two days of recalls");
+    assert_eq!(circles("chains"), 2, "one chain of two versions");
+    for c in written["charts"].as_array().expect("charts") {
+        assert_eq!(circles(c["id"].as_str().expect("id")), c["points"].as_u64().expect("points") as usize);
+    }
+}
