@@ -157,7 +157,10 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
             .outcomes
             .iter()
             .filter(|o| {
-                state.entries.get(o).is_some_and(|x| matches!(&x.record.payload, Payload::Outcome(o) if o.signal == REASKED_SIGNAL))
+                state
+                    .entries
+                    .get(o)
+                    .is_some_and(|x| matches!(&x.record.payload, Payload::Outcome(o) if o.signal == REASKED_SIGNAL))
             })
             .count() as u64;
         let steps = (n as u64 / s.demote_after).min(reasked);
@@ -182,7 +185,8 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
         // Compared in thousandths, as confidences are kept: 0.4 is not below 0.4.
         let below = (c * 1000.0).round() < (f64::from(s.stale_confidence) * 1000.0).round();
         // A fact recall returned within the window is in use, whatever its confidence.
-        let in_use = inp.last_retrieved.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
+        let in_use =
+            inp.last_retrieved.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
         if removable(f) && days > s.stale_days as f64 && below && !in_use {
             gone.insert(e.id);
             plan.pruned.push(Removal {
@@ -203,8 +207,11 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
         None => plan.synthesis_skipped = Some("no vectors: the recall index has no embeddings".into()),
         Some(near) => {
             let facts: HashMap<RecordId, (&Entry, &Fact)> = current.iter().map(|(e, f)| (e.id, (*e, *f))).collect();
-            let mergeable =
-                |id: &RecordId| facts.get(id).filter(|(_, f)| !gone.contains(id) && !protected(f, s) && f.fact_type != FactType::Constraint);
+            let mergeable = |id: &RecordId| {
+                facts
+                    .get(id)
+                    .filter(|(_, f)| !gone.contains(id) && !protected(f, s) && f.fact_type != FactType::Constraint)
+            };
             // Connected components over qualifying pairs (same type and area), by union-find.
             let mut parent: BTreeMap<RecordId, RecordId> = BTreeMap::new();
             fn find(p: &mut BTreeMap<RecordId, RecordId>, x: RecordId) -> RecordId {
@@ -240,7 +247,8 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
                 clusters.entry(root).or_default().push(id);
             }
             for members in clusters.into_values().filter(|m| m.len() > 1) {
-                let cos = |a: RecordId, b: RecordId| pairs.get(&if a < b { (a, b) } else { (b, a) }).copied().unwrap_or(0.0);
+                let cos =
+                    |a: RecordId, b: RecordId| pairs.get(&if a < b { (a, b) } else { (b, a) }).copied().unwrap_or(0.0);
                 let central = *members
                     .iter()
                     .max_by(|a, b| {
@@ -327,7 +335,10 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
             plan.evicted.push(Removal {
                 id,
                 subject: f.subject.clone(),
-                reason: format!("curate: over the cap of {} current facts; keep score {score:.3}, among the lowest", inp.cap),
+                reason: format!(
+                    "curate: over the cap of {} current facts; keep score {score:.3}, among the lowest",
+                    inp.cap
+                ),
                 score,
             });
         }
@@ -392,7 +403,8 @@ mod tests {
     #[test]
     fn caps_evict_the_weakest_and_spare_protected_and_constraints() {
         let s = CurateSettings::defaults();
-        let mut records = vec![fact(0, FactType::Constraint, &[], 100, 99), fact(1, FactType::Pattern, &["seed"], 100, 99)];
+        let mut records =
+            vec![fact(0, FactType::Constraint, &[], 100, 99), fact(1, FactType::Pattern, &["seed"], 100, 99)];
         for n in 2..10 {
             records.push(fact(n, FactType::Pattern, &[], 500 + n as i32 * 10, 99));
         }

@@ -84,7 +84,11 @@ pub fn html(data: &ReportData) -> String {
     // JSON inside a script element: `<` escaped so no text can close the element.
     let json = serde_json::to_string(data).unwrap_or_else(|_| "{}".into()).replace('<', "\\u003c");
     let mut body = String::new();
-    body.push_str(&format!("<h1>{}</h1>\n<p class=\"gen\">generated {}</p>\n<dl>", esc(&data.title), esc(&data.generated)));
+    body.push_str(&format!(
+        "<h1>{}</h1>\n<p class=\"gen\">generated {}</p>\n<dl>",
+        esc(&data.title),
+        esc(&data.generated)
+    ));
     for (k, v) in &data.summary {
         body.push_str(&format!("<dt>{}</dt><dd>{}</dd>", esc(k), esc(v)));
     }
@@ -141,7 +145,8 @@ pub fn html(data: &ReportData) -> String {
     )
 }
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em}\
+const STYLE: &str =
+    "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em}\
 h2{font-size:1.1em;margin-top:2em}.gen{color:#777}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\
 dt{color:#555}dd{margin:0}svg.chart{width:100%;background:#fafafa;border:1px solid #ddd}table{border-collapse:collapse}\
 td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}.legend{font-size:11px}\

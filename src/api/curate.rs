@@ -53,7 +53,8 @@ pub struct CurateReport {
 }
 
 /// What no-model synthesis does, said in every report that merged something.
-pub const SYNTHESIS_NOTE: &str = "no language model writes the merged text: each synthesised fact is its cluster's most \
+pub const SYNTHESIS_NOTE: &str =
+    "no language model writes the merged text: each synthesised fact is its cluster's most \
 central member, with the others' distinct tags and anchors and the highest confidence";
 
 impl Session {
@@ -103,9 +104,9 @@ impl Session {
             .iter()
             .filter(|e| e.status == Status::Valid)
             .filter(|e| {
-                e.record
-                    .as_fact()
-                    .is_some_and(|f| f.fact_type != crate::record::FactType::Constraint && !curate::protected(f, &settings))
+                e.record.as_fact().is_some_and(|f| {
+                    f.fact_type != crate::record::FactType::Constraint && !curate::protected(f, &settings)
+                })
             })
             .map(|e| e.id)
             .collect();
@@ -211,7 +212,8 @@ fn outcome_keys(state: &crate::state::State) -> BTreeSet<String> {
 
 /// The records that carry out `plan`, all dated `now`.
 fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Timestamp) -> Vec<Record> {
-    let record = |kind, payload, body: String| Record { kind, payload, author: author.to_string(), created_at: now, body };
+    let record =
+        |kind, payload, body: String| Record { kind, payload, author: author.to_string(), created_at: now, body };
     let mut out = Vec::new();
     for d in &plan.demoted {
         out.push(record(

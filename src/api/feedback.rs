@@ -186,7 +186,8 @@ impl Memory {
             f.similarity,
             f.by
         );
-        let at = Timestamp(f.at).max(self.state().entries.get(&f.target).map(|e| e.record.created_at).unwrap_or(Timestamp(0)));
+        let at = Timestamp(f.at)
+            .max(self.state().entries.get(&f.target).map(|e| e.record.created_at).unwrap_or(Timestamp(0)));
         Record {
             kind: Kind::Outcome,
             payload: Payload::Outcome(Outcome {
@@ -298,7 +299,12 @@ mod tests {
         let results = ids
             .iter()
             .enumerate()
-            .map(|(i, id)| Returned { id: id.to_string(), rank: i as u32 + 1, layer: "facts".into(), scope: "project".into() })
+            .map(|(i, id)| Returned {
+                id: id.to_string(),
+                rank: i as u32 + 1,
+                layer: "facts".into(),
+                scope: "project".into(),
+            })
             .collect();
         Event::new(Timestamp(at), Front::Mcp, query, false, None, Candidates::default(), results, 10, 1.0, vec![])
     }

@@ -22,6 +22,9 @@ pub const LATENCY_POINTS: usize = 300;
 /// Days of hit rate drawn (the latest).
 pub const HIT_RATE_DAYS: usize = 90;
 
+/// A fact's life: its scope, its type, when it was written and when it stopped being current.
+type Life = (String, String, i64, Option<i64>);
+
 /// When a fact stopped being current: the earliest record that superseded, outdated or forgot it.
 fn ended(e: &Entry, state: &State) -> Option<i64> {
     if e.status == Status::Valid {
@@ -93,7 +96,7 @@ impl Session {
         let mut summary: Vec<(String, String)> = Vec::new();
 
         // Lifetimes of every fact of every scope: (scope, type, start, end).
-        let mut lives: Vec<(String, String, i64, Option<i64>)> = Vec::new();
+        let mut lives: Vec<Life> = Vec::new();
         let mut trajectories: Vec<(usize, Series)> = Vec::new();
         let mut all_chains: Vec<Vec<Version>> = Vec::new();
         for scope in self.places().readable()? {
@@ -115,7 +118,8 @@ impl Session {
                     trajectories.push((counted, Series { name, points }));
                 }
             }
-            summary.push((format!("{scope} memory"), format!("{current} current facts, {} records", state.entries.len())));
+            summary
+                .push((format!("{scope} memory"), format!("{current} current facts, {} records", state.entries.len())));
             all_chains.extend(chains(state, CHAINS));
         }
 
@@ -124,11 +128,13 @@ impl Session {
         let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max();
         if let (Some(t0), Some(t1)) = (t0, t1) {
             let times = sample_times(t0, t1, SIZE_POINTS);
-            let count = |keep: &dyn Fn(&(String, String, i64, Option<i64>)) -> bool, t: i64| {
+            let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
                 lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
             };
-            let types: Vec<String> = lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-            let scopes: Vec<String> = lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            let types: Vec<String> =
+                lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            let scopes: Vec<String> =
+                lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
             charts.push(Chart {
                 id: "size-type".into(),
                 title: "Current facts over time, by type (every scope)".into(),
@@ -167,7 +173,10 @@ impl Session {
             id: "latency".into(),
             title: format!("Recall latency (the last {} recalls)", latest.len()),
             y_label: "ms".into(),
-            series: vec![Series { name: "latency".into(), points: latest.iter().map(|e| (e.at, e.latency_ms)).collect() }],
+            series: vec![Series {
+                name: "latency".into(),
+                points: latest.iter().map(|e| (e.at, e.latency_ms)).collect(),
+            }],
         });
         let mut days: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
         for e in &events {
@@ -202,12 +211,16 @@ impl Session {
             summary.push(("recalls kept".into(), "none: telemetry is off (neo.telemetry)".into()));
         }
 
-        all_chains.sort_by(|a, b| b.len().cmp(&a.len()));
+        all_chains.sort_by_key(|c| std::cmp::Reverse(c.len()));
         all_chains.truncate(CHAINS);
         Ok(ReportData {
             title: format!(
                 "git-neo memory report{}",
-                project.work_dir().and_then(|d| d.file_name()).map(|n| format!(": {}", n.to_string_lossy())).unwrap_or_default()
+                project
+                    .work_dir()
+                    .and_then(|d| d.file_name())
+                    .map(|n| format!(": {}", n.to_string_lossy()))
+                    .unwrap_or_default()
             ),
             generated: Timestamp(now.0).to_string(),
             summary,
@@ -230,12 +243,20 @@ fn last_curation(path: &std::path::Path) -> Option<(String, Vec<CurationRow>)> {
             action: "demoted".into(),
             id: short(s(&d, "id")),
             subject: s(&d, "subject"),
-            detail: format!("retrieved {} times without a success", d.get("retrievals").and_then(|x| x.as_u64()).unwrap_or(0)),
+            detail: format!(
+                "retrieved {} times without a success",
+                d.get("retrievals").and_then(|x| x.as_u64()).unwrap_or(0)
+            ),
         });
     }
     for (k, action) in [("pruned", "pruned"), ("evicted", "evicted")] {
         for d in list(k) {
-            rows.push(CurationRow { action: action.into(), id: short(s(&d, "id")), subject: s(&d, "subject"), detail: s(&d, "reason") });
+            rows.push(CurationRow {
+                action: action.into(),
+                id: short(s(&d, "id")),
+                subject: s(&d, "subject"),
+                detail: s(&d, "reason"),
+            });
         }
     }
     for d in list("synthesized") {

@@ -151,7 +151,7 @@ pub fn quantise(v: &[f32]) -> String {
 
 /// The vector [`quantise`] wrote (`None` when the text is not one).
 pub fn dequantise(hex: &str) -> Option<Vec<f32>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     (0..hex.len() / 2)
@@ -222,7 +222,7 @@ pub fn read(caches: &CacheDir) -> Vec<Event> {
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
         out.extend(text.lines().filter_map(|l| serde_json::from_str::<Event>(l).ok()));
     }
-    out.sort_by(|a, b| a.at.cmp(&b.at));
+    out.sort_by_key(|e| e.at);
     out
 }
 

@@ -57,7 +57,8 @@ pub fn feedback(ctx: &mut Ctx, args: FeedbackArgs) -> Result<(), Error> {
 }
 
 pub fn curate(ctx: &mut Ctx, args: CurateArgs) -> Result<(), Error> {
-    let report = ctx.session.curate(CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints })?;
+    let report =
+        ctx.session.curate(CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints })?;
     ctx.say_notices();
     if ctx.out.json {
         ctx.out.json(&report);

@@ -28,8 +28,8 @@ mod review;
 mod scopes;
 mod setup;
 mod show;
-mod stats;
 pub mod signals;
+mod stats;
 mod sync;
 mod verify;
 

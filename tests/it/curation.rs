@@ -31,7 +31,11 @@ fn session(repo: &Path, at: i64) -> Session {
 
 fn at(s: &mut Session, t: i64) {
     let dir = s.dir().to_path_buf();
-    s.set_caller(Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }), Clock::Fixed(Timestamp(t)), dir);
+    s.set_caller(
+        Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
+        Clock::Fixed(Timestamp(t)),
+        dir,
+    );
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -68,7 +72,8 @@ fn month_of_writes(corpus: &[serde_json::Value], m: usize, n: usize) -> Vec<AddR
         let k = (m * n + i) % corpus.len();
         let text = corpus[k]["text"].as_str().expect("text");
         let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("code");
-        let subject: String = format!("{} in {}", first, corpus[k]["source"].as_str().unwrap_or("?")).chars().take(150).collect();
+        let subject: String =
+            format!("{} in {}", first, corpus[k]["source"].as_str().unwrap_or("?")).chars().take(150).collect();
         let body: String = text.chars().take(400).collect();
         let mut tags = Vec::new();
         let mut fact_type = types[(m + i) % types.len()].to_string();
@@ -191,8 +196,12 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
             .collect();
         for (i, q) in queries.iter().enumerate() {
             let text = q["query"].as_str().expect("query");
-            let want: Vec<RecordId> =
-                q["expected"].as_array().expect("expected").iter().filter_map(|k| by_key.get(k.as_str()?).copied()).collect();
+            let want: Vec<RecordId> = q["expected"]
+                .as_array()
+                .expect("expected")
+                .iter()
+                .filter_map(|k| by_key.get(k.as_str()?).copied())
+                .collect();
             for j in 0..2 {
                 at(&mut a, t + (1 + i as i64 % 28) * DAY + (i as i64) * 120 + j * 30);
                 let r = a
@@ -224,7 +233,11 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
             }
         }
         let current = state.iter().filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact).count();
-        assert!(current <= 500, "month {m}: {current} current facts over the default cap of 500 ({:?})", report.plan.over_cap);
+        assert!(
+            current <= 500,
+            "month {m}: {current} current facts over the default cap of 500 ({:?})",
+            report.plan.over_cap
+        );
         assert_eq!(report.plan.after, current, "month {m}: the plan says what the memory holds");
         // A second run right after writes nothing.
         let again = a.curate(CurateOptions::default()).expect("curate again");
@@ -252,7 +265,10 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
     // Measured here: fresh 0.762, grown 0.619, curated 0.587. Curation keeps the memory under
     // its cap at the cost of at most this much recall@5 (3 of the fixture's 63 questions); the
     // year's growth itself costs more, and curation does not win that back (docs/curation.md).
-    assert!(year_curated >= year_grown - 0.05, "curation lowered recall@5 by more than 0.05: {year_curated} < {year_grown}");
+    assert!(
+        year_curated >= year_grown - 0.05,
+        "curation lowered recall@5 by more than 0.05: {year_curated} < {year_grown}"
+    );
 }
 
 fn neo_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> std::process::Output {
@@ -299,18 +315,21 @@ fn telemetry_off_writes_nothing_and_on_keeps_one_line_per_recall() {
 fn implicit_feedback_is_idempotent_across_rescans_and_explained() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let id = crate::support::json(&sb.neo_ok(&repo, &["add", "--json", "-t", "pattern", "-s", "Retry payment webhooks with backoff"]))
-        ["id"]
+    let id = crate::support::json(
+        &sb.neo_ok(&repo, &["add", "--json", "-t", "pattern", "-s", "Retry payment webhooks with backoff"]),
+    )["id"]
         .as_str()
         .expect("id")
         .to_string();
     // The same question twice, a minute apart (the clock is the CLI's fixed one, moved by hand).
     for at in ["2026-03-01T12:00:00Z", "2026-03-01T12:01:00Z"] {
-        let out = sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", "payment webhooks retry"]).output().expect("run");
+        let out =
+            sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", "payment webhooks retry"]).output().expect("run");
         assert!(out.status.success());
     }
     let first = crate::support::json(&sb.neo_ok(&repo, &["feedback", "--json"]));
-    let new: Vec<&serde_json::Value> = first["outcomes"].as_array().expect("outcomes").iter().filter(|o| o["new"] == true).collect();
+    let new: Vec<&serde_json::Value> =
+        first["outcomes"].as_array().expect("outcomes").iter().filter(|o| o["new"] == true).collect();
     assert_eq!(new.len(), 1, "{first}");
     assert_eq!(new[0]["signal"], "reasked");
     let tip = sb.tip(&repo);
@@ -350,7 +369,8 @@ fn curation_is_reviewable_revertible_and_proposed_in_review_mode() {
     let done = crate::support::json(&ok_hash(&sb, &repo, &["curate", "--json"]));
     assert_eq!(done["records"], dry["records"]);
     assert_eq!(done["after"], 4);
-    let evicted: Vec<&str> = done["evicted"].as_array().expect("evicted").iter().map(|e| e["id"].as_str().expect("id")).collect();
+    let evicted: Vec<&str> =
+        done["evicted"].as_array().expect("evicted").iter().map(|e| e["id"].as_str().expect("id")).collect();
     assert_eq!(evicted, vec![c.as_str()], "the weakest unprotected fact goes; constraints and seeds stay: {done}");
     let list = ok_hash(&sb, &repo, &["list", "--json"]);
     assert!(list.contains(&seed) && list.contains("Never log card numbers") && list.contains("synthesized"));
@@ -406,9 +426,12 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
     let repo = sb.repo("r");
     // Three types of facts over three days, a replacement chain, recalls over two days.
     let mut last = None;
-    for (day, (t, s)) in [("pattern", "Retry webhooks"), ("decision", "Use Postgres"), ("failure", "Redis timed out")].iter().enumerate() {
+    for (day, (t, s)) in
+        [("pattern", "Retry webhooks"), ("decision", "Use Postgres"), ("failure", "Redis timed out")].iter().enumerate()
+    {
         let now = format!("2026-03-0{}T12:00:00Z", day + 1);
-        let out = sb.neo_cmd(&repo).env("GIT_NEO_NOW", &now).args(["add", "--json", "-t", t, "-s", s]).output().expect("run");
+        let out =
+            sb.neo_cmd(&repo).env("GIT_NEO_NOW", &now).args(["add", "--json", "-t", t, "-s", s]).output().expect("run");
         assert!(out.status.success());
         last = Some(crate::support::json(&crate::support::stdout(&out))["id"].as_str().expect("id").to_string());
     }
@@ -420,11 +443,16 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
         .output()
         .expect("run");
     assert!(out.status.success());
-    for (at, q) in [("2026-03-04T12:00:00Z", "webhooks"), ("2026-03-05T12:00:00Z", "postgres"), ("2026-03-05T12:05:00Z", "unrelated words")] {
+    for (at, q) in [
+        ("2026-03-04T12:00:00Z", "webhooks"),
+        ("2026-03-05T12:00:00Z", "postgres"),
+        ("2026-03-05T12:05:00Z", "unrelated words"),
+    ] {
         assert!(sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", q]).output().expect("run").status.success());
     }
     let out_dir = sb.path("report");
-    let written = crate::support::json(&sb.neo_ok(&repo, &["report", "--json", "--out", out_dir.to_str().expect("utf-8")]));
+    let written =
+        crate::support::json(&sb.neo_ok(&repo, &["report", "--json", "--out", out_dir.to_str().expect("utf-8")]));
     let page = out_dir.join("index.html");
     assert!(page.exists(), "{written}");
     let dom = std::process::Command::new(browser)

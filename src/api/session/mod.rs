@@ -421,7 +421,7 @@ impl Session {
             }
         }
         let mut out: Vec<(RecordId, RecordId, f32)> = pairs.into_iter().map(|((a, b), c)| (a, b, c)).collect();
-        out.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        out.sort_by_key(|x| (x.0, x.1));
         Ok(Some(out))
     }
 

@@ -1,0 +1,128 @@
+//! `git neo curate` over 10k facts of real text (functions of the code corpus fixture, cycled
+//! with their number), through the library session: the plan (dry run), the first curation (it
+//! writes about 9,500 evictions, merges and prunes in one commit), and a second run right after
+//! (writes nothing). Baseline in the same run: loading and folding the same memory.
+//! The deterministic embedder gives the vectors (the index is built before timing).
+//!
+//! `cargo bench --bench curate`
+
+mod common;
+
+use common::{git, median, ms, new_repo, who};
+use git_neo::api::curate::CurateOptions;
+use git_neo::api::{Clock, Memory, Session, SessionOptions};
+use git_neo::embed::EmbedderChoice;
+use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
+use git_neo::store::{Store, StoreOptions};
+use std::time::{Duration, Instant};
+
+const N: usize = 10_000;
+
+fn main() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let repo = new_repo(root.path(), "r");
+    let corpus: Vec<serde_json::Value> =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/code/functions.jsonl"))
+            .expect("corpus")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+    let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+    let mut batch = Vec::new();
+    for i in 0..N {
+        let c = &corpus[i % corpus.len()];
+        let text = c["text"].as_str().expect("text");
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("code");
+        let r = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(Fact {
+                fact_type: FactType::ALL[1 + i % (FactType::ALL.len() - 1)],
+                subject: format!(
+                    "{} ({} #{i})",
+                    first.chars().take(100).collect::<String>(),
+                    c["source"].as_str().unwrap_or("?")
+                ),
+                scope: "project".into(),
+                tags: if i % 97 == 0 { vec!["seed".into()] } else { vec![] },
+                key: None,
+                provenance: Provenance::Inferred,
+                confidence: Milli(350 + (i % 7) as i32 * 50),
+                valid_from: None,
+                valid_to: None,
+                depends_on: vec![],
+                relations: vec![],
+                anchors: vec![],
+                suggestion: None,
+                cites: vec![],
+            }),
+            author: "Bench <bench@example.com>".into(),
+            created_at: Timestamp(1_760_000_000 + i as i64 * 600),
+            body: text.chars().take(300).collect(),
+        };
+        let (id, bytes) = r.encode();
+        batch.push((Kind::Fact, id, bytes));
+    }
+    store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
+    git(&repo, &["gc", "-q"], None);
+    let now = Timestamp(1_770_000_000 + 90 * 86_400);
+    let session = || {
+        Session::new(SessionOptions {
+            dir: repo.clone(),
+            ref_name: None,
+            identity: Some(who()),
+            clock: Clock::Fixed(now),
+            embedder: EmbedderChoice::Hash,
+            scope: None,
+            data_dir: None,
+        })
+    };
+    // Build the index once, outside the timings.
+    session().reindex().expect("index");
+
+    let mut load = Vec::new();
+    let mut plan = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let m = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+        load.push(t.elapsed());
+        assert_eq!(m.state().entries.len(), N);
+        let mut s = session();
+        let t = Instant::now();
+        let r = s.curate(CurateOptions { dry_run: true, include_constraints: false }).expect("dry run");
+        plan.push(t.elapsed());
+        assert!(r.plan.after < N);
+    }
+    let mut s = session();
+    let t = Instant::now();
+    let first = s.curate(CurateOptions::default()).expect("curate");
+    let first_t = t.elapsed();
+    let mut again: Vec<Duration> = Vec::new();
+    for _ in 0..5 {
+        let mut s = session();
+        let t = Instant::now();
+        let r = s.curate(CurateOptions::default()).expect("again");
+        again.push(t.elapsed());
+        assert_eq!(r.records, 0, "a second run wrote");
+    }
+    let base = median(load.clone());
+    println!("curation over {N} facts of real text (cap 500; medians of 5, the first curation once)");
+    println!("| step | time | × load |");
+    println!("| --- | --- | --- |");
+    println!("| load and fold the memory (baseline) | {} | 1.0 |", ms(base));
+    let row =
+        |name: &str, d: Duration| println!("| {name} | {} | {:.1} |", ms(d), d.as_secs_f64() / base.as_secs_f64());
+    row("plan (dry run, own session)", median(plan));
+    row(
+        &format!(
+            "first curation: {} records ({} evicted, {} pruned, {} merged into {}; {} current after)",
+            first.records,
+            first.plan.evicted.len(),
+            first.plan.pruned.len(),
+            first.plan.synthesized.iter().map(|s| s.members.len()).sum::<usize>(),
+            first.plan.synthesized.len(),
+            first.plan.after
+        ),
+        first_t,
+    );
+    row("second run right after (writes nothing)", median(again));
+}
