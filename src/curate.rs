@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(p.synthesized.len(), 1);
         let syn = &p.synthesized[0];
         assert_eq!(syn.members.len(), 3, "the decision is another type");
-        assert_eq!(syn.central, c.0, "highest sum of cosines");
+        assert_eq!(syn.central, b.0, "highest sum of cosines: 0.95 + 0.96");
         let tags: BTreeSet<&str> = syn.fact.tags.iter().map(String::as_str).collect();
         assert_eq!(tags, ["x", "y", "synthesized"].into());
         assert_eq!(syn.fact.confidence, Milli(700));
