@@ -10,7 +10,7 @@
 //!    demoting every often-retrieved fact without a success (Neo's rule) demoted the facts a
 //!    simulated year consulted most, and recall@5 on the recall fixture fell from 0.62 to 0.11.
 //! 2. **Prune** stale facts: older than `staleDays` with a confidence below `staleConfidence`, and
-//!    not returned by recall in the last `staleDays` (a fact in use is not stale): a
+//!    that led no answer that stood in the last `staleDays` (a fact in use is not stale): a
 //!    supersession without a replacement, method `curation`.
 //! 3. **Synthesise** near-duplicates: facts of one type and area whose vectors are at
 //!    `synthesize` cosine or more (connected by such pairs) become one new fact tagged
@@ -20,6 +20,10 @@
 //!    highest confidence; the report says so.
 //! 4. **Evict** to the scope's cap: while more current facts remain than the cap, the one with
 //!    the lowest [`keep_score`] is superseded (method `curation`), oldest first on ties.
+//!
+//! "Use" is the answers a fact led that stood (`api::feedback::stood`), not every retrieval: a
+//! fact shown beside the answer, or leading an answer that was asked again, was retrieved too,
+//! and counting those kept exactly the facts that crowd answers out.
 //!
 //! Never touched: facts tagged with a protected tag (`seed`, `community`, `synthesized`, and
 //! `neo.curate.protect`), and constraints unless asked. A plan made right after its own records
@@ -42,11 +46,12 @@ pub const REASKED_SIGNAL: &str = "reasked";
 
 /// How much a fact is worth keeping: the ranking score of a perfectly relevant match
 /// ([`rank::score`] with relevance 1: confidence, successes, a little recency), times
-/// `1 + 0.25 × ln(1 + retrievals)`: use is the strongest sign of worth. (With a bonus of 0.05
-/// instead, confident facts nobody ever asked for outlived the facts a simulated year consulted
-/// every month, and recall@5 on the recall fixture fell from 0.62 to 0.19.)
-pub fn keep_score(confidence: f64, successes: u32, age_days: f64, retrievals: usize) -> f64 {
-    rank::score(1.0, confidence, successes, age_days) * (1.0 + 0.25 * (1.0 + retrievals as f64).ln())
+/// `1 + 0.25 × ln(1 + answered)`, where `answered` counts the answers it led that stood: use is
+/// the strongest sign of worth. (With a bonus of 0.05 instead, confident facts nobody ever asked
+/// for outlived the facts a simulated year consulted every month; counting every retrieval
+/// instead kept the facts that crowded the answers to the year's questions.)
+pub fn keep_score(confidence: f64, successes: u32, age_days: f64, answered: usize) -> f64 {
+    rank::score(1.0, confidence, successes, age_days) * (1.0 + 0.25 * (1.0 + answered as f64).ln())
 }
 
 /// What a plan is made from, besides the memory's state.
@@ -59,8 +64,10 @@ pub struct Inputs<'a> {
     pub include_constraints: bool,
     /// Relevant retrievals per fact, from the local telemetry.
     pub retrievals: &'a HashMap<RecordId, usize>,
-    /// When recall last returned each fact for its relevance (seconds since the epoch).
-    pub last_retrieved: &'a HashMap<RecordId, i64>,
+    /// How often each fact led an answer that stood (`api::feedback::stood`): evidence of use.
+    pub answered: &'a HashMap<RecordId, usize>,
+    /// When each fact last led an answer that stood (seconds since the epoch).
+    pub last_answered: &'a HashMap<RecordId, i64>,
     /// Pairs of facts at `synthesize` cosine or more (`None`: synthesis could not run).
     pub near: Option<&'a [(RecordId, RecordId, f32)]>,
     /// Keys of outcomes already held (here or waiting in review).
@@ -184,9 +191,9 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
         let c = conf(&e.id);
         // Compared in thousandths, as confidences are kept: 0.4 is not below 0.4.
         let below = (c * 1000.0).round() < (f64::from(s.stale_confidence) * 1000.0).round();
-        // A fact recall returned within the window is in use, whatever its confidence.
+        // A fact that answered a question within the window is in use, whatever its confidence.
         let in_use =
-            inp.last_retrieved.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
+            inp.last_answered.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
         if removable(f) && days > s.stale_days as f64 && below && !in_use {
             gone.insert(e.id);
             plan.pruned.push(Removal {
@@ -317,7 +324,7 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
             .iter()
             .filter(|(e, f)| !gone.contains(&e.id) && removable(f))
             .map(|(e, f)| {
-                let n = inp.retrievals.get(&e.id).copied().unwrap_or(0);
+                let n = inp.answered.get(&e.id).copied().unwrap_or(0);
                 (keep_score(conf(&e.id), e.successes, age_days(inp.now, e), n), e.record.created_at, e.id, *f)
             })
             .collect();
@@ -380,6 +387,7 @@ mod tests {
     }
 
     static NONE: std::sync::LazyLock<HashMap<RecordId, i64>> = std::sync::LazyLock::new(HashMap::new);
+    static NO_ANSWERS: std::sync::LazyLock<HashMap<RecordId, usize>> = std::sync::LazyLock::new(HashMap::new);
 
     fn inputs<'a>(
         s: &'a CurateSettings,
@@ -394,7 +402,8 @@ mod tests {
             cap,
             include_constraints: false,
             retrievals: r,
-            last_retrieved: &NONE,
+            answered: &NO_ANSWERS,
+            last_answered: &NONE,
             near,
             held_keys: keys,
         }

@@ -4,7 +4,7 @@
 //! held or waiting in review; then writes the plan in one commit through the normal write path,
 //! so `neo.mode=review` makes it a proposal).
 
-use super::feedback::FeedbackReport;
+use super::feedback::{self, FeedbackReport};
 use super::{telemetry, Session};
 use crate::config::CurateSettings;
 use crate::curate::{self, Inputs, Plan, DEMOTE, DEMOTE_SIGNAL};
@@ -85,14 +85,22 @@ impl Session {
         let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
         let scope_name = scope.to_string();
         let mut retrievals: HashMap<RecordId, usize> = HashMap::new();
-        let mut last_retrieved: HashMap<RecordId, i64> = HashMap::new();
         for e in &events {
             for r in e.results.iter().filter(|r| r.relevant() && r.scope == scope_name) {
                 if let Some(id) = RecordId::from_hex(&r.id) {
                     *retrievals.entry(id).or_default() += 1;
-                    let t = last_retrieved.entry(id).or_insert(e.at);
-                    *t = (*t).max(e.at);
                 }
+            }
+        }
+        let mut answered: HashMap<RecordId, usize> = HashMap::new();
+        let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
+        for i in feedback::stood(&events) {
+            let e = &events[i];
+            let Some(r) = e.results.iter().find(|r| r.relevant()) else { continue };
+            if let Some(id) = RecordId::from_hex(&r.id).filter(|_| r.scope == scope_name) {
+                *answered.entry(id).or_default() += 1;
+                let t = last_answered.entry(id).or_insert(e.at);
+                *t = (*t).max(e.at);
             }
         }
         let now = self.now();
@@ -136,7 +144,8 @@ impl Session {
             cap: settings.cap(scope.default_area()),
             include_constraints: opts.include_constraints,
             retrievals: &retrievals,
-            last_retrieved: &last_retrieved,
+            answered: &answered,
+            last_answered: &last_answered,
             near: near.as_deref(),
             held_keys: &held_keys,
         };

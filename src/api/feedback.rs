@@ -4,7 +4,9 @@
 //! Two recalls in a row, less than [`WINDOW_SECS`] apart:
 //! - the same question asked again (query embeddings at cosine [`REASK_COSINE`] or more; without
 //!   vectors of one model, word overlap (Jaccard) [`REASK_WORDS`] or more) means the first
-//!   answer did not help: each of its first relevant result ([`TOP`]) gets `reasked` ([`REASKED`]);
+//!   answer did not help: its first relevant result ([`TOP`]) gets `reasked` ([`REASKED`]),
+//!   unless that fact stood as the answer to another question ([`stood`]): then it was off the
+//!   point here, not wrong, and the re-ask is counted as spared;
 //! - a new but related question (cosine from [`RELATED_COSINE`], words from [`RELATED_WORDS`],
 //!   below the re-ask line) means it did: `helped` ([`HELPED`], one success);
 //! - an unrelated question says nothing.
@@ -88,6 +90,8 @@ pub struct FeedbackReport {
     /// Pairs of recalls read as one exchange.
     pub exchanges: usize,
     pub outcomes: Vec<Implicit>,
+    /// Re-asks not held against a fact because it stood as the answer to another question.
+    pub spared: usize,
     /// Dropped by the per-record daily cap, or left for the next run by the per-run cap.
     pub dropped: usize,
     pub capped: bool,
@@ -129,13 +133,59 @@ pub fn judge(sim: f32, by: &str) -> Option<Signal> {
     }
 }
 
-/// Every piece of implicit evidence in `events` (oldest first) about the ids `scored` accepts.
-pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId>) -> (usize, Vec<Implicit>) {
+/// Whether `b` follows `a` closely enough to be read as one exchange.
+fn follows(a: &Event, b: &Event) -> bool {
+    b.at >= a.at && b.at - a.at <= WINDOW_SECS
+}
+
+/// The result a recall led with: its first relevant one.
+fn lead(e: &Event) -> Option<&str> {
+    e.results.iter().find(|r| r.relevant()).map(|r| r.id.as_str())
+}
+
+/// The answers that stood, as indices into `events` (oldest first): recalls whose question was
+/// not asked again within the window. A repeat that led with the same result as the question it
+/// repeats does not stand either: getting the same answer again and stopping says as little as
+/// giving up. This is evidence of use, the kind plain retrieval is not (a fact shown beside the
+/// answer, or leading a wrong one, is retrieved too): curation keeps facts by it
+/// (`api/curate.rs`), and a fact that stood as the answer to one question is not lowered because
+/// another question was asked again after it led ([`read_exchanges`]).
+pub fn stood(events: &[Event]) -> Vec<usize> {
+    let reasked = |a: &Event, b: &Event| follows(a, b) && judge_pair(a, b) == Some(Signal::Reasked);
+    (0..events.len())
+        .filter(|&i| lead(&events[i]).is_some())
+        .filter(|&i| !events.get(i + 1).is_some_and(|b| reasked(&events[i], b)))
+        .filter(|&i| {
+            i == 0 || !(reasked(&events[i - 1], &events[i]) && lead(&events[i - 1]) == lead(&events[i]))
+        })
+        .collect()
+}
+
+fn judge_pair(a: &Event, b: &Event) -> Option<Signal> {
+    let (sim, by) = similarity(a, b);
+    judge(sim, by)
+}
+
+/// Every piece of implicit evidence in `events` (oldest first) about the ids `scored` accepts,
+/// and how many re-asks were set aside because the fact they would lower stood as the answer to
+/// another question (it was off the point there, not wrong: without this, a simulated year's
+/// re-asks pushed facts that answered their own questions every month below the stale line).
+pub fn read_exchanges(
+    events: &[Event],
+    scored: &dyn Fn(&str) -> Option<RecordId>,
+) -> (usize, Vec<Implicit>, usize) {
+    let mut answered: HashMap<&str, Vec<usize>> = HashMap::new();
+    for i in stood(events) {
+        if let Some(id) = lead(&events[i]) {
+            answered.entry(id).or_default().push(i);
+        }
+    }
     let mut exchanges = 0;
+    let mut spared = 0;
     let mut out = Vec::new();
     for pair in events.windows(2) {
         let (a, b) = (&pair[0], &pair[1]);
-        if b.at - a.at > WINDOW_SECS || b.at < a.at {
+        if !follows(a, b) {
             continue;
         }
         let top: Vec<RecordId> =
@@ -147,6 +197,16 @@ pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId
         let (sim, by) = similarity(a, b);
         let Some(signal) = judge(sim, by) else { continue };
         for target in top {
+            if signal == Signal::Reasked {
+                let hex = target.to_hex();
+                let elsewhere = answered.get(hex.as_str()).is_some_and(|stood| {
+                    stood.iter().any(|&i| judge_pair(&events[i], a) != Some(Signal::Reasked))
+                });
+                if elsewhere {
+                    spared += 1;
+                    continue;
+                }
+            }
             out.push(Implicit {
                 target,
                 signal,
@@ -161,7 +221,7 @@ pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId
             });
         }
     }
-    (exchanges, out)
+    (exchanges, out, spared)
 }
 
 impl Memory {
@@ -220,7 +280,7 @@ impl Session {
             let e = state.entries.get(&id)?;
             (e.record.kind == Kind::Fact && e.status == Status::Valid).then_some(id)
         };
-        let (exchanges, found) = read_exchanges(&events, &scored);
+        let (exchanges, found, spared) = read_exchanges(&events, &scored);
         let existing: HashSet<&str> = state
             .iter()
             .filter_map(|e| match &e.record.payload {
@@ -238,7 +298,7 @@ impl Session {
             }
         }
         let mut report =
-            FeedbackReport { exchanges, outcomes: Vec::new(), dropped: 0, capped: false, dry_run, memory_commit: None };
+            FeedbackReport { exchanges, outcomes: Vec::new(), spared, dropped: 0, capped: false, dry_run, memory_commit: None };
         let mut seen = HashSet::new();
         let mut new_count = 0;
         for mut f in found {
@@ -313,22 +373,49 @@ mod tests {
     fn a_question_asked_again_lowers_and_a_related_one_raises() {
         let id = RecordId::of_bytes(b"x");
         let hex = id.to_hex();
+        let other = RecordId::of_bytes(b"o").to_hex();
         let scored = |h: &str| (h == hex).then_some(id);
         let events = vec![
             event(0, "how do we retry payments", &[&hex]),
             event(60, "how do we retry payments again", &[&hex]),
-            event(120, "payments retry backoff jitter limits", &[&hex]),
+            event(120, "payments retry backoff jitter limits", &[&other]),
             // Too late, and unrelated: nothing.
-            event(5_000, "release checklist", &[&hex]),
+            event(5_000, "release checklist", &[&other]),
         ];
-        let (exchanges, found) = read_exchanges(&events, &scored);
+        let (exchanges, found, spared) = read_exchanges(&events, &scored);
         assert_eq!(exchanges, 2);
         let signals: Vec<Signal> = found.iter().map(|f| f.signal).collect();
         assert_eq!(signals, vec![Signal::Reasked, Signal::Helped]);
         assert!(found[0].key.ends_with(":reasked") && found[0].key.starts_with(&hex));
         // The same telemetry read twice gives the same keys.
-        let (_, again) = read_exchanges(&events, &scored);
+        let (_, again, _) = read_exchanges(&events, &scored);
         assert_eq!(found.iter().map(|f| &f.key).collect::<Vec<_>>(), again.iter().map(|f| &f.key).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_fact_that_answered_another_question_is_not_lowered_by_a_reask() {
+        let (x, y) = (RecordId::of_bytes(b"x"), RecordId::of_bytes(b"y"));
+        let (hx, hy) = (x.to_hex(), y.to_hex());
+        let scored = |h: &str| RecordId::from_hex(h);
+        let events = vec![
+            // x answers its own question: not asked again.
+            event(0, "where do refunds get processed", &[&hx]),
+            // x leads the answer to another question, which is asked again: x was off the point.
+            event(5_000, "which compiler version do we use", &[&hx, &hy]),
+            event(5_030, "which compiler version do we use", &[&hx, &hy]),
+            // y leads an answer asked again, and stood nowhere: it is lowered.
+            event(9_000, "how long are tokens valid", &[&hy]),
+            event(9_030, "how long are tokens valid", &[&hy]),
+        ];
+        // The repeats that led with the same result do not stand; the first question does.
+        assert_eq!(stood(&events), vec![0]);
+        let (_, found, spared) = read_exchanges(&events, &scored);
+        assert_eq!(spared, 1);
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].target, found[0].signal), (y, Signal::Reasked));
+        // A repeat that led with something else stands: the second answer may have helped.
+        let events = vec![event(0, "tokens valid", &[&hy]), event(30, "tokens valid", &[&hx])];
+        assert_eq!(stood(&events), vec![1]);
     }
 
     #[test]

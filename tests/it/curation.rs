@@ -177,6 +177,7 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
     let mut protected: HashSet<RecordId> = HashSet::new();
     let mut constraints: HashSet<RecordId> = HashSet::new();
     let mut written = 0;
+    let mut last_before = 0.0;
     for m in 0..12usize {
         let t = START + m as i64 * 30 * DAY;
         at(&mut a, t);
@@ -221,6 +222,9 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
             }
         }
         at(&mut a, t + 29 * DAY);
+        if m == 11 {
+            last_before = quality(&mut a, &queries);
+        }
         let report = a.curate(CurateOptions::default()).expect("curate");
         let state = a.memory().expect("memory").state().clone();
         for e in state.iter().filter(|e| e.record.kind == Kind::Fact) {
@@ -261,14 +265,17 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
 
     let year_curated = quality(&mut a, &queries);
     let year_grown = quality(&mut b, &queries);
-    eprintln!("recall@5 on the recall fixture: fresh {fresh:.3}, a year grown {year_grown:.3}, a year curated {year_curated:.3}");
-    // Measured here: fresh 0.762, grown 0.619, curated 0.587. Curation keeps the memory under
-    // its cap at the cost of at most this much recall@5 (3 of the fixture's 63 questions); the
-    // year's growth itself costs more, and curation does not win that back (docs/curation.md).
-    assert!(
-        year_curated >= year_grown - 0.05,
-        "curation lowered recall@5 by more than 0.05: {year_curated} < {year_grown}"
+    eprintln!(
+        "recall@5 on the recall fixture: fresh {fresh:.3}, a year grown {year_grown:.3}, a year curated \
+         {year_curated:.3} (before its last curation {last_before:.3})"
     );
+    // Measured here: fresh 0.762, grown 0.619, curated 0.683 (0.635 just before the last run).
+    // Curation does not lower recall: not the last run against the memory just before it, not
+    // the curated year against the same year uncurated. (It does not reach a fresh memory: the
+    // month's new facts and the constraints curation may not touch still crowd some answers;
+    // docs/curation.md.)
+    assert!(year_curated >= last_before, "the last curation lowered recall@5: {year_curated} < {last_before}");
+    assert!(year_curated > year_grown, "a curated year answers worse than an uncurated one: {year_curated} <= {year_grown}");
 }
 
 fn neo_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> std::process::Output {
