@@ -23,7 +23,7 @@ use crate::embed::{EmbedError, Embedder};
 use crate::record::{Payload, Record, RecordId};
 use crate::state::State;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the on-disk layout of the caches changes (3: the lexical analyzer drops
@@ -34,6 +34,9 @@ pub const CACHE_FORMAT: u32 = 3;
 /// Records embedded between saves while building vectors: an interrupted build loses at most
 /// this much work.
 const SAVE_EVERY: usize = 2_048;
+
+/// Search width of a near-duplicate scan ([`Indexes::near_pairs`]); recall uses a wider one.
+pub const NEAR_WIDTH: usize = 48;
 
 /// Errors from the caches. Most are handled by rebuilding; these are what is left.
 #[derive(Debug, thiserror::Error)]
@@ -410,6 +413,42 @@ impl Indexes {
             .filter(|(_, id)| wanted(**id))
             .filter_map(|(ordinal, id)| v.get(vectors::key(ordinal as u64, 0)).map(|vec| (*id, vec)))
             .collect()
+    }
+
+    /// Pairs of records, both accepted by `wanted`, whose first passages' vectors are at
+    /// `threshold` cosine or more: each record's nearest `neighbours` are looked at, with a narrow
+    /// search ([`NEAR_WIDTH`]), in parallel. Each pair comes once, (lower id, higher id), with the
+    /// higher score found, sorted. Empty without vectors.
+    pub fn near_pairs(
+        &self,
+        threshold: f32,
+        neighbours: usize,
+        wanted: &(dyn Fn(RecordId) -> bool + Sync),
+    ) -> Result<Vec<(RecordId, RecordId, f32)>, IndexError> {
+        use rayon::prelude::*;
+        let Some(v) = &self.vectors else { return Ok(Vec::new()) };
+        let records = self.record_vectors(wanted);
+        let found: Vec<Vec<(RecordId, RecordId, f32)>> = v.with_width(NEAR_WIDTH, |_| {
+            records
+                .par_iter()
+                .map(|(id, vec)| {
+                    Ok(self
+                        .search_vectors(vec, neighbours)?
+                        .into_iter()
+                        .filter(|(other, cos)| other != id && *cos >= threshold && wanted(*other))
+                        .map(|(other, cos)| if *id < other { (*id, other, cos) } else { (other, *id, cos) })
+                        .collect())
+                })
+                .collect::<Result<_, IndexError>>()
+        })?;
+        let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
+        for (a, b, cos) in found.into_iter().flatten() {
+            let e = pairs.entry((a, b)).or_insert(cos);
+            *e = e.max(cos);
+        }
+        let mut out: Vec<(RecordId, RecordId, f32)> = pairs.into_iter().map(|((a, b), c)| (a, b, c)).collect();
+        out.sort_by_key(|x| (x.0, x.1));
+        Ok(out)
     }
 
     /// The record id stored under `key`.

@@ -251,6 +251,21 @@ impl Vectors {
         ))
     }
 
+    /// Run `f` with the search width set to `width`, then set it back. Scans for near-duplicates
+    /// ask one question per record and want only very close answers, which a narrow search
+    /// finds: the recall-time width made such a scan of 10k records take seconds. (The width is
+    /// the index's setting: callers hold the index exclusively, as a session does.)
+    pub fn with_width<T>(&self, width: usize, f: impl FnOnce(&Self) -> T) -> T {
+        for part in [&self.main, &self.new] {
+            part.change_expansion_search(width);
+        }
+        let out = f(self);
+        for part in [&self.main, &self.new] {
+            part.change_expansion_search(EXPANSION_SEARCH);
+        }
+        out
+    }
+
     /// Exact (brute-force) search, for measuring the approximate index's recall.
     pub fn exact_search(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, VectorError> {
         let limit = limit.max(1);

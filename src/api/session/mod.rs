@@ -401,7 +401,7 @@ impl Session {
         &mut self,
         scope: &Scope,
         threshold: f32,
-        wanted: &dyn Fn(RecordId) -> bool,
+        wanted: &(dyn Fn(RecordId) -> bool + Sync),
     ) -> Result<Option<Vec<(RecordId, RecordId, f32)>>> {
         self.memory_of(scope)?;
         let part = self.parts.get_mut(scope).expect("read above");
@@ -410,19 +410,7 @@ impl Session {
         let Some((indexes, _)) = part.indexes.as_ref().filter(|(i, _)| i.vectors.is_some()) else {
             return Ok(None);
         };
-        let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
-        for (id, v) in indexes.record_vectors(wanted) {
-            for (other, cos) in indexes.search_vectors(&v, NEAR_NEIGHBOURS)? {
-                if other != id && cos >= threshold && wanted(other) {
-                    let key = if id < other { (id, other) } else { (other, id) };
-                    let e = pairs.entry(key).or_insert(cos);
-                    *e = e.max(cos);
-                }
-            }
-        }
-        let mut out: Vec<(RecordId, RecordId, f32)> = pairs.into_iter().map(|((a, b), c)| (a, b, c)).collect();
-        out.sort_by_key(|x| (x.0, x.1));
-        Ok(Some(out))
+        Ok(Some(indexes.near_pairs(threshold, NEAR_NEIGHBOURS, wanted)?))
     }
 
     /// The target memory and a write context for it.
