@@ -183,6 +183,45 @@ fn bulk_imports_end_healthy_and_readable() {
 }
 
 #[test]
+fn a_large_write_lands_as_one_pack_that_git_and_a_fresh_reader_accept() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let packs = |repo: &Path| {
+        std::fs::read_dir(repo.join(".git/objects/pack"))
+            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
+            .unwrap_or(0)
+    };
+    let loose = |repo: &Path| -> u64 {
+        sb.git(repo, &["count-objects", "-v"])
+            .lines()
+            .find_map(|l| l.strip_prefix("count: "))
+            .and_then(|v| v.parse().ok())
+            .expect("count-objects output")
+    };
+    let before = (packs(&repo), loose(&repo));
+    let lines: String = (0..500)
+        .map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"packed fact {i}\",\"body\":\"{}\"}}\n", "x".repeat(i)))
+        .collect();
+    std::fs::write(sb.path("many.jsonl"), &lines).expect("write import file");
+    let out = json(&sb.neo_ok(&repo, &["import", sb.path("many.jsonl").to_str().expect("utf-8 path"), "--json"]));
+    assert_eq!(out["added"], 500);
+    assert_eq!(packs(&repo), before.0 + 1, "one new pack");
+    // The 500 blobs are in the pack: only the commit and its trees were written loose.
+    assert!(loose(&repo) - before.1 < 300, "{} loose objects", loose(&repo));
+    let fsck = sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]);
+    assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
+    assert_eq!(sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory", "facts"]).lines().count(), 500);
+    let m = open(&repo);
+    assert_eq!(m.state().entries.len(), 500);
+    assert!(m.state().iter().any(|e| e.record.body.trim() == "x".repeat(499)));
+    // The same records again: nothing new, so no second pack.
+    let lines2: String = lines.lines().take(100).map(|l| format!("{l}\n")).collect();
+    std::fs::write(sb.path("again.jsonl"), lines2).expect("write import file");
+    sb.neo_ok(&repo, &["import", sb.path("again.jsonl").to_str().expect("utf-8 path"), "--json"]);
+    assert_eq!(packs(&repo), before.0 + 1);
+}
+
+#[test]
 fn import_refuses_a_file_with_a_bad_line_unless_told_to_skip_it() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
