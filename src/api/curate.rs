@@ -16,9 +16,6 @@ use crate::store::WriteMode;
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-/// Feedback runs one curation makes at most (each capped by `neo.outcomes.maxPerScan`).
-pub const FEEDBACK_ROUNDS: usize = 50;
-
 /// How a curation runs.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CurateOptions {
@@ -64,24 +61,9 @@ impl Session {
         let project = self.project_store()?;
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
         let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
-        // All the feedback there is, first: a run capped per commit goes on (bounded), so the plan
-        // sees every signal and a second curation right after finds nothing new.
-        let feedback = if scope == Scope::Project {
-            let mut report = self.feedback(opts.dry_run)?;
-            for _ in 0..FEEDBACK_ROUNDS {
-                if !report.capped || opts.dry_run {
-                    break;
-                }
-                let more = self.feedback(false)?;
-                report.outcomes.extend(more.outcomes);
-                report.capped = more.capped;
-                report.dropped = more.dropped;
-                report.memory_commit = more.memory_commit.or(report.memory_commit);
-            }
-            Some(report)
-        } else {
-            None
-        };
+        // All the feedback there is, first and in one commit, so the plan sees every signal and a
+        // second curation right after finds nothing new.
+        let feedback = if scope == Scope::Project { Some(self.feedback_capped(opts.dry_run, false)?) } else { None };
         let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
         let scope_name = scope.to_string();
         let mut retrievals: HashMap<RecordId, usize> = HashMap::new();

@@ -155,9 +155,7 @@ pub fn stood(events: &[Event]) -> Vec<usize> {
     (0..events.len())
         .filter(|&i| lead(&events[i]).is_some())
         .filter(|&i| !events.get(i + 1).is_some_and(|b| reasked(&events[i], b)))
-        .filter(|&i| {
-            i == 0 || !(reasked(&events[i - 1], &events[i]) && lead(&events[i - 1]) == lead(&events[i]))
-        })
+        .filter(|&i| i == 0 || !(reasked(&events[i - 1], &events[i]) && lead(&events[i - 1]) == lead(&events[i])))
         .collect()
 }
 
@@ -170,10 +168,7 @@ fn judge_pair(a: &Event, b: &Event) -> Option<Signal> {
 /// and how many re-asks were set aside because the fact they would lower stood as the answer to
 /// another question (it was off the point there, not wrong: without this, a simulated year's
 /// re-asks pushed facts that answered their own questions every month below the stale line).
-pub fn read_exchanges(
-    events: &[Event],
-    scored: &dyn Fn(&str) -> Option<RecordId>,
-) -> (usize, Vec<Implicit>, usize) {
+pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId>) -> (usize, Vec<Implicit>, usize) {
     let mut answered: HashMap<&str, Vec<usize>> = HashMap::new();
     for i in stood(events) {
         if let Some(id) = lead(&events[i]) {
@@ -199,9 +194,9 @@ pub fn read_exchanges(
         for target in top {
             if signal == Signal::Reasked {
                 let hex = target.to_hex();
-                let elsewhere = answered.get(hex.as_str()).is_some_and(|stood| {
-                    stood.iter().any(|&i| judge_pair(&events[i], a) != Some(Signal::Reasked))
-                });
+                let elsewhere = answered
+                    .get(hex.as_str())
+                    .is_some_and(|stood| stood.iter().any(|&i| judge_pair(&events[i], a) != Some(Signal::Reasked)));
                 if elsewhere {
                     spared += 1;
                     continue;
@@ -268,9 +263,18 @@ impl Memory {
 impl Session {
     /// Read the telemetry for implicit feedback and write what is new (see the module docs).
     pub fn feedback(&mut self, dry_run: bool) -> Result<FeedbackReport> {
+        self.feedback_capped(dry_run, true)
+    }
+
+    /// [`Session::feedback`], with or without the per-run cap: a curation reads all the feedback
+    /// there is in one commit, so its plan sees every signal (the daily cap per fact still holds).
+    pub(super) fn feedback_capped(&mut self, dry_run: bool, per_run_cap: bool) -> Result<FeedbackReport> {
         let store = self.project_store()?;
         let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
-        let caps = store.outcome_caps()?;
+        let mut caps = store.outcome_caps()?;
+        if !per_run_cap {
+            caps.max_per_scan = usize::MAX;
+        }
         let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
         let wc = if dry_run { None } else { Some(self.write_context(&store)?) };
         let memory = self.memory_of(&Scope::Project)?;
@@ -297,8 +301,15 @@ impl Session {
                 }
             }
         }
-        let mut report =
-            FeedbackReport { exchanges, outcomes: Vec::new(), spared, dropped: 0, capped: false, dry_run, memory_commit: None };
+        let mut report = FeedbackReport {
+            exchanges,
+            outcomes: Vec::new(),
+            spared,
+            dropped: 0,
+            capped: false,
+            dry_run,
+            memory_commit: None,
+        };
         let mut seen = HashSet::new();
         let mut new_count = 0;
         for mut f in found {

@@ -202,7 +202,8 @@ impl Store {
         let trailer = hasher.try_finalize().git(|| "hashing a pack of new records".into())?;
         whole.extend_from_slice(trailer.as_slice());
         let dir = self.repo.objects.store_ref().path().join("pack");
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
         gix::odb::pack::Bundle::write_to_directory(
             &mut whole.as_slice(),
             Some(&dir),

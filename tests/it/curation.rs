@@ -275,7 +275,10 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
     // month's new facts and the constraints curation may not touch still crowd some answers;
     // docs/curation.md.)
     assert!(year_curated >= last_before, "the last curation lowered recall@5: {year_curated} < {last_before}");
-    assert!(year_curated > year_grown, "a curated year answers worse than an uncurated one: {year_curated} <= {year_grown}");
+    assert!(
+        year_curated > year_grown,
+        "a curated year answers worse than an uncurated one: {year_curated} <= {year_grown}"
+    );
 }
 
 fn neo_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> std::process::Output {
