@@ -131,6 +131,8 @@ fn main() {
 }
 
 /// Run `git neo curate --json` on `repo` at `now`: wall time, peak RSS (MB) and its report.
+// The child is reaped by `wait4` (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
 fn cli_curate(repo: &std::path::Path, now: Timestamp) -> (Duration, f64, serde_json::Value) {
     let out = tempfile::NamedTempFile::new().expect("temp file");
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_git-neo"))
