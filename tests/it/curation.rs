@@ -17,13 +17,13 @@ const DAY: i64 = 86_400;
 /// 2025-01-01T00:00:00Z: the simulated year starts here.
 const START: i64 = 1_735_689_600;
 
-fn session(repo: &Path, at: i64) -> Session {
+fn session(repo: &Path, at: i64, embedder: &EmbedderChoice) -> Session {
     Session::new(SessionOptions {
         dir: repo.to_path_buf(),
         ref_name: None,
         identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
         clock: Clock::Fixed(Timestamp(at)),
-        embedder: EmbedderChoice::Hash,
+        embedder: embedder.clone(),
         scope: None,
         data_dir: None,
     })
@@ -161,15 +161,52 @@ fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
     hits as f64 / queries.len() as f64
 }
 
+/// recall@5 on the recall fixture along a simulated year (see [`simulated_year`]).
+#[derive(Debug)]
+#[allow(dead_code)] // `fresh` is read through Debug, in the failure messages.
+struct Year {
+    fresh: f64,
+    grown: f64,
+    /// Just before the last month's curation.
+    before_last: f64,
+    curated: f64,
+}
+
 #[test]
 fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
+    let y = simulated_year(&EmbedderChoice::Hash);
+    // Measured here: fresh 0.762, grown 0.619, curated 0.683 (0.635 just before the last run).
+    // Curation does not lower recall: not the last run against the memory just before it, not
+    // the curated year against the same year uncurated. (It does not reach a fresh memory: the
+    // 500 facts the cap allows still hold about 440 agent writes, which crowd some answers;
+    // docs/curation.md.)
+    assert!(y.curated >= y.before_last, "the last curation lowered recall@5: {y:?}");
+    assert!(y.curated > y.grown, "a curated year answers worse than an uncurated one: {y:?}");
+}
+
+/// The same year with the real embedding model: near-duplicates, re-asks and ranking by its
+/// vectors.
+#[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
+fn a_simulated_year_with_the_model_answers_at_least_as_well_curated() {
+    let root = crate::quality::model_root();
+    let paths = git_neo::embed::ModelPaths::in_cache(&root);
+    assert!(paths.missing().is_empty(), "the embedding model is not installed: run scripts/install-model.sh");
+    let y = simulated_year(&EmbedderChoice::Model { cache_root: root });
+    assert!(y.curated >= y.before_last, "the last curation lowered recall@5: {y:?}");
+    assert!(y.curated >= y.grown, "a curated year answers worse than an uncurated one: {y:?}");
+}
+
+/// Twelve months of agent writes into two memories that start as the recall fixture: one
+/// curated at each month's end after a month of questions, one left to grow.
+fn simulated_year(embedder: &EmbedderChoice) -> Year {
     let sb = Sandbox::new();
     let curated = sb.repo("curated");
     let grown = sb.repo("grown");
     let corpus = lines(&fixture("code/functions.jsonl"));
     let queries = lines(&fixture("recall/queries.jsonl"));
-    let mut a = session(&curated, START);
-    let mut b = session(&grown, START);
+    let mut a = session(&curated, START, embedder);
+    let mut b = session(&grown, START, embedder);
     import(&mut a, &recall_facts());
     import(&mut b, &recall_facts());
     let fresh = quality(&mut a, &queries);
@@ -269,16 +306,7 @@ fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
         "recall@5 on the recall fixture: fresh {fresh:.3}, a year grown {year_grown:.3}, a year curated \
          {year_curated:.3} (before its last curation {last_before:.3})"
     );
-    // Measured here: fresh 0.762, grown 0.619, curated 0.683 (0.635 just before the last run).
-    // Curation does not lower recall: not the last run against the memory just before it, not
-    // the curated year against the same year uncurated. (It does not reach a fresh memory: the
-    // month's new facts and the constraints curation may not touch still crowd some answers;
-    // docs/curation.md.)
-    assert!(year_curated >= last_before, "the last curation lowered recall@5: {year_curated} < {last_before}");
-    assert!(
-        year_curated > year_grown,
-        "a curated year answers worse than an uncurated one: {year_curated} <= {year_grown}"
-    );
+    Year { fresh, grown: year_grown, before_last: last_before, curated: year_curated }
 }
 
 fn neo_hash(sb: &Sandbox, repo: &Path, args: &[&str]) -> std::process::Output {
