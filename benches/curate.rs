@@ -147,14 +147,9 @@ fn cli_curate(repo: &std::path::Path, now: Timestamp) -> (Duration, f64, serde_j
         .spawn()
         .expect("spawn git neo curate");
     let t = Instant::now();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, whose pid we hold; `status` and `usage` outlive the call.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    let (status, peak) = common::wait_peak(&child);
     let elapsed = t.elapsed();
-    assert_eq!(pid, child.id() as i32, "wait4");
     assert_eq!(status, 0, "git neo curate failed");
     let report = serde_json::from_str(&std::fs::read_to_string(out.path()).expect("report")).expect("json report");
-    (elapsed, usage.ru_maxrss as f64 / 1024.0, report)
+    (elapsed, peak, report)
 }

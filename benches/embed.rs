@@ -176,14 +176,9 @@ fn whole_reindex(n: usize) -> (f64, f64) {
         .spawn()
         .expect("spawn git neo reindex");
     let t = Instant::now();
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child, whose pid we hold; `status` and `usage` outlive the call.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32, "wait4");
+    let (status, peak) = common::wait_peak(&child);
     assert_eq!(status, 0, "git neo reindex failed");
-    (t.elapsed().as_secs_f64(), usage.ru_maxrss as f64 / 1024.0)
+    (t.elapsed().as_secs_f64(), peak)
 }
 
 mod common;

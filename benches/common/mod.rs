@@ -143,3 +143,15 @@ pub fn registry_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"));
     home.join("registry/src")
 }
+
+/// Wait for `child` (spawned just now) and return its exit status and peak resident memory in
+/// MB, from `wait4`'s resource usage: the child's own peak, not this process's.
+pub fn wait_peak(child: &std::process::Child) -> (i32, f64) {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, whose pid we hold; `status` and `usage` outlive the call.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32, "wait4");
+    (status, usage.ru_maxrss as f64 / 1024.0)
+}
