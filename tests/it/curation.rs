@@ -163,7 +163,6 @@ fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
 
 /// recall@5 on the recall fixture along a simulated year (see [`simulated_year`]).
 #[derive(Debug)]
-#[allow(dead_code)] // `fresh` is read through Debug, in the failure messages.
 struct Year {
     fresh: f64,
     grown: f64,
@@ -175,8 +174,8 @@ struct Year {
 #[test]
 fn a_simulated_year_curated_monthly_stays_under_its_caps_and_answers_as_well() {
     let y = simulated_year(&EmbedderChoice::Hash);
-    // Measured here: fresh 0.762, grown 0.619, curated 0.698 (0.651 just before the last run);
-    // with the model 0.905, 0.857, 0.889 (0.889).
+    // Measured here: fresh 0.762, grown 0.619, curated 0.714 (0.667 just before the last run);
+    // with the model (below) 0.905, 0.857, 0.905 (0.889).
     // Curation does not lower recall: not the last run against the memory just before it, not
     // the curated year against the same year uncurated. (It does not reach a fresh memory: the
     // 500 facts the cap allows still hold about 440 agent writes, which crowd some answers;
@@ -195,7 +194,10 @@ fn a_simulated_year_with_the_model_answers_at_least_as_well_curated() {
     assert!(paths.missing().is_empty(), "the embedding model is not installed: run scripts/install-model.sh");
     let y = simulated_year(&EmbedderChoice::Model { cache_root: root });
     assert!(y.curated >= y.before_last, "the last curation lowered recall@5: {y:?}");
-    assert!(y.curated >= y.grown, "a curated year answers worse than an uncurated one: {y:?}");
+    assert!(y.curated > y.grown, "a curated year answers no better than an uncurated one: {y:?}");
+    // Measured: as well as a fresh memory (57 of 63 each). Pinned within one question, so a
+    // different ONNX Runtime build's rounding cannot fail it on its own.
+    assert!(y.curated >= y.fresh - 1.0 / 63.0 - 1e-9, "a curated year answers worse than a fresh one: {y:?}");
 }
 
 /// Twelve months of agent writes into two memories that start as the recall fixture: one
