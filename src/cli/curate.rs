@@ -23,15 +23,28 @@ pub struct FeedbackArgs {
     dry_run: bool,
 }
 
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
 fn say_feedback(ctx: &mut Ctx, f: &FeedbackReport) {
     let new: Vec<_> = f.outcomes.iter().filter(|o| o.new).collect();
     let verb = if f.dry_run { "would write" } else { "wrote" };
     ctx.out.line(&format!(
-        "implicit feedback: {} recall exchange{}; {verb} {} outcome{}{}",
+        "implicit feedback: {} recall exchange{}; {verb} {} outcome{}{}{}",
         f.exchanges,
         if f.exchanges == 1 { "" } else { "s" },
         new.len(),
         if new.len() == 1 { "" } else { "s" },
+        if f.spared > 0 {
+            format!("; {} re-ask{} spared (the fact was in an answer to another question)", f.spared, plural(f.spared))
+        } else {
+            String::new()
+        },
         if f.dropped > 0 { format!(" ({} over the caps, left for later)", f.dropped) } else { String::new() }
     ));
     for o in new {
