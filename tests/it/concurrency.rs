@@ -64,6 +64,41 @@ fn eight_processes_adding_twenty_five_each_all_land() {
 }
 
 #[test]
+fn four_processes_importing_packed_batches_at_once_all_land() {
+    // Batches of 150 records are written as packs (one per batch): racing writers each add
+    // their pack and retry the ref update on the tip another one moved.
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    for w in 0..4 {
+        let lines: String =
+            (0..300).map(|i| format!("{{\"type\":\"pattern\",\"subject\":\"importer {w} fact {i}\"}}\n")).collect();
+        std::fs::write(sb.path(&format!("import-{w}.jsonl")), lines).expect("write batch");
+    }
+    std::thread::scope(|scope| {
+        for w in 0..4 {
+            let (sb, repo) = (&sb, &repo);
+            scope.spawn(move || {
+                let file = sb.path(&format!("import-{w}.jsonl"));
+                let out = sb.neo(repo, &["import", file.to_str().expect("utf-8"), "--batch-size", "150"]);
+                assert!(out.status.success(), "importer {w}: {}", stderr(&out));
+            });
+        }
+    });
+    let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory", "facts"]);
+    assert_eq!(files.lines().count(), 1200, "every importer's records are on the ref");
+    assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]), "8");
+    let packs = std::fs::read_dir(repo.join(".git/objects/pack"))
+        .expect("pack directory")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
+        .count();
+    assert!(packs >= 8, "one pack per batch at least: {packs}");
+    let fsck = sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]);
+    assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
+    assert_eq!(json(&sb.neo_ok(&repo, &["list", "--json"])).as_array().map(|a| a.len()), Some(1200));
+}
+
+#[test]
 fn a_writer_killed_mid_batch_leaves_a_valid_ref_and_the_next_write_succeeds() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
