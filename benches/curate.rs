@@ -37,24 +37,17 @@ fn main() {
         let r = Record {
             kind: Kind::Fact,
             payload: Payload::Fact(Fact {
-                fact_type: FactType::ALL[1 + i % (FactType::ALL.len() - 1)],
-                subject: format!(
-                    "{} ({} #{i})",
-                    first.chars().take(100).collect::<String>(),
-                    c["source"].as_str().unwrap_or("?")
-                ),
-                scope: "project".into(),
                 tags: if i % 97 == 0 { vec!["seed".into()] } else { vec![] },
-                key: None,
                 provenance: Provenance::Inferred,
                 confidence: Milli(350 + (i % 7) as i32 * 50),
-                valid_from: None,
-                valid_to: None,
-                depends_on: vec![],
-                relations: vec![],
-                anchors: vec![],
-                suggestion: None,
-                cites: vec![],
+                ..Fact::new(
+                    FactType::ALL[1 + i % (FactType::ALL.len() - 1)],
+                    format!(
+                        "{} ({} #{i})",
+                        first.chars().take(100).collect::<String>(),
+                        c["source"].as_str().unwrap_or("?")
+                    ),
+                )
             }),
             author: "Bench <bench@example.com>".into(),
             created_at: Timestamp(1_760_000_000 + i as i64 * 600),

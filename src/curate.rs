@@ -357,24 +357,13 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Provenance, Record};
+    use crate::record::Record;
 
     fn fact(n: u32, t: FactType, tags: &[&str], conf: i32, day: i64) -> (RecordId, Record) {
         let f = Fact {
-            fact_type: t,
-            subject: format!("fact number {n}"),
-            scope: "project".into(),
             tags: tags.iter().map(|s| s.to_string()).collect(),
-            key: None,
-            provenance: Provenance::Observed,
             confidence: Milli(conf),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-            cites: vec![],
+            ..Fact::new(t, format!("fact number {n}"))
         };
         let r = Record {
             kind: Kind::Fact,

@@ -2,7 +2,7 @@
 //! record builder, medians and formatting. (Not every binary uses every helper.)
 #![allow(dead_code)]
 
-use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, RecordId, Timestamp};
+use git_neo::record::{Fact, FactType, Kind, Payload, Record, RecordId, Timestamp};
 use git_neo::store::Identity;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -58,22 +58,7 @@ pub fn who() -> Identity {
 pub fn fact(i: usize, subject: String, scope: String, tags: Vec<String>, body: String) -> (Kind, RecordId, Vec<u8>) {
     let r = Record {
         kind: Kind::Fact,
-        payload: Payload::Fact(Fact {
-            fact_type: FactType::ALL[i % FactType::ALL.len()],
-            subject,
-            scope,
-            tags,
-            key: None,
-            provenance: Provenance::Observed,
-            confidence: Milli(700),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-            cites: Vec::new(),
-        }),
+        payload: Payload::Fact(Fact { scope, tags, ..Fact::new(FactType::ALL[i % FactType::ALL.len()], subject) }),
         author: "Bench <bench@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),
         body,

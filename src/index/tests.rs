@@ -1,27 +1,12 @@
 //! Unit tests of the caches: interrupted builds and catch-up.
 use super::*;
 use crate::embed::HashEmbedder;
-use crate::record::{Fact, FactType, Kind, Milli, Provenance, Timestamp};
+use crate::record::{Fact, FactType, Kind, Timestamp};
 
 fn fact(i: usize) -> (RecordId, Record) {
     let r = Record {
         kind: Kind::Fact,
-        payload: Payload::Fact(Fact {
-            fact_type: FactType::Pattern,
-            subject: format!("Fact number {i} about subsystem {}", i % 13),
-            scope: "project".into(),
-            tags: vec![],
-            key: None,
-            provenance: Provenance::Observed,
-            confidence: Milli(700),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-            cites: Vec::new(),
-        }),
+        payload: Payload::Fact(Fact::new(FactType::Pattern, format!("Fact number {i} about subsystem {}", i % 13))),
         author: "Ada <ada@example.com>".into(),
         created_at: Timestamp(1_770_000_000 + i as i64),
         body: "x".repeat(i % 700),

@@ -259,6 +259,29 @@ pub struct Fact {
     pub cites: Vec<Citation>,
 }
 
+impl Fact {
+    /// A fact of `fact_type` about `subject` in the project area, observed, at confidence 0.7,
+    /// with nothing else set: the base that builders and tests fill with `..Fact::new(..)`.
+    pub fn new(fact_type: FactType, subject: impl Into<String>) -> Fact {
+        Fact {
+            fact_type,
+            subject: subject.into(),
+            scope: "project".into(),
+            tags: Vec::new(),
+            key: None,
+            provenance: Provenance::Observed,
+            confidence: Milli(700),
+            valid_from: None,
+            valid_to: None,
+            depends_on: Vec::new(),
+            relations: Vec::new(),
+            anchors: Vec::new(),
+            suggestion: None,
+            cites: Vec::new(),
+        }
+    }
+}
+
 impl Anchor {
     /// `PATH` or `PATH:START-END`, as `--anchor` takes it.
     pub fn spec(&self) -> String {

@@ -1,8 +1,8 @@
 //! The fold: same records in, same state out, whatever the order; each rule checked on its own.
 
 use git_neo::record::{
-    Fact, FactType, Kind, Milli, Outcome, Payload, Provenance, Record, RecordId, Retraction, Supersession,
-    SupersessionMethod, Timestamp,
+    Fact, FactType, Kind, Milli, Outcome, Payload, Record, RecordId, Retraction, Supersession, SupersessionMethod,
+    Timestamp,
 };
 use git_neo::state::{fold, State, Status};
 
@@ -21,22 +21,7 @@ fn fact(secs: i64, subject: &str, confidence: i32) -> (RecordId, Record) {
     at(
         secs,
         Kind::Fact,
-        Payload::Fact(Fact {
-            fact_type: FactType::Pattern,
-            subject: subject.into(),
-            scope: "project".into(),
-            tags: vec![],
-            key: None,
-            provenance: Provenance::Observed,
-            confidence: Milli(confidence),
-            valid_from: None,
-            valid_to: None,
-            depends_on: vec![],
-            relations: vec![],
-            anchors: vec![],
-            suggestion: None,
-            cites: Vec::new(),
-        }),
+        Payload::Fact(Fact { confidence: Milli(confidence), ..Fact::new(FactType::Pattern, subject) }),
         "",
     )
 }
