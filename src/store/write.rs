@@ -170,7 +170,6 @@ impl Store {
     /// blobs are content-addressed, so a pack holding objects the repository already has is
     /// harmless. Only blobs the repository lacks go in.
     fn write_blobs_packed(&self, records: &[(Kind, RecordId, Vec<u8>)]) -> Result<Vec<(String, ObjectId)>> {
-        use gix::objs::Exists;
         use std::io::Write;
         let hash = self.repo.object_hash();
         let mut blobs = Vec::with_capacity(records.len());
@@ -181,7 +180,7 @@ impl Store {
             let oid = gix::objs::compute_hash(hash, gix::objs::Kind::Blob, bytes)
                 .git(|| format!("hashing the blob of record {}", id.short()))?;
             blobs.push((Record::path(*kind, id), oid));
-            if seen.insert(oid) && !self.repo.objects.exists(&oid) {
+            if seen.insert(oid) && !self.repo.objects.exists_without_refresh(&oid) {
                 pack_entry_header(&mut pack, bytes.len());
                 let mut z = gix::zlib::stream::deflate::Write::new(&mut pack, gix::zlib::Compression::BEST_SPEED);
                 z.write_all(bytes).and_then(|_| z.flush()).expect("writing to memory cannot fail");
