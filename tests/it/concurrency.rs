@@ -87,11 +87,7 @@ fn four_processes_importing_packed_batches_at_once_all_land() {
     let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory", "facts"]);
     assert_eq!(files.lines().count(), 1200, "every importer's records are on the ref");
     assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]), "8");
-    let packs = std::fs::read_dir(repo.join(".git/objects/pack"))
-        .expect("pack directory")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().extension().is_some_and(|x| x == "pack"))
-        .count();
+    let packs = crate::support::pack_count(&repo);
     assert!(packs >= 8, "one pack per batch at least: {packs}");
     let fsck = sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]);
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));

@@ -186,11 +186,7 @@ fn bulk_imports_end_healthy_and_readable() {
 fn a_large_write_lands_as_one_pack_that_git_and_a_fresh_reader_accept() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let packs = |repo: &Path| {
-        std::fs::read_dir(repo.join(".git/objects/pack"))
-            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
-            .unwrap_or(0)
-    };
+    let packs = crate::support::pack_count;
     let loose = |repo: &Path| -> u64 {
         sb.git(repo, &["count-objects", "-v"])
             .lines()

@@ -119,6 +119,13 @@ impl Sandbox {
     }
 }
 
+/// How many packs `repo`'s object database holds.
+pub fn pack_count(repo: &Path) -> usize {
+    std::fs::read_dir(repo.join(".git/objects/pack"))
+        .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.path().extension().is_some_and(|x| x == "pack")).count())
+        .unwrap_or(0)
+}
+
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).to_string()
 }
