@@ -61,10 +61,15 @@ impl Session {
         let project = self.project_store()?;
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
         let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
+        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
+        let stood = feedback::stood(&events);
         // All the feedback there is, first and in one commit, so the plan sees every signal and a
         // second curation right after finds nothing new.
-        let feedback = if scope == Scope::Project { Some(self.feedback_capped(opts.dry_run, false)?) } else { None };
-        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
+        let feedback = if scope == Scope::Project {
+            Some(self.feedback_from(&events, &stood, opts.dry_run, false)?)
+        } else {
+            None
+        };
         let scope_name = scope.to_string();
         let mut retrievals: HashMap<RecordId, usize> = HashMap::new();
         for e in &events {
@@ -76,7 +81,7 @@ impl Session {
         }
         let mut answered: HashMap<RecordId, usize> = HashMap::new();
         let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
-        for i in feedback::stood(&events) {
+        for &i in &stood {
             let e = &events[i];
             let Some(r) = e.results.iter().find(|r| r.relevant()) else { continue };
             if let Some(id) = RecordId::from_hex(&r.id).filter(|_| r.scope == scope_name) {
@@ -119,7 +124,6 @@ impl Session {
                 }
             }
         }
-        let memory = self.memory_of(&scope)?;
         let inputs = Inputs {
             now,
             settings: &settings,

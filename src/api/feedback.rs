@@ -160,11 +160,13 @@ fn lead(e: &Event) -> Option<&str> {
 /// led (`api/curate.rs`), and a fact shown in an answer that stood is not lowered because another
 /// question was asked again after it led ([`read_exchanges`]).
 pub fn stood(events: &[Event]) -> Vec<usize> {
-    let reasked = |a: &Event, b: &Event| follows(a, b) && judge_pair(a, b) == Some(Signal::Reasked);
+    // `repeated[i]`: the recall after `i` asked its question again (each pair judged once).
+    let repeated: Vec<bool> =
+        events.windows(2).map(|w| follows(&w[0], &w[1]) && judge_pair(&w[0], &w[1]) == Some(Signal::Reasked)).collect();
     (0..events.len())
         .filter(|&i| lead(&events[i]).is_some())
-        .filter(|&i| !events.get(i + 1).is_some_and(|b| reasked(&events[i], b)))
-        .filter(|&i| i == 0 || !(reasked(&events[i - 1], &events[i]) && lead(&events[i - 1]) == lead(&events[i])))
+        .filter(|&i| !repeated.get(i).copied().unwrap_or(false))
+        .filter(|&i| i == 0 || !(repeated[i - 1] && lead(&events[i - 1]) == lead(&events[i])))
         .collect()
 }
 
@@ -180,10 +182,14 @@ fn judge_pair(a: &Event, b: &Event) -> Option<Signal> {
 /// stale line). Any fact of such an answer counts, not only its first: the one that answered may
 /// be any of them (sparing only answers' first facts left recall@5 in that year one question
 /// lower with the model, two with the test embedder).
-pub fn read_exchanges(events: &[Event], scored: &dyn Fn(&str) -> Option<RecordId>) -> (usize, Vec<Implicit>, usize) {
+pub fn read_exchanges(
+    events: &[Event],
+    stood: &[usize],
+    scored: &dyn Fn(&str) -> Option<RecordId>,
+) -> (usize, Vec<Implicit>, usize) {
     // Every fact shown in an answer that stood: any of them may be what answered it.
     let mut answered: HashMap<&str, Vec<usize>> = HashMap::new();
-    for i in stood(events) {
+    for &i in stood {
         for r in events[i].results.iter().filter(|r| r.relevant()) {
             answered.entry(r.id.as_str()).or_default().push(i);
         }
@@ -276,19 +282,27 @@ impl Memory {
 impl Session {
     /// Read the telemetry for implicit feedback and write what is new (see the module docs).
     pub fn feedback(&mut self, dry_run: bool) -> Result<FeedbackReport> {
-        self.feedback_capped(dry_run, true)
-    }
-
-    /// [`Session::feedback`], with or without the per-run cap: a curation reads all the feedback
-    /// there is in one commit, so its plan sees every signal (the daily cap per fact still holds).
-    pub(super) fn feedback_capped(&mut self, dry_run: bool, per_run_cap: bool) -> Result<FeedbackReport> {
         let store = self.project_store()?;
         let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
+        let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
+        self.feedback_from(&events, &stood(&events), dry_run, true)
+    }
+
+    /// [`Session::feedback`] on telemetry already read (`events`, and the answers among them that
+    /// [`stood`]), with or without the per-run cap: a curation reads all the feedback there is in
+    /// one commit, so its plan sees every signal (the daily cap per fact still holds).
+    pub(super) fn feedback_from(
+        &mut self,
+        events: &[Event],
+        stood: &[usize],
+        dry_run: bool,
+        per_run_cap: bool,
+    ) -> Result<FeedbackReport> {
+        let store = self.project_store()?;
         let mut caps = store.outcome_caps()?;
         if !per_run_cap {
             caps.max_per_scan = usize::MAX;
         }
-        let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
         let wc = if dry_run { None } else { Some(self.write_context(&store)?) };
         let memory = self.memory_of(&Scope::Project)?;
         let state = memory.state();
@@ -297,7 +311,7 @@ impl Session {
             let e = state.entries.get(&id)?;
             (e.record.kind == Kind::Fact && e.status == Status::Valid).then_some(id)
         };
-        let (exchanges, found, spared) = read_exchanges(&events, &scored);
+        let (exchanges, found, spared) = read_exchanges(events, stood, &scored);
         let existing: HashSet<&str> = state
             .iter()
             .filter_map(|e| match &e.record.payload {
@@ -406,13 +420,13 @@ mod tests {
             // Too late, and unrelated: nothing.
             event(5_000, "release checklist", &[&other]),
         ];
-        let (exchanges, found, spared) = read_exchanges(&events, &scored);
+        let (exchanges, found, spared) = read_exchanges(&events, &stood(&events), &scored);
         assert_eq!((exchanges, spared), (2, 0));
         let signals: Vec<Signal> = found.iter().map(|f| f.signal).collect();
         assert_eq!(signals, vec![Signal::Reasked, Signal::Helped]);
         assert!(found[0].key.ends_with(":reasked") && found[0].key.starts_with(&hex));
         // The same telemetry read twice gives the same keys.
-        let (_, again, _) = read_exchanges(&events, &scored);
+        let (_, again, _) = read_exchanges(&events, &stood(&events), &scored);
         assert_eq!(found.iter().map(|f| &f.key).collect::<Vec<_>>(), again.iter().map(|f| &f.key).collect::<Vec<_>>());
     }
 
@@ -434,7 +448,7 @@ mod tests {
         ];
         // The repeats that led with the same result do not stand; the first question does.
         assert_eq!(stood(&events), vec![0]);
-        let (_, found, spared) = read_exchanges(&events, &scored);
+        let (_, found, spared) = read_exchanges(&events, &stood(&events), &scored);
         assert_eq!(spared, 1);
         let lowered: Vec<(RecordId, Signal)> = found.iter().map(|f| (f.target, f.signal)).collect();
         assert_eq!(lowered, vec![(y, Signal::Reasked), (y, Signal::Reasked)]);
@@ -443,7 +457,7 @@ mod tests {
             event(0, "how do we retry payments", &[&hx, &hy]),
             event(60, "payments retry backoff jitter limits", &[]),
         ];
-        let (_, found, _) = read_exchanges(&events, &scored);
+        let (_, found, _) = read_exchanges(&events, &stood(&events), &scored);
         let credited: Vec<(RecordId, Signal)> = found.iter().map(|f| (f.target, f.signal)).collect();
         assert_eq!(credited, vec![(x, Signal::Helped)]);
         // A repeat that led with something else stands: the second answer may have helped.
@@ -455,7 +469,7 @@ mod tests {
             event(9_000, "how long are tokens valid", &[&hy]),
             event(9_030, "how long are tokens valid", &[&hy]),
         ];
-        let (_, found, spared) = read_exchanges(&events, &scored);
+        let (_, found, spared) = read_exchanges(&events, &stood(&events), &scored);
         assert!(found.is_empty(), "{found:?}");
         assert_eq!(spared, 1);
     }
