@@ -1,5 +1,6 @@
-//! `git neo curate` over 10k facts of real text (functions of the code corpus fixture, cycled
-//! with their number): the plan (dry run, library session), the first curation through the
+//! `git neo curate` over 10k facts of real text, twice: functions of the code corpus fixture,
+//! then paragraphs of the crates' markdown in the local cargo registry cache (text nobody here
+//! wrote; skipped when the cache is empty), each cycled with its number: the plan (dry run, library session), the first curation through the
 //! command line with its peak memory (it writes about 13,400 evictions, merges and prunes in one
 //! commit), and a second run right after (library session; writes nothing). Baseline in the same
 //! run: loading and folding the same memory.
@@ -20,20 +21,43 @@ use std::time::{Duration, Instant};
 const N: usize = 10_000;
 
 fn main() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let repo = new_repo(root.path(), "r");
-    let corpus: Vec<serde_json::Value> =
+    // (subject, source, body) of each text.
+    let code: Vec<(String, String, String)> =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/code/functions.jsonl"))
             .expect("corpus")
             .lines()
-            .map(|l| serde_json::from_str(l).expect("json"))
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+            .map(|c| {
+                let text = c["text"].as_str().expect("text").to_string();
+                let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("code").to_string();
+                (first, c["source"].as_str().unwrap_or("?").to_string(), text)
+            })
             .collect();
+    run("functions of the code corpus fixture", &code);
+    let (paragraphs, _) = common::registry_corpus(N, 0);
+    if paragraphs.is_empty() {
+        println!("\n(no crate READMEs in the cargo registry cache: the second corpus is skipped)");
+        return;
+    }
+    let readmes: Vec<(String, String, String)> = paragraphs
+        .into_iter()
+        .map(|p| {
+            let first = p.split(". ").next().unwrap_or(&p).to_string();
+            (first, "a crate's markdown".to_string(), p)
+        })
+        .collect();
+    println!();
+    run("paragraphs of the crates' markdown in the cargo registry cache", &readmes);
+}
+
+/// The bench on `N` facts made from `corpus` (cycled, numbered, so each is distinct).
+fn run(name: &str, corpus: &[(String, String, String)]) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let repo = new_repo(root.path(), "r");
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let mut batch = Vec::new();
     for i in 0..N {
-        let c = &corpus[i % corpus.len()];
-        let text = c["text"].as_str().expect("text");
-        let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("code");
+        let (first, source, text) = &corpus[i % corpus.len()];
         let r = Record {
             kind: Kind::Fact,
             payload: Payload::Fact(Fact {
@@ -42,11 +66,7 @@ fn main() {
                 confidence: Milli(350 + (i % 7) as i32 * 50),
                 ..Fact::new(
                     FactType::ALL[1 + i % (FactType::ALL.len() - 1)],
-                    format!(
-                        "{} ({} #{i})",
-                        first.chars().take(100).collect::<String>(),
-                        c["source"].as_str().unwrap_or("?")
-                    ),
+                    format!("{} ({} #{i})", first.chars().take(100).collect::<String>(), source),
                 )
             }),
             author: "Bench <bench@example.com>".into(),
@@ -98,7 +118,10 @@ fn main() {
         assert_eq!(r.records, 0, "a second run wrote");
     }
     let base = median(load.clone());
-    println!("curation over {N} facts of real text (cap 500; medians of 5, the first curation once)");
+    println!(
+        "curation over {N} facts of real text: {name}, {} distinct (cap 500; medians of 5, the first curation once)",
+        corpus.len().min(N)
+    );
     println!("| step | time | × load |");
     println!("| --- | --- | --- |");
     println!("| load and fold the memory (baseline) | {} | 1.0 |", ms(base));

@@ -13,77 +13,8 @@
 //! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
-
-/// Every file under `dir` whose name ends with `ext`, sorted.
-fn files(dir: &std::path::Path, ext: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files(&p, ext, out);
-        } else if p.to_string_lossy().ends_with(ext) {
-            out.push(p);
-        }
-    }
-}
-
-/// The crates' markdown (READMEs first), then their Rust sources.
-fn registry_texts() -> Vec<PathBuf> {
-    let root = common::registry_root();
-    let (mut readmes, mut md, mut rs) = (Vec::new(), Vec::new(), Vec::new());
-    files(&root, ".md", &mut md);
-    files(&root, ".rs", &mut rs);
-    md.retain(|p| {
-        let readme = p.file_name().is_some_and(|n| n == "README.md");
-        if readme {
-            readmes.push(p.clone());
-        }
-        !readme
-    });
-    readmes.into_iter().chain(md).chain(rs).collect()
-}
-
-/// (short texts, long texts) from the registry's markdown and sources, deterministic.
-pub fn corpus(short_n: usize, long_n: usize) -> (Vec<String>, Vec<String>) {
-    let (mut short, mut long) = (Vec::new(), Vec::new());
-    for path in registry_texts() {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let paragraphs: Vec<String> = text
-            .split("\n\n")
-            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
-            .filter(|p| p.len() > 40 && !p.starts_with('[') && !p.starts_with('<') && !p.starts_with('|'))
-            .collect();
-        for p in &paragraphs {
-            if short.len() < short_n
-                && path.extension().is_some_and(|e| e == "md")
-                && (60..=300).contains(&p.len())
-                && p.chars().next().is_some_and(char::is_alphabetic)
-            {
-                short.push(p.clone());
-            }
-        }
-        let mut acc = String::new();
-        for p in paragraphs {
-            if long.len() >= long_n {
-                break;
-            }
-            acc.push_str(&p);
-            acc.push('\n');
-            if acc.len() >= 1_200 {
-                acc.truncate(acc.char_indices().nth(2_000).map_or(acc.len(), |(i, _)| i));
-                long.push(std::mem::take(&mut acc));
-            }
-        }
-        if short.len() >= short_n && long.len() >= long_n {
-            break;
-        }
-    }
-    (short, long)
-}
 
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -101,7 +32,7 @@ fn paths_for_load() -> git_neo::embed::ModelPaths {
 /// In the child: embed one set with one configuration; print `texts/s peak-MB`.
 fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     use git_neo::embed::{Embedder, FastEmbedder, ModelPaths, RunOptions};
-    let (short, long) = corpus(n_short, n_long);
+    let (short, long) = common::registry_corpus(n_short, n_long);
     let texts = if set == "short" { short } else { long };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let spinners: Vec<_> = (0..if busy { 2 } else { 0 })
@@ -157,7 +88,7 @@ fn whole_reindex(n: usize) -> (f64, f64) {
     let repo = tmp.path().join("r");
     std::fs::create_dir_all(&repo).expect("mkdir");
     assert!(Command::new("git").arg("init").arg("-q").current_dir(&repo).status().expect("git").success());
-    let (_, long) = corpus(0, n);
+    let (_, long) = common::registry_corpus(0, n);
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let records: Vec<_> = long
         .iter()
@@ -191,7 +122,7 @@ fn main() {
         child(&args[i + 1], &args[i + 2], n_short, n_long, args.iter().any(|a| a == "--busy-child"));
         return;
     }
-    let (short, long) = corpus(n_short, n_long);
+    let (short, long) = common::registry_corpus(n_short, n_long);
     let avg = |v: &[String]| v.iter().map(String::len).sum::<usize>() / v.len().max(1);
     println!(
         "corpus: {} short texts (mean {} bytes), {} long texts (mean {} bytes), from the crates in the cargo registry cache",

@@ -140,3 +140,71 @@ pub fn wait_peak(child: &std::process::Child) -> (i32, f64) {
     assert_eq!(pid, child.id() as i32, "wait4");
     (status, usage.ru_maxrss as f64 / 1024.0)
 }
+
+/// Every file under `dir` whose name ends with `ext`, sorted.
+fn files(dir: &std::path::Path, ext: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files(&p, ext, out);
+        } else if p.to_string_lossy().ends_with(ext) {
+            out.push(p);
+        }
+    }
+}
+
+/// The crates' markdown (READMEs first), then their Rust sources.
+fn registry_texts() -> Vec<PathBuf> {
+    let root = registry_root();
+    let (mut readmes, mut md, mut rs) = (Vec::new(), Vec::new(), Vec::new());
+    files(&root, ".md", &mut md);
+    files(&root, ".rs", &mut rs);
+    md.retain(|p| {
+        let readme = p.file_name().is_some_and(|n| n == "README.md");
+        if readme {
+            readmes.push(p.clone());
+        }
+        !readme
+    });
+    readmes.into_iter().chain(md).chain(rs).collect()
+}
+
+/// (short texts, long texts) from the registry cache's crates (text nobody here wrote)'s markdown and sources, deterministic.
+pub fn registry_corpus(short_n: usize, long_n: usize) -> (Vec<String>, Vec<String>) {
+    let (mut short, mut long) = (Vec::new(), Vec::new());
+    for path in registry_texts() {
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let paragraphs: Vec<String> = text
+            .split("\n\n")
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|p| p.len() > 40 && !p.starts_with('[') && !p.starts_with('<') && !p.starts_with('|'))
+            .collect();
+        for p in &paragraphs {
+            if short.len() < short_n
+                && path.extension().is_some_and(|e| e == "md")
+                && (60..=300).contains(&p.len())
+                && p.chars().next().is_some_and(char::is_alphabetic)
+            {
+                short.push(p.clone());
+            }
+        }
+        let mut acc = String::new();
+        for p in paragraphs {
+            if long.len() >= long_n {
+                break;
+            }
+            acc.push_str(&p);
+            acc.push('\n');
+            if acc.len() >= 1_200 {
+                acc.truncate(acc.char_indices().nth(2_000).map_or(acc.len(), |(i, _)| i));
+                long.push(std::mem::take(&mut acc));
+            }
+        }
+        if short.len() >= short_n && long.len() >= long_n {
+            break;
+        }
+    }
+    (short, long)
+}
