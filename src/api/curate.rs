@@ -71,14 +71,7 @@ impl Session {
             None
         };
         let scope_name = scope.to_string();
-        let mut retrievals: HashMap<RecordId, usize> = HashMap::new();
-        for e in &events {
-            for r in e.results.iter().filter(|r| r.relevant() && r.scope == scope_name) {
-                if let Some(id) = RecordId::from_hex(&r.id) {
-                    *retrievals.entry(id).or_default() += 1;
-                }
-            }
-        }
+        let retrievals = super::stats::retrievals(&events, Some(&scope_name));
         let mut answered: HashMap<RecordId, usize> = HashMap::new();
         let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
         for &i in &stood {

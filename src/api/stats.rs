@@ -5,7 +5,7 @@ use super::telemetry::{self, Event};
 use super::Session;
 use crate::config::CurateSettings;
 use crate::error::Result;
-use crate::record::{Kind, Payload};
+use crate::record::{Kind, Payload, RecordId};
 use crate::state::Status;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -93,12 +93,15 @@ pub struct Stats {
     pub scopes: Vec<ScopeSize>,
 }
 
-/// How often each record (full hex id) was retrieved for its relevance in `events`.
-pub fn retrievals(events: &[Event]) -> HashMap<String, usize> {
-    let mut n: HashMap<String, usize> = HashMap::new();
+/// How often each record was retrieved for its relevance in `events` (from `scope` only, when
+/// given).
+pub fn retrievals(events: &[Event], scope: Option<&str>) -> HashMap<RecordId, usize> {
+    let mut n: HashMap<RecordId, usize> = HashMap::new();
     for e in events {
-        for r in e.results.iter().filter(|r| r.relevant()) {
-            *n.entry(r.id.clone()).or_default() += 1;
+        for r in e.results.iter().filter(|r| r.relevant() && scope.is_none_or(|s| r.scope == s)) {
+            if let Some(id) = RecordId::from_hex(&r.id) {
+                *n.entry(id).or_default() += 1;
+            }
         }
     }
     n
@@ -111,7 +114,7 @@ impl Session {
         let settings = telemetry::Settings::from_config(&|k| project.config_value(k))?;
         let curate = CurateSettings::from_config(&|k| project.config_value(k))?;
         let events = if settings.on { telemetry::read(&project.caches()) } else { Vec::new() };
-        let counts = retrievals(&events);
+        let counts = retrievals(&events, None);
 
         let mut by_front: BTreeMap<String, usize> = BTreeMap::new();
         for e in &events {
@@ -157,12 +160,11 @@ impl Session {
                     Payload::Fact(f) => {
                         *size.facts.entry(f.fact_type.to_string()).or_default() += 1;
                         size.current_facts += 1;
-                        let hex = e.id.to_hex();
                         current.push((
                             e.record.created_at,
                             Retrieved {
-                                retrievals: counts.get(&hex).copied().unwrap_or(0),
-                                id: hex,
+                                retrievals: counts.get(&e.id).copied().unwrap_or(0),
+                                id: e.id.to_hex(),
                                 scope: scope.to_string(),
                                 subject: f.subject.clone(),
                                 successes: e.successes,
