@@ -182,7 +182,7 @@ impl Session {
         for e in &events {
             let d = days.entry(e.at.div_euclid(86_400)).or_default();
             d.0 += 1;
-            d.1 += usize::from(e.results.iter().any(|r| r.relevant()));
+            d.1 += usize::from(e.hit());
         }
         let skip = days.len().saturating_sub(HIT_RATE_DAYS);
         charts.push(Chart {
@@ -196,7 +196,7 @@ impl Session {
         });
         if !events.is_empty() {
             let stats = super::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
-            let hits = events.iter().filter(|e| e.results.iter().any(|r| r.relevant())).count();
+            let hits = events.iter().filter(|e| e.hit()).count();
             summary.push((
                 "recalls kept".into(),
                 format!(

@@ -120,7 +120,7 @@ impl Session {
         for e in &events {
             *by_front.entry(e.front.as_str().to_string()).or_default() += 1;
         }
-        let hits = events.iter().filter(|e| e.results.iter().any(|r| r.relevant())).count();
+        let hits = events.iter().filter(|e| e.hit()).count();
         let recalls = events.len();
         let mut stats = Stats {
             telemetry: settings.on,

@@ -160,6 +160,11 @@ pub fn dequantise(hex: &str) -> Option<Vec<f32>> {
 }
 
 impl Event {
+    /// Whether the recall returned a relevant record: what hit rates count.
+    pub fn hit(&self) -> bool {
+        self.results.iter().any(Returned::relevant)
+    }
+
     /// A new event; `id` is derived from the rest.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
