@@ -19,19 +19,6 @@ use std::time::{Duration, Instant, SystemTime};
 /// From this many records, a write packs its blobs ([`Store::write_blobs_packed`]).
 const PACK_FROM: usize = 64;
 
-/// A pack entry's header: the object type (3, a blob) and its inflated size, seven bits at a time.
-fn pack_entry_header(out: &mut Vec<u8>, size: usize) {
-    let mut size = size as u64;
-    let mut byte = (3u8 << 4) | (size & 0x0f) as u8;
-    size >>= 4;
-    while size > 0 {
-        out.push(byte | 0x80);
-        byte = (size & 0x7f) as u8;
-        size >>= 7;
-    }
-    out.push(byte);
-}
-
 /// Who writes: used for commit author, committer and the reflog entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
@@ -181,7 +168,9 @@ impl Store {
                 .git(|| format!("hashing the blob of record {}", id.short()))?;
             blobs.push((Record::path(*kind, id), oid));
             if seen.insert(oid) && !self.repo.objects.exists_without_refresh(&oid) {
-                pack_entry_header(&mut pack, bytes.len());
+                gix::odb::pack::data::entry::Header::Blob
+                    .write_to(bytes.len() as u64, &mut pack)
+                    .expect("writing to memory cannot fail");
                 let mut z = gix::zlib::stream::deflate::Write::new(&mut pack, gix::zlib::Compression::BEST_SPEED);
                 z.write_all(bytes).and_then(|_| z.flush()).expect("writing to memory cannot fail");
                 count += 1;
@@ -192,9 +181,7 @@ impl Store {
         }
         // Pack format 2: "PACK", version, object count, the entries, then the hash of it all.
         let mut whole = Vec::with_capacity(pack.len() + 12 + hash.len_in_bytes());
-        whole.extend_from_slice(b"PACK");
-        whole.extend_from_slice(&2u32.to_be_bytes());
-        whole.extend_from_slice(&count.to_be_bytes());
+        whole.extend_from_slice(&gix::odb::pack::data::header::encode(gix::odb::pack::data::Version::V2, count));
         whole.extend_from_slice(&pack);
         let mut hasher = gix::hash::hasher(hash);
         hasher.update(&whole);
