@@ -497,7 +497,18 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
     let page = out_dir.join("index.html");
     assert!(page.exists(), "{written}");
     let dom = std::process::Command::new(browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        // No network here or in CI: the background services' connections would only be refused.
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", sb.path("chromium-profile").display()))
         .arg(format!("file://{}", page.display()))
         .env("HOME", sb.dir.path())
         .output()
