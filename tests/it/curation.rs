@@ -206,7 +206,11 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
     let sb = Sandbox::new();
     let curated = sb.repo("curated");
     let grown = sb.repo("grown");
-    let corpus = lines(&fixture("code/functions.jsonl"));
+    // The agent writes: real functions from the code corpus fixture, or any other text in its
+    // shape (`scripts/year-corpus.py` makes one from the crates' markdown in the cargo registry).
+    let corpus_path =
+        std::env::var_os("GIT_NEO_YEAR_CORPUS").map(PathBuf::from).unwrap_or_else(|| fixture("code/functions.jsonl"));
+    let corpus = lines(&corpus_path);
     let queries = lines(&fixture("recall/queries.jsonl"));
     let mut a = session(&curated, START, embedder);
     let mut b = session(&grown, START, embedder);
@@ -306,8 +310,9 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
     let year_curated = quality(&mut a, &queries);
     let year_grown = quality(&mut b, &queries);
     eprintln!(
-        "recall@5 on the recall fixture: fresh {fresh:.3}, a year grown {year_grown:.3}, a year curated \
-         {year_curated:.3} (before its last curation {last_before:.3})"
+        "recall@5 on the recall fixture, agent writes from {}: fresh {fresh:.3}, a year grown {year_grown:.3}, \
+         a year curated {year_curated:.3} (before its last curation {last_before:.3})",
+        corpus_path.display()
     );
     Year { fresh, grown: year_grown, before_last: last_before, curated: year_curated }
 }
