@@ -60,7 +60,10 @@ fn say_feedback(ctx: &mut Ctx, f: &FeedbackReport) {
 }
 
 pub fn feedback(ctx: &mut Ctx, args: FeedbackArgs) -> Result<(), Error> {
-    let report = ctx.session.feedback(args.dry_run)?;
+    let bar = ctx.out.spinner("reading the recall telemetry");
+    let report = ctx.session.feedback(args.dry_run);
+    bar.finish_and_clear();
+    let report = report?;
     if ctx.out.json {
         ctx.out.json(&report);
     } else {
@@ -70,8 +73,11 @@ pub fn feedback(ctx: &mut Ctx, args: FeedbackArgs) -> Result<(), Error> {
 }
 
 pub fn curate(ctx: &mut Ctx, args: CurateArgs) -> Result<(), Error> {
+    let bar = ctx.out.spinner("curating");
     let report =
-        ctx.session.curate(CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints })?;
+        ctx.session.curate(CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints });
+    bar.finish_and_clear();
+    let report = report?;
     ctx.say_notices();
     if ctx.out.json {
         ctx.out.json(&report);

@@ -391,12 +391,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     let mut session = Session::new(opts);
-    let bar = out.progress(0, "embedding");
+    // The embedding bar joins the run's bars only when there is something to embed: a bar of
+    // length zero would be drawn under a command's spinner.
+    let bars = out.bar_set();
+    let mut bar: Option<indicatif::ProgressBar> = None;
     session.set_progress(Box::new(move |_what, done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
+        if total == 0 {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| output::bar_in(bars.as_ref(), total as u64, "embedding"));
+        b.set_length(total as u64);
+        b.set_position(done as u64);
         if done >= total {
-            bar.finish_and_clear();
+            b.finish_and_clear();
+            bar = None;
         }
     }));
     let mut ctx =

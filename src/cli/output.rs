@@ -12,6 +12,9 @@ pub struct Out {
     /// Set when a command runs inside the background server ([`super::daemon`]): stdout and
     /// stderr are collected and sent back to the client, which prints them.
     captured: Option<Captured>,
+    /// Every bar and spinner of this run draws through one set, so an embedding bar that appears
+    /// under a command's spinner gets its own line instead of overwriting it.
+    bars: indicatif::MultiProgress,
 }
 
 /// Output collected for a client.
@@ -25,12 +28,18 @@ impl Out {
     pub fn new(json: bool) -> Out {
         let colour =
             !json && std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-        Out { json, colour, broken_pipe: false, captured: None }
+        Out { json, colour, broken_pipe: false, captured: None, bars: indicatif::MultiProgress::new() }
     }
 
     /// Output collected in memory, with colour as the client's terminal wants it.
     pub fn capturing(json: bool, colour: bool) -> Out {
-        Out { json, colour: colour && !json, broken_pipe: false, captured: Some(Captured::default()) }
+        Out {
+            json,
+            colour: colour && !json,
+            broken_pipe: false,
+            captured: Some(Captured::default()),
+            bars: indicatif::MultiProgress::new(),
+        }
     }
 
     /// What a capturing `Out` collected.
@@ -72,8 +81,11 @@ impl Out {
             err.push(b'\n');
             return;
         }
-        // A closed stderr must not turn into a panic: diagnostics are best effort.
-        let _ = writeln!(std::io::stderr(), "{s}");
+        // A closed stderr must not turn into a panic: diagnostics are best effort. A bar on
+        // screen steps aside while the note is written, and is drawn again under it.
+        self.bars.suspend(|| {
+            let _ = writeln!(std::io::stderr(), "{s}");
+        });
     }
 
     pub fn warn(&self, s: &str) {
@@ -109,14 +121,22 @@ impl Out {
 
     /// A progress bar on stderr, drawn only when stderr is a terminal and output is not JSON.
     pub fn progress(&self, len: u64, what: &str) -> indicatif::ProgressBar {
-        if self.json || self.captured.is_some() || !std::io::stderr().is_terminal() {
-            return indicatif::ProgressBar::hidden();
-        }
-        let bar = indicatif::ProgressBar::new(len);
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}") {
-            bar.set_style(style.progress_chars("=> "));
-        }
+        bar_in(self.bar_set().as_ref(), len, what)
+    }
+
+    /// Where this run's bars draw, or `None` when none may be drawn (JSON, captured output, or
+    /// stderr not a terminal): for a bar made later, outside a borrow of `self` ([`bar_in`]).
+    pub fn bar_set(&self) -> Option<indicatif::MultiProgress> {
+        (!self.json && self.captured.is_none() && std::io::stderr().is_terminal()).then(|| self.bars.clone())
+    }
+
+    /// A spinner on stderr for work of unknown length (a curation, the report's history walk),
+    /// drawn like [`Out::progress`] only on a terminal; clear it with `finish_and_clear`.
+    pub fn spinner(&self, what: &str) -> indicatif::ProgressBar {
+        let Some(bars) = self.bar_set() else { return indicatif::ProgressBar::hidden() };
+        let bar = bars.add(indicatif::ProgressBar::new_spinner());
         bar.set_message(what.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
         bar
     }
 
@@ -124,4 +144,15 @@ impl Out {
     pub fn finish(&self) -> i32 {
         super::EXIT_OK
     }
+}
+
+/// A progress bar of `len` steps in `bars` (hidden without them).
+pub fn bar_in(bars: Option<&indicatif::MultiProgress>, len: u64, what: &str) -> indicatif::ProgressBar {
+    let Some(bars) = bars else { return indicatif::ProgressBar::hidden() };
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bars.add(bar)
 }

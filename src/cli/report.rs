@@ -13,7 +13,10 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let data = ctx.session.report_data()?;
+    let bar = ctx.out.spinner("reading the memory's history");
+    let data = ctx.session.report_data();
+    bar.finish_and_clear();
+    let data = data?;
     let dir = match args.out {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.dir.join(d),
