@@ -211,7 +211,11 @@ pub fn append(caches: &CacheDir, event: &Event) -> Result<()> {
     let dir = path.parent().expect("the telemetry file has a directory");
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     if std::fs::metadata(&path).is_ok_and(|m| m.len() >= MAX_FILE_BYTES) {
-        std::fs::rename(&path, caches.telemetry_rotated()).map_err(io_err(&path))?;
+        // Another recall may have rotated it since: then there is nothing to move.
+        match std::fs::rename(&path, caches.telemetry_rotated()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(&path)(e)),
+            _ => {}
+        }
     }
     let mut line = serde_json::to_vec(event).map_err(|e| Error::invalid("telemetry", e.to_string()))?;
     line.push(b'\n');
