@@ -146,11 +146,11 @@ pub fn html(data: &ReportData) -> String {
 }
 
 const STYLE: &str =
-    "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em}\
+    "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em;overflow-wrap:anywhere}\
 h2{font-size:1.1em;margin-top:2em}.gen{color:#777}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\
 dt{color:#555}dd{margin:0}svg.chart{width:100%;background:#fafafa;border:1px solid #ddd}table{border-collapse:collapse}\
 td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}.legend{font-size:11px}\
-circle.pt{stroke:#fff;stroke-width:.5}";
+circle.pt{stroke:#fff;stroke-width:.5}details{overflow-x:auto}th,td:first-child,td:nth-child(2){white-space:nowrap;overflow-wrap:normal}pre{white-space:pre-wrap}";
 
 /// Draws every chart from the embedded data: axes, a polyline and one circle per point for each
 /// series; the chains chart, one row per chain with a circle per version.
@@ -161,6 +161,8 @@ var data=JSON.parse(document.getElementById('neo-data').textContent);
 var colours=['#1f77b4','#d62728','#2ca02c','#9467bd','#ff7f0e','#8c564b','#e377c2','#17becf','#7f7f7f'];
 function el(name,attrs,parent){var e=document.createElementNS(NS,name);for(var k in attrs){e.setAttribute(k,attrs[k]);}if(parent){parent.appendChild(e);}return e;}
 function day(t){return new Date(t*1000).toISOString().slice(0,10);}
+// Axis ends: the day, or the minute when the whole chart spans less than two days.
+function when(t,span){var s=new Date(t*1000).toISOString();return span<2*86400?s.slice(0,16).replace('T',' '):s.slice(0,10);}
 data.charts.forEach(function(c){
   var svg=document.querySelector('svg[data-chart="'+c.id+'"]');if(!svg){return;}
   var xs=[],ys=[0];c.series.forEach(function(s){s.points.forEach(function(p){xs.push(p[0]);ys.push(p[1]);});});
@@ -170,15 +172,17 @@ data.charts.forEach(function(c){
   function X(v){return L+(v-x0)/(x1-x0)*(R-L);} function Y(v){return B-v/y1*(B-T);}
   el('line',{x1:L,y1:B,x2:R,y2:B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:B,stroke:'#999'},svg);
   var t=el('text',{x:L-5,y:T+4,'text-anchor':'end','font-size':10},svg);t.textContent=(Math.round(y1*100)/100);
-  t=el('text',{x:L,y:B+16,'font-size':10},svg);t.textContent=day(x0);
-  t=el('text',{x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=day(x1);
+  t=el('text',{x:L-5,y:B+4,'text-anchor':'end','font-size':10},svg);t.textContent='0';
+  t=el('text',{x:L,y:B+16,'font-size':10},svg);t.textContent=when(x0,x1-x0);
+  t=el('text',{x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=when(x1,x1-x0);
   t=el('text',{x:12,y:(T+B)/2,'font-size':10,transform:'rotate(-90 12 '+(T+B)/2+')','text-anchor':'middle'},svg);t.textContent=c.y_label;
   c.series.forEach(function(s,i){
     var col=colours[i%colours.length];
     if(s.points.length>1){el('polyline',{points:s.points.map(function(p){return X(p[0])+','+Y(p[1]);}).join(' '),fill:'none',stroke:col,'stroke-width':1.5},svg);}
     var g=el('g',{'data-series':s.name},svg);
     s.points.forEach(function(p){var d=el('circle',{'class':'pt',cx:X(p[0]),cy:Y(p[1]),r:2.6,fill:col},g);el('title',{},d).textContent=s.name+' '+day(p[0])+': '+p[1];});
-    var lg=el('text',{'class':'legend',x:R+10,y:T+10+i*14,fill:col},svg);lg.textContent=s.name;
+    // The legend keeps to the chart's width; the whole name is its tooltip.
+    var lg=el('text',{'class':'legend',x:R+10,y:T+10+i*14,fill:col},svg);lg.textContent=s.name.length>24?s.name.slice(0,23)+'\u2026':s.name;el('title',{},lg).textContent=s.name;
   });
 });
 var svg=document.querySelector('svg[data-chart="chains"]');
@@ -194,6 +198,8 @@ if(svg){
   });
 }
 document.body.setAttribute('data-drawn','yes');
+// Whether the page fits its window's width (no sideways scrolling), for the browser test.
+var root=document.documentElement;document.body.setAttribute('data-fits',root.scrollWidth<=root.clientWidth?'yes':'no');
 })();
 "#;
 

@@ -485,7 +485,15 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
     let out = sb
         .neo_cmd(&repo)
         .env("GIT_NEO_NOW", "2026-03-04T12:00:00Z")
-        .args(["add", "-t", "failure", "-s", "Redis timed out under load", "--supersedes", &old])
+        .args([
+            "add",
+            "-t",
+            "failure",
+            "-s",
+            "Redis timed out under load: https://status.example.com/incidents/2026_03_04/redis_cluster_eu_west_1_connection_pool_exhausted_after_failover",
+            "--supersedes",
+            &old,
+        ])
         .output()
         .expect("run");
     assert!(out.status.success());
@@ -511,6 +519,7 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
             "--disable-background-networking",
             "--disable-component-update",
             "--disable-sync",
+            "--window-size=800,600",
             "--dump-dom",
         ])
         .arg(format!("--user-data-dir={}", sb.path("chromium-profile").display()))
@@ -520,6 +529,8 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
         .expect("run the browser");
     let dom = String::from_utf8_lossy(&dom.stdout).to_string();
     assert!(dom.contains("data-drawn=\"yes\""), "the page's script did not run: {}", &dom[..dom.len().min(500)]);
+    // A long unbroken subject (a URL) wraps instead of making the page scroll sideways.
+    assert!(dom.contains("data-fits=\"yes\""), "the page is wider than the browser's window");
     let circles = |chart: &str| {
         let start = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
         let end = dom[start..].find("</svg>").expect("closed") + start;
