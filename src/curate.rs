@@ -21,7 +21,7 @@
 //! 4. **Evict** to the scope's cap: while more current facts remain than the cap, the one with
 //!    the lowest [`keep_score`] is superseded (method `curation`), oldest first on ties.
 //!
-//! "Use" is the answers a fact led that stood (`api::feedback::stood`), not every retrieval: a
+//! "Use" is the answers a fact led that stood (`api::feedback::Questions::stood`), not every retrieval: a
 //! fact shown beside the answer, or leading an answer that was asked again, was retrieved too,
 //! and counting those kept exactly the facts that crowd answers out.
 //!
@@ -64,7 +64,7 @@ pub struct Inputs<'a> {
     pub include_constraints: bool,
     /// Relevant retrievals per fact, from the local telemetry.
     pub retrievals: &'a HashMap<RecordId, usize>,
-    /// How often each fact led an answer that stood (`api::feedback::stood`): evidence of use.
+    /// How often each fact led an answer that stood (`api::feedback::Questions::stood`): evidence of use.
     pub answered: &'a HashMap<RecordId, usize>,
     /// When each fact last led an answer that stood (seconds since the epoch).
     pub last_answered: &'a HashMap<RecordId, i64>,

@@ -62,11 +62,12 @@ impl Session {
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
         let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
         let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
-        let stood = feedback::stood(&events);
+        let questions = feedback::Questions::new(&events);
+        let stood = questions.stood();
         // All the feedback there is, first and in one commit, so the plan sees every signal and a
         // second curation right after finds nothing new.
         let feedback = if scope == Scope::Project {
-            Some(self.feedback_from(&events, &stood, opts.dry_run, false)?)
+            Some(self.feedback_from(&questions, &stood, opts.dry_run, false)?)
         } else {
             None
         };

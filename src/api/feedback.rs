@@ -6,7 +6,7 @@
 //!   vectors of one model, word overlap (Jaccard) [`REASK_WORDS`] or more) means the first
 //!   answer did not help: each of its first [`REASKED_TOP`] relevant results gets `reasked`
 //!   ([`REASKED`]), unless that fact was shown in an answer to another question that stood
-//!   ([`stood`]): then it was off the point here, not wrong, and the re-ask is counted as spared;
+//!   ([`Questions::stood`]): then it was off the point here, not wrong, and the re-ask is counted as spared;
 //! - a new but related question (cosine from [`RELATED_COSINE`], words from [`RELATED_WORDS`],
 //!   below the re-ask line) means it did: the result the answer led with gets `helped`
 //!   ([`HELPED`], one success);
@@ -109,25 +109,75 @@ pub struct FeedbackReport {
     pub memory_commit: Option<String>,
 }
 
-/// How alike two recalls' questions are, and by what measure.
-pub fn similarity(a: &Event, b: &Event) -> (f32, &'static str) {
-    if let (Some(va), Some(vb), Some(ma), Some(mb)) = (&a.vector, &b.vector, &a.model, &b.model) {
-        if ma == mb {
-            if let (Some(x), Some(y)) = (telemetry::dequantise(va), telemetry::dequantise(vb)) {
-                if x.len() == y.len() {
-                    return (crate::embed::cosine(&x, &y), "cosine");
-                }
+/// The telemetry's questions, decoded once: each recall's query vector and word set, and how
+/// each recall relates to the one after it. Judging a pair from the events themselves decoded both
+/// vectors from hex and rebuilt both word sets every time, and the sparing rule judges a re-asked
+/// question against every answer that stood with the fact it would lower: a fact shown in many
+/// answers paid that for each of them.
+pub struct Questions<'a> {
+    pub events: &'a [Event],
+    vectors: Vec<Option<Vec<f32>>>,
+    words: Vec<HashSet<u32>>,
+    /// `next[i]`: when recall `i + 1` follows recall `i` within the window, how alike they are.
+    next: Vec<Option<(f32, &'static str)>>,
+}
+
+impl<'a> Questions<'a> {
+    pub fn new(events: &'a [Event]) -> Questions<'a> {
+        let mut q = Questions {
+            events,
+            vectors: events.iter().map(|e| e.vector.as_deref().and_then(telemetry::dequantise)).collect(),
+            words: events.iter().map(|e| e.words.iter().copied().collect()).collect(),
+            next: Vec::new(),
+        };
+        q.next =
+            (1..events.len()).map(|j| follows(&events[j - 1], &events[j]).then(|| q.similarity(j - 1, j))).collect();
+        q
+    }
+
+    /// How alike the questions of recalls `i` and `j` are, and by what measure: cosine of the
+    /// query vectors when both have one of the same model, else word overlap (Jaccard).
+    pub fn similarity(&self, i: usize, j: usize) -> (f32, &'static str) {
+        let (a, b) = (&self.events[i], &self.events[j]);
+        if let (Some(x), Some(y), Some(ma), Some(mb)) = (&self.vectors[i], &self.vectors[j], &a.model, &b.model) {
+            if ma == mb && x.len() == y.len() {
+                return (crate::embed::cosine(x, y), "cosine");
             }
         }
+        if a.query_hash == b.query_hash {
+            return (1.0, "words");
+        }
+        let (sa, sb) = (&self.words[i], &self.words[j]);
+        let union = sa.union(sb).count();
+        let j = if union == 0 { 0.0 } else { sa.intersection(sb).count() as f32 / union as f32 };
+        (j, "words")
     }
-    if a.query_hash == b.query_hash {
-        return (1.0, "words");
+
+    fn judge(&self, i: usize, j: usize) -> Option<Signal> {
+        let (sim, by) = self.similarity(i, j);
+        judge(sim, by)
     }
-    let sa: HashSet<u32> = a.words.iter().copied().collect();
-    let sb: HashSet<u32> = b.words.iter().copied().collect();
-    let union = sa.union(&sb).count();
-    let j = if union == 0 { 0.0 } else { sa.intersection(&sb).count() as f32 / union as f32 };
-    (j, "words")
+
+    /// Whether recall `i + 1` asked the question of recall `i` again.
+    fn repeated(&self, i: usize) -> bool {
+        self.next.get(i).copied().flatten().is_some_and(|(sim, by)| judge(sim, by) == Some(Signal::Reasked))
+    }
+
+    /// The answers that stood, as indices into the events (oldest first): recalls whose question
+    /// was not asked again within the window. A repeat that led with the same result as the
+    /// question it repeats does not stand either: getting the same answer again and stopping says
+    /// as little as giving up. This is evidence of use, the kind plain retrieval is not (a fact
+    /// shown beside the answer, or leading a wrong one, is retrieved too): curation keeps facts by
+    /// the answers they led (`api/curate.rs`), and a fact shown in an answer that stood is not
+    /// lowered because another question was asked again after it led ([`read_exchanges`]).
+    pub fn stood(&self) -> Vec<usize> {
+        let events = self.events;
+        (0..events.len())
+            .filter(|&i| lead(&events[i]).is_some())
+            .filter(|&i| !self.repeated(i))
+            .filter(|&i| i == 0 || !(self.repeated(i - 1) && lead(&events[i - 1]) == lead(&events[i])))
+            .collect()
+    }
 }
 
 /// The signal a follow-up gives, if any.
@@ -152,29 +202,6 @@ fn lead(e: &Event) -> Option<&str> {
     e.results.iter().find(|r| r.relevant()).map(|r| r.id.as_str())
 }
 
-/// The answers that stood, as indices into `events` (oldest first): recalls whose question was
-/// not asked again within the window. A repeat that led with the same result as the question it
-/// repeats does not stand either: getting the same answer again and stopping says as little as
-/// giving up. This is evidence of use, the kind plain retrieval is not (a fact shown beside the
-/// answer, or leading a wrong one, is retrieved too): curation keeps facts by the answers they
-/// led (`api/curate.rs`), and a fact shown in an answer that stood is not lowered because another
-/// question was asked again after it led ([`read_exchanges`]).
-pub fn stood(events: &[Event]) -> Vec<usize> {
-    // `repeated[i]`: the recall after `i` asked its question again (each pair judged once).
-    let repeated: Vec<bool> =
-        events.windows(2).map(|w| follows(&w[0], &w[1]) && judge_pair(&w[0], &w[1]) == Some(Signal::Reasked)).collect();
-    (0..events.len())
-        .filter(|&i| lead(&events[i]).is_some())
-        .filter(|&i| !repeated.get(i).copied().unwrap_or(false))
-        .filter(|&i| i == 0 || !(repeated[i - 1] && lead(&events[i - 1]) == lead(&events[i])))
-        .collect()
-}
-
-fn judge_pair(a: &Event, b: &Event) -> Option<Signal> {
-    let (sim, by) = similarity(a, b);
-    judge(sim, by)
-}
-
 /// Every piece of implicit evidence in `events` (oldest first) about the ids `scored` accepts,
 /// and how many re-asks were set aside because the fact they would lower was shown in an answer
 /// that stood, to another question (it was off the point there, not wrong: without this, a
@@ -183,10 +210,11 @@ fn judge_pair(a: &Event, b: &Event) -> Option<Signal> {
 /// be any of them (sparing only answers' first facts left recall@5 in that year one question
 /// lower with the model, two with the test embedder).
 pub fn read_exchanges(
-    events: &[Event],
+    questions: &Questions<'_>,
     stood: &[usize],
     scored: &dyn Fn(&str) -> Option<RecordId>,
 ) -> (usize, Vec<Implicit>, usize) {
+    let events = questions.events;
     // Every fact shown in an answer that stood: any of them may be what answered it.
     let mut answered: HashMap<&str, Vec<usize>> = HashMap::new();
     for &i in stood {
@@ -197,17 +225,14 @@ pub fn read_exchanges(
     let mut exchanges = 0;
     let mut spared = 0;
     let mut out = Vec::new();
-    for pair in events.windows(2) {
+    for (k, pair) in events.windows(2).enumerate() {
         let (a, b) = (&pair[0], &pair[1]);
-        if !follows(a, b) {
-            continue;
-        }
+        let Some((sim, by)) = questions.next[k] else { continue };
         let relevant = || a.results.iter().filter(|r| r.relevant());
         if !relevant().any(|r| scored(&r.id).is_some()) {
             continue;
         }
         exchanges += 1;
-        let (sim, by) = similarity(a, b);
         let Some(signal) = judge(sim, by) else { continue };
         let n = if signal == Signal::Reasked { REASKED_TOP } else { HELPED_TOP };
         for target in relevant().take(n).filter_map(|r| scored(&r.id)) {
@@ -215,7 +240,7 @@ pub fn read_exchanges(
                 let hex = target.to_hex();
                 let elsewhere = answered
                     .get(hex.as_str())
-                    .is_some_and(|stood| stood.iter().any(|&i| judge_pair(&events[i], a) != Some(Signal::Reasked)));
+                    .is_some_and(|stood| stood.iter().any(|&i| questions.judge(i, k) != Some(Signal::Reasked)));
                 if elsewhere {
                     spared += 1;
                     continue;
@@ -285,15 +310,16 @@ impl Session {
         let store = self.project_store()?;
         let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
         let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
-        self.feedback_from(&events, &stood(&events), dry_run, true)
+        let questions = Questions::new(&events);
+        self.feedback_from(&questions, &questions.stood(), dry_run, true)
     }
 
-    /// [`Session::feedback`] on telemetry already read (`events`, and the answers among them that
-    /// [`stood`]), with or without the per-run cap: a curation reads all the feedback there is in
+    /// [`Session::feedback`] on telemetry already read (`questions`, and the answers among them
+    /// that [stood](Questions::stood)), with or without the per-run cap: a curation reads all the feedback there is in
     /// one commit, so its plan sees every signal (the daily cap per fact still holds).
     pub(super) fn feedback_from(
         &mut self,
-        events: &[Event],
+        questions: &Questions<'_>,
         stood: &[usize],
         dry_run: bool,
         per_run_cap: bool,
@@ -311,7 +337,7 @@ impl Session {
             let e = state.entries.get(&id)?;
             (e.record.kind == Kind::Fact && e.status == Status::Valid).then_some(id)
         };
-        let (exchanges, found, spared) = read_exchanges(events, stood, &scored);
+        let (exchanges, found, spared) = read_exchanges(questions, stood, &scored);
         let existing: HashSet<&str> = state
             .iter()
             .filter_map(|e| match &e.record.payload {
@@ -361,7 +387,7 @@ impl Session {
             return Ok(report);
         }
         let wc = wc.expect("made above unless a dry run");
-        let by_id: HashMap<&str, &Event> = events.iter().map(|e| (e.id.as_str(), e)).collect();
+        let by_id: HashMap<&str, &Event> = questions.events.iter().map(|e| (e.id.as_str(), e)).collect();
         let records: Vec<Record> = report
             .outcomes
             .iter()
@@ -393,6 +419,10 @@ mod tests {
     use super::*;
     use crate::api::telemetry::{Candidates, Front, Returned};
 
+    fn stood(events: &[Event]) -> Vec<usize> {
+        Questions::new(events).stood()
+    }
+
     fn event(at: i64, query: &str, ids: &[&str]) -> Event {
         let results = ids
             .iter()
@@ -420,13 +450,13 @@ mod tests {
             // Too late, and unrelated: nothing.
             event(5_000, "release checklist", &[&other]),
         ];
-        let (exchanges, found, spared) = read_exchanges(&events, &stood(&events), &scored);
+        let (exchanges, found, spared) = read_exchanges(&Questions::new(&events), &stood(&events), &scored);
         assert_eq!((exchanges, spared), (2, 0));
         let signals: Vec<Signal> = found.iter().map(|f| f.signal).collect();
         assert_eq!(signals, vec![Signal::Reasked, Signal::Helped]);
         assert!(found[0].key.ends_with(":reasked") && found[0].key.starts_with(&hex));
         // The same telemetry read twice gives the same keys.
-        let (_, again, _) = read_exchanges(&events, &stood(&events), &scored);
+        let (_, again, _) = read_exchanges(&Questions::new(&events), &stood(&events), &scored);
         assert_eq!(found.iter().map(|f| &f.key).collect::<Vec<_>>(), again.iter().map(|f| &f.key).collect::<Vec<_>>());
     }
 
@@ -448,7 +478,7 @@ mod tests {
         ];
         // The repeats that led with the same result do not stand; the first question does.
         assert_eq!(stood(&events), vec![0]);
-        let (_, found, spared) = read_exchanges(&events, &stood(&events), &scored);
+        let (_, found, spared) = read_exchanges(&Questions::new(&events), &stood(&events), &scored);
         assert_eq!(spared, 1);
         let lowered: Vec<(RecordId, Signal)> = found.iter().map(|f| (f.target, f.signal)).collect();
         assert_eq!(lowered, vec![(y, Signal::Reasked), (y, Signal::Reasked)]);
@@ -457,7 +487,7 @@ mod tests {
             event(0, "how do we retry payments", &[&hx, &hy]),
             event(60, "payments retry backoff jitter limits", &[]),
         ];
-        let (_, found, _) = read_exchanges(&events, &stood(&events), &scored);
+        let (_, found, _) = read_exchanges(&Questions::new(&events), &stood(&events), &scored);
         let credited: Vec<(RecordId, Signal)> = found.iter().map(|f| (f.target, f.signal)).collect();
         assert_eq!(credited, vec![(x, Signal::Helped)]);
         // A repeat that led with something else stands: the second answer may have helped.
@@ -469,7 +499,7 @@ mod tests {
             event(9_000, "how long are tokens valid", &[&hy]),
             event(9_030, "how long are tokens valid", &[&hy]),
         ];
-        let (_, found, spared) = read_exchanges(&events, &stood(&events), &scored);
+        let (_, found, spared) = read_exchanges(&Questions::new(&events), &stood(&events), &scored);
         assert!(found.is_empty(), "{found:?}");
         assert_eq!(spared, 1);
     }
@@ -482,7 +512,7 @@ mod tests {
         b.vector = Some(telemetry::quantise(&[0.96, 0.28]));
         a.model = Some("m".into());
         b.model = Some("m".into());
-        let (s, by) = similarity(&a, &b);
+        let (s, by) = Questions::new(&[a, b]).similarity(0, 1);
         assert_eq!(by, "cosine");
         assert!(s > 0.95, "{s}");
         assert_eq!(judge(s, by), Some(Signal::Reasked));
