@@ -37,9 +37,9 @@ fn say_feedback(ctx: &mut Ctx, f: &FeedbackReport) {
     ctx.out.line(&format!(
         "implicit feedback: {} recall exchange{}; {verb} {} outcome{}{}{}",
         f.exchanges,
-        if f.exchanges == 1 { "" } else { "s" },
+        plural(f.exchanges),
         new.len(),
-        if new.len() == 1 { "" } else { "s" },
+        plural(new.len()),
         if f.spared > 0 {
             format!("; {} re-ask{} spared (the fact was in an answer to another question)", f.spared, plural(f.spared))
         } else {
@@ -60,10 +60,7 @@ fn say_feedback(ctx: &mut Ctx, f: &FeedbackReport) {
 }
 
 pub fn feedback(ctx: &mut Ctx, args: FeedbackArgs) -> Result<(), Error> {
-    let bar = ctx.out.spinner("reading the recall telemetry");
-    let report = ctx.session.feedback(args.dry_run);
-    bar.finish_and_clear();
-    let report = report?;
+    let report = ctx.out.spinning("reading the recall telemetry", || ctx.session.feedback(args.dry_run))?;
     if ctx.out.json {
         ctx.out.json(&report);
     } else {
@@ -73,11 +70,8 @@ pub fn feedback(ctx: &mut Ctx, args: FeedbackArgs) -> Result<(), Error> {
 }
 
 pub fn curate(ctx: &mut Ctx, args: CurateArgs) -> Result<(), Error> {
-    let bar = ctx.out.spinner("curating");
-    let report =
-        ctx.session.curate(CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints });
-    bar.finish_and_clear();
-    let report = report?;
+    let opts = CurateOptions { dry_run: args.dry_run, include_constraints: args.include_constraints };
+    let report = ctx.out.spinning("curating", || ctx.session.curate(opts))?;
     ctx.say_notices();
     if ctx.out.json {
         ctx.out.json(&report);

@@ -130,14 +130,17 @@ impl Out {
         (!self.json && self.captured.is_none() && std::io::stderr().is_terminal()).then(|| self.bars.clone())
     }
 
-    /// A spinner on stderr for work of unknown length (a curation, the report's history walk),
-    /// drawn like [`Out::progress`] only on a terminal; clear it with `finish_and_clear`.
-    pub fn spinner(&self, what: &str) -> indicatif::ProgressBar {
-        let Some(bars) = self.bar_set() else { return indicatif::ProgressBar::hidden() };
+    /// Run `work` under a spinner on stderr saying `what` (work of unknown length: a curation,
+    /// the report's history walk), drawn like [`Out::progress`] only on a terminal and cleared
+    /// when the work ends, however it ends.
+    pub fn spinning<T>(&self, what: &str, work: impl FnOnce() -> T) -> T {
+        let Some(bars) = self.bar_set() else { return work() };
         let bar = bars.add(indicatif::ProgressBar::new_spinner());
         bar.set_message(what.to_string());
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        bar
+        let out = work();
+        bar.finish_and_clear();
+        out
     }
 
     /// The exit code for a successful run (0, including after a closed pipe).

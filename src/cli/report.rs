@@ -13,10 +13,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let bar = ctx.out.spinner("reading the memory's history");
-    let data = ctx.session.report_data();
-    bar.finish_and_clear();
-    let data = data?;
+    let data = ctx.out.spinning("reading the memory's history", || ctx.session.report_data())?;
     let dir = match args.out {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.dir.join(d),
