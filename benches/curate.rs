@@ -1,9 +1,10 @@
 //! `git neo curate` over 10k facts of real text, twice: functions of the code corpus fixture,
 //! then paragraphs of the crates' markdown in the local cargo registry cache (text nobody here
-//! wrote; skipped when the cache is empty), each cycled with its number: the plan (dry run, library session), the first curation through the
-//! command line with its peak memory (it writes about 13,400 evictions, merges and prunes in one
-//! commit), and a second run right after (library session; writes nothing). Baseline in the same
-//! run: loading and folding the same memory.
+//! wrote; skipped when the cache is empty), each cycled with its number. Timed: the plan (dry
+//! run, library session), the first curation through the command line with its peak memory (it
+//! writes about 13,400 evictions, merges and prunes in one commit), and a second run right after
+//! (library session; writes nothing). Baseline in the same run: loading and folding the same
+//! memory.
 //! The deterministic embedder gives the vectors (the index is built before timing).
 //!
 //! `cargo bench --bench curate`
