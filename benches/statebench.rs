@@ -299,16 +299,16 @@ fn replay(
 }
 
 /// One line per candidate the frame rule judged (`--pairs`), tab-separated: label, superseded,
-/// indexed cosine, word overlap, shared names, values old -> new, masked frames old <- new.
+/// thing, predicate, why, values old -> new, masked frames old <- new.
 fn print_pairs(out: &git_neo::api::AddOutcome, label: impl Fn(git_neo::record::RecordId) -> &'static str) {
     for j in &out.judged {
         let taken = out.superseded.iter().any(|p| p.old == j.id);
         println!(
-            "pair\t{}\t{taken}\t{:.3}\t{:.2}\t{:?}\t{:?}->{:?}\t{:?} <- {:?}",
+            "pair\t{}\t{taken}\t{}\t{}\t{}\t{:?}->{:?}\t{:?} <- {:?}",
             label(j.id),
-            j.cosine,
-            j.word_overlap,
-            j.shared_names,
+            j.thing,
+            j.predicate,
+            j.why,
             j.old_values,
             j.new_values,
             j.frames[0],

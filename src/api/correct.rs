@@ -262,3 +262,100 @@ impl Memory {
         ev
     }
 }
+
+/// One automatic supersession, as the rule of today reads it (`git neo repair`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Rechecked {
+    /// The supersession record.
+    pub id: RecordId,
+    pub method: SupersessionMethod,
+    pub old: RecordId,
+    pub old_subject: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<RecordId>,
+    pub new_subject: String,
+    /// The reason the supersession gave when it was written.
+    pub reason: String,
+    /// Whether today's rule makes it too.
+    pub holds: bool,
+    /// What today's rule says of the pair.
+    pub verdict: String,
+}
+
+/// What `git neo repair` found and did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Repair {
+    /// Every automatic supersession in effect (by the frame rule or by similarity).
+    pub supersessions: Vec<Rechecked>,
+    /// The ones reverted (or, in a dry run, that would be).
+    pub reverted: usize,
+    pub dry_run: bool,
+    /// The commit that holds the reverts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Memory {
+    /// Re-read every automatic supersession still in effect with today's rule, and revert (one
+    /// retraction each, all in one commit) those it would not make: a frame supersession the
+    /// frame rule no longer makes, a similarity one between statements of different identities.
+    /// Explicit and key supersessions are the writer's own and are left alone.
+    pub fn repair(&mut self, dry_run: bool, ctx: &WriteContext) -> Result<Repair> {
+        let mut found = Vec::new();
+        for e in self.state.iter() {
+            let Payload::Supersession(s) = &e.record.payload else { continue };
+            if !matches!(s.method, SupersessionMethod::Frame | SupersessionMethod::Similarity) || e.retracted_by.is_some()
+            {
+                continue;
+            }
+            let Some(new) = s.new else { continue };
+            let summary = |id: &RecordId| self.state.entries.get(id).map(|e| e.record.summary()).unwrap_or_default();
+            let (old_subject, new_subject) = (summary(&s.old), summary(&new));
+            let (holds, verdict) = match s.method {
+                SupersessionMethod::Frame => {
+                    let c = crate::frame::compare(&crate::frame::frame(&old_subject), &crate::frame::frame(&new_subject));
+                    (c.relation == crate::frame::Relation::Update, c.why)
+                }
+                _ => {
+                    let same = crate::frame::frame(&old_subject).identity == crate::frame::frame(&new_subject).identity;
+                    (same, if same { "same identity".into() } else { "different identities".into() })
+                }
+            };
+            found.push(Rechecked {
+                id: e.id,
+                method: s.method,
+                old: s.old,
+                old_subject,
+                new: Some(new),
+                new_subject,
+                reason: s.reason.clone(),
+                holds,
+                verdict,
+            });
+        }
+        let undo: Vec<&Rechecked> = found.iter().filter(|r| !r.holds).collect();
+        let reverted = undo.len();
+        let mut commit = None;
+        if !dry_run && reverted > 0 {
+            let records = undo
+                .iter()
+                .map(|r| crate::record::Record {
+                    kind: Kind::Retraction,
+                    payload: Payload::Retraction(Retraction {
+                        target: r.id,
+                        reason: format!("repair: the update rule no longer makes this supersession ({})", r.verdict),
+                    }),
+                    author: ctx.identity.author_field(),
+                    created_at: ctx.now,
+                    body: String::new(),
+                })
+                .collect();
+            let message = format!(
+                "neo: repair reverts {reverted} automatic supersession{}",
+                if reverted == 1 { "" } else { "s" }
+            );
+            commit = self.write_all(records, message, ctx)?.commit;
+        }
+        Ok(Repair { supersessions: found, reverted, dry_run, commit })
+    }
+}

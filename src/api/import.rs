@@ -18,6 +18,10 @@ pub struct ImportOutcome {
     /// The id of every request written or already stored, in input order (existing ids for
     /// duplicates; skipped requests have none).
     pub ids: Vec<RecordId>,
+    /// Current facts the imported ones replaced (by key, or by the frame rule), as `add` reports
+    /// them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub superseded: Vec<super::PlannedSupersession>,
     /// Requests left out because they were invalid (only with `skip_invalid`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
@@ -30,6 +34,96 @@ pub struct Skipped {
     pub index: usize,
     /// Every problem found, `field: message`.
     pub problems: Vec<String>,
+}
+
+/// The supersession decision of an import: the memory's state, plus what the import wrote so far.
+#[derive(Default)]
+struct ImportDecider {
+    /// Facts imported so far, by what they are about ([`state::thing_key`]) and by key.
+    things: HashMap<String, Vec<RecordId>>,
+    keys: HashMap<(String, String), Vec<RecordId>>,
+    facts: HashMap<RecordId, crate::record::Fact>,
+    /// Facts (of the state or imported) this import superseded.
+    superseded: std::collections::HashSet<RecordId>,
+}
+
+impl ImportDecider {
+    fn admit(&mut self, id: RecordId, fact: &crate::record::Fact) {
+        if let Some(k) = state::thing_key(fact) {
+            self.things.entry(k).or_default().push(id);
+        }
+        if let Some(k) = &fact.key {
+            self.keys.entry((k.clone(), fact.scope.clone())).or_default().push(id);
+        }
+        self.facts.insert(id, fact.clone());
+    }
+
+    fn confidence(&self, state: &State, id: RecordId) -> i32 {
+        match self.facts.get(&id) {
+            Some(f) => f.confidence.0,
+            None => state.entries.get(&id).map(|e| e.confidence.0).unwrap_or(0),
+        }
+    }
+
+    /// What `add` would supersede for `fact` (the key rule, then the frame rule), over the state
+    /// and the facts imported before it.
+    fn decide(&self, state: &State, fact: &crate::record::Fact, req: &AddRequest, frame_on: bool) -> Vec<super::PlannedSupersession> {
+        use crate::record::SupersessionMethod;
+        let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+        let mut planned = Vec::new();
+        let current = |id: &RecordId| {
+            !self.superseded.contains(id)
+                && (self.facts.contains_key(id) || state.entries.get(id).is_some_and(|e| e.status == Status::Valid && e.record.kind == Kind::Fact))
+        };
+        if let Some(key) = &fact.key {
+            let in_state = state.iter().filter(|e| {
+                e.status == Status::Valid && e.record.as_fact().is_some_and(|f| f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope)
+            });
+            let ids: Vec<(RecordId, String)> = in_state
+                .map(|e| (e.id, e.record.summary()))
+                .chain(self.keys.get(&(key.clone(), fact.scope.clone())).into_iter().flatten().map(|id| (*id, self.facts[id].subject.clone())))
+                .filter(|(id, _)| current(id))
+                .collect();
+            for (old, subject) in ids {
+                planned.push(super::PlannedSupersession {
+                    old,
+                    old_scope: None,
+                    subject,
+                    method: SupersessionMethod::Key,
+                    score: None,
+                    reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
+                });
+            }
+        }
+        if !planned.is_empty() || !frame_on {
+            return planned;
+        }
+        let linked: std::collections::BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
+        let mut candidates: Vec<RecordId> = state.same_thing(fact);
+        if let Some(k) = state::thing_key(fact) {
+            candidates.extend(self.things.get(&k).into_iter().flatten());
+        }
+        for id in candidates.into_iter().rev() {
+            if !current(&id) || linked.contains(&id) || fact.depends_on.contains(&id) {
+                continue;
+            }
+            let old = match self.facts.get(&id) {
+                Some(f) => f.subject.clone(),
+                None => state.entries[&id].record.summary(),
+            };
+            if let (crate::frame::Relation::Update, Some(u)) = super::updates::judge(id, &old, &fact.subject) {
+                planned.push(super::PlannedSupersession {
+                    old: id,
+                    old_scope: None,
+                    subject: old,
+                    method: SupersessionMethod::Frame,
+                    score: None,
+                    reason: reason.map(str::to_string).unwrap_or_else(|| u.reason()),
+                });
+            }
+        }
+        planned
+    }
 }
 
 impl Memory {
@@ -50,7 +144,7 @@ impl Memory {
         let mut prepared = Vec::with_capacity(requests.len());
         for (i, req) in requests.iter().enumerate() {
             match self.prepare_fact(req, ctx) {
-                Ok(r) => prepared.push(r),
+                Ok(r) => prepared.push((i, r)),
                 Err(Error::Invalid(p)) if skip_invalid => skipped.push(Skipped {
                     index: i,
                     problems: p.0.iter().map(|p| format!("{}: {}", p.field, p.message)).collect(),
@@ -66,22 +160,60 @@ impl Memory {
         let mut outcome = ImportOutcome { skipped, ..ImportOutcome::default() };
         let mut fresh: Vec<(RecordId, Record)> = Vec::new();
         let mut seen: HashMap<String, RecordId> = HashMap::new();
-        for record in prepared {
-            let fact = record.as_fact().expect("prepare_fact builds facts");
-            let key = state::dedup_key(fact, &record.body);
-            if let Some(existing) = self.state.duplicate_of(fact, &record.body).or_else(|| seen.get(&key).copied()) {
+        // The same supersession decision as `add` makes record by record (key, then the frame
+        // rule; similarity needs a model per record and is add's alone), over the memory as it
+        // stood and the facts imported before this one.
+        let frame_on = self.store.frame_updates()?;
+        let mut decider = ImportDecider::default();
+        for (i, mut record) in prepared {
+            let req = &requests[i];
+            let fact = record.as_fact().expect("prepare_fact builds facts").clone();
+            let key = state::dedup_key(&fact, &record.body);
+            if let Some(existing) = self.state.duplicate_of(&fact, &record.body).or_else(|| seen.get(&key).copied()) {
                 outcome.duplicates += 1;
                 outcome.ids.push(existing);
                 continue;
             }
+            let planned =
+                if req.no_supersede { Vec::new() } else { decider.decide(&self.state, &fact, req, frame_on) };
+            if req.confidence.is_none() && !planned.is_empty() {
+                let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
+                if let crate::record::Payload::Fact(f) = &mut record.payload {
+                    f.confidence = crate::record::Milli((carried + super::CARRY_OVER_BONUS.0).min(1000));
+                }
+            }
             let (id, _) = record.encode();
             seen.insert(key, id);
             outcome.ids.push(id);
+            let fact = record.as_fact().expect("a fact").clone();
+            decider.admit(id, &fact);
+            let reqs_reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
             fresh.push((id, record));
+            for p in planned {
+                decider.superseded.insert(p.old);
+                let sup = self.supersession_record(
+                    &super::PlannedSupersession { reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()), ..p.clone() },
+                    id,
+                    ctx,
+                );
+                let (sid, _) = sup.encode();
+                outcome.superseded.push(p);
+                fresh.push((sid, sup));
+            }
         }
         let total = fresh.len();
         let mut done = 0;
-        for chunk in fresh.chunks(batch_size.max(1)) {
+        // Batches of `batch_size` records, cut only before a fact: a fact and the supersessions
+        // it makes land in one commit, so no reader sees one without the other.
+        let mut bounds = vec![0];
+        for (i, (_, r)) in fresh.iter().enumerate() {
+            let start = *bounds.last().expect("starts with 0");
+            if i > start && i - start >= batch_size.max(1) && r.kind == Kind::Fact {
+                bounds.push(i);
+            }
+        }
+        bounds.push(fresh.len());
+        for chunk in bounds.windows(2).map(|w| &fresh[w[0]..w[1]]).filter(|c| !c.is_empty()) {
             let encoded: Vec<(Kind, RecordId, Vec<u8>)> =
                 chunk.iter().map(|(id, r)| (r.kind, *id, r.encode().1)).collect();
             let message = match chunk {
@@ -98,7 +230,8 @@ impl Memory {
             if written.commit.is_some() {
                 outcome.commits += 1;
             }
-            outcome.added += written.added;
+            let sups = chunk.iter().filter(|(_, r)| r.kind == Kind::Supersession).count();
+            outcome.added += written.added.saturating_sub(sups);
             for (_, id, bytes) in &encoded {
                 let blob = target.store.hash_blob(bytes)?;
                 target.blobs.insert(*id, blob);

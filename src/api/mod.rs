@@ -38,7 +38,7 @@ pub mod updates;
 pub mod verify;
 mod write;
 
-pub use correct::{History, HistoryEvent};
+pub use correct::{History, HistoryEvent, Rechecked, Repair};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
 
 pub use export::ExportedFact;

@@ -27,6 +27,27 @@ pub const DEFAULT_THRESHOLD: f32 = 0.85;
 
 pub use super::updates::{PossibleUpdate, UPDATE_CANDIDATES};
 
+/// The frame rule's decision for `fact` over the valid facts about the same thing that
+/// `is_candidate` admits, newest first: the updates it applies (none when `frame_on` is false),
+/// and the possible updates it returns to the writer (sure updates among them when off).
+pub(crate) fn frame_step(
+    state: &crate::state::State,
+    fact: &crate::record::Fact,
+    is_candidate: &dyn Fn(&RecordId) -> bool,
+    frame_on: bool,
+) -> (Vec<PossibleUpdate>, Vec<PossibleUpdate>) {
+    let (mut sure, mut maybe) = (Vec::new(), Vec::new());
+    for id in state.same_thing(fact).into_iter().rev().filter(|id| is_candidate(id)) {
+        let old = state.entries[&id].record.summary();
+        match super::updates::judge(id, &old, &fact.subject) {
+            (crate::frame::Relation::Update, Some(u)) if frame_on => sure.push(u),
+            (crate::frame::Relation::Update | crate::frame::Relation::MaybeUpdate, Some(u)) => maybe.push(u),
+            _ => {}
+        }
+    }
+    (sure, maybe)
+}
+
 /// Confidence a replacement gains over the fact it replaces (unless given one explicitly).
 pub const CARRY_OVER_BONUS: Milli = Milli(50);
 
@@ -178,6 +199,15 @@ impl Memory {
         let duplicate = self.state.duplicate_of(&fact, &record.body).map(|id| (id, false)).or_else(|| {
             self.proposals.as_ref().and_then(|p| p.state.duplicate_of(&fact, &record.body)).map(|id| (id, true))
         });
+        // Re-adding a stored fact with a key it lacks records the key: the fact is written again
+        // with it, replacing the keyless copy (an ordinary, reviewable supersession), so the next
+        // fact with that key replaces it.
+        let attach_key = duplicate.filter(|d| {
+            !d.1 && !req.no_supersede
+                && fact.key.is_some()
+                && self.state.entries[&d.0].record.as_fact().and_then(|f| f.key.as_ref()) != fact.key.as_ref()
+        });
+        let duplicate = duplicate.filter(|_| attach_key.is_none());
         if let Some(dup) = duplicate {
             let id = dup.0;
             // Already stored: naming what it replaces confirms an update after the fact (a
@@ -221,12 +251,35 @@ impl Memory {
             });
         }
         let mut similarity = SimilarityCheck::NotNeeded;
-        let (mut possible_updates, mut judged) = (Vec::new(), Vec::new());
+        let mut possible_updates = Vec::new();
+        if let Some((old, _)) = attach_key {
+            let e = &self.state.entries[&old];
+            planned.push(PlannedSupersession {
+                old_scope: None,
+                old,
+                subject: e.record.summary(),
+                method: SupersessionMethod::Key,
+                score: None,
+                reason: format!(
+                    "the same fact added again with key `{}`: the key is recorded",
+                    fact.key.as_deref().unwrap_or_default()
+                ),
+            });
+            if req.confidence.is_none() {
+                if let Payload::Fact(f) = &mut record.payload {
+                    f.confidence = Milli(e.confidence.0.clamp(0, 1000));
+                }
+            }
+        }
         if !req.no_supersede {
             if let Some(key) = &fact.key {
                 for e in self.state.iter().filter(current_fact) {
                     let f = e.record.as_fact().expect("facts only");
-                    if f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope && !explicit.contains(&e.id) {
+                    if f.key.as_deref() == Some(key.as_str())
+                        && f.scope == fact.scope
+                        && !explicit.contains(&e.id)
+                        && attach_key.is_none_or(|a| a.0 != e.id)
+                    {
                         planned.push(PlannedSupersession {
                             old_scope: None,
                             old: e.id,
@@ -257,9 +310,15 @@ impl Memory {
                     match similar(&record, &is_candidate)? {
                         Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
                         Similarity::Scores { exact: scores, ranked } => {
+                            // Two statements with different identities (turn markers, ticket or
+                            // step numbers) are about different things, however alike they read.
+                            let identity = crate::frame::frame(&fact.subject).identity;
+                            let same_identity = |id: &RecordId| {
+                                crate::frame::frame(&self.state.entries[id].record.summary()).identity == identity
+                            };
                             let best = scores
                                 .iter()
-                                .filter(|(id, _)| is_candidate(id))
+                                .filter(|(id, _)| is_candidate(id) && same_identity(id))
                                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                                 .copied();
                             if let Some((id, score)) = best.filter(|(_, s)| *s >= threshold) {
@@ -277,27 +336,6 @@ impl Memory {
                                     }),
                                 });
                             }
-                            // Updates nobody labelled: the frame rule, on the nearest candidates.
-                            if planned.is_empty() {
-                                let frame_on = self.store.frame_updates()?;
-                                for &(id, cosine) in &ranked {
-                                    let old = &self.state.entries[&id].record;
-                                    let (update, j) = super::updates::judge(id, &old.summary(), &fact.subject, cosine);
-                                    if update && frame_on && planned.is_empty() {
-                                        planned.push(PlannedSupersession {
-                                            old_scope: None,
-                                            old: id,
-                                            subject: old.summary(),
-                                            method: SupersessionMethod::Frame,
-                                            score: Some(j.cosine),
-                                            reason: reason.map(str::to_string).unwrap_or_else(|| j.reason()),
-                                        });
-                                    } else if update || cosine >= super::updates::POSSIBLE_FLOOR {
-                                        possible_updates.push(j.clone());
-                                    }
-                                    judged.push(j);
-                                }
-                            }
                             let nearest = ranked.first().copied();
                             let nearest = nearest.filter(|_| best.is_none());
                             SimilarityCheck::Checked {
@@ -309,11 +347,25 @@ impl Memory {
                         }
                     }
                 };
+                // Updates nobody labelled: the frame rule, on the current facts about the same
+                // thing (structural, no model: every way in decides the same).
+                if planned.is_empty() {
+                    let (sure, maybe) = frame_step(&self.state, &fact, &is_candidate, self.store.frame_updates()?);
+                    planned.extend(sure.into_iter().map(|u| PlannedSupersession {
+                        old_scope: None,
+                        old: u.id,
+                        subject: u.subject.clone(),
+                        method: SupersessionMethod::Frame,
+                        score: None,
+                        reason: reason.map(str::to_string).unwrap_or_else(|| u.reason()),
+                    }));
+                    possible_updates = maybe;
+                }
             }
         }
 
         // The replacement starts where the best of what it replaces stood, plus a little.
-        if req.confidence.is_none() && !planned.is_empty() {
+        if req.confidence.is_none() && !planned.is_empty() && attach_key.is_none() {
             let carried = planned.iter().map(|p| self.state.entries[&p.old].confidence.0).max().unwrap_or(0);
             if let Payload::Fact(f) = &mut record.payload {
                 f.confidence = Milli((carried + CARRY_OVER_BONUS.0).min(1000));
@@ -321,6 +373,7 @@ impl Memory {
         }
         let (id, _) = record.encode();
         self.check_supersessions(&planned, id, ctx)?;
+        let judged = possible_updates.clone();
         Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
     }
 
@@ -337,7 +390,7 @@ impl Memory {
         Ok(())
     }
 
-    fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
+    pub(super) fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
         Record {
             kind: Kind::Supersession,
             payload: Payload::Supersession(Supersession {

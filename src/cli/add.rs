@@ -148,9 +148,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     }
     for p in &outcome.possible_updates {
         ctx.out.note(&format!(
-            "possibly an update of {} (cosine {:.2}): {}; if it is, run this again with --supersedes {}",
+            "possibly an update of {} (same thing \"{}\", {}): {}; if it is, run this again with --supersedes {}",
             p.id.short(),
-            p.cosine,
+            p.thing,
+            p.predicate,
             p.subject,
             p.id.short()
         ));

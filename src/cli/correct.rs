@@ -1,4 +1,5 @@
-//! `git neo outdated`, `git neo revert` and `git neo history`: corrections that keep history.
+//! `git neo outdated`, `git neo revert`, `git neo repair` and `git neo history`: corrections that
+//! keep history.
 
 use super::Ctx;
 use git_neo::Error;
@@ -19,6 +20,13 @@ pub struct RevertArgs {
     /// Why it is undone.
     #[arg(long)]
     reason: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct RepairArgs {
+    /// List what would be reverted; write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(clap::Args)]
@@ -96,5 +104,33 @@ pub fn history(ctx: &mut Ctx, args: HistoryArgs) -> Result<(), Error> {
         ctx.out.line(&line);
         ctx.out.line(&format!("      by {}", ev.author));
     }
+    Ok(())
+}
+
+pub fn repair(ctx: &mut Ctx, args: RepairArgs) -> Result<(), Error> {
+    let r = ctx.session.repair(args.dry_run)?;
+    if ctx.out.json {
+        ctx.out.json(&r);
+        return Ok(());
+    }
+    for s in &r.supersessions {
+        let mark = if s.holds { "keeps " } else if r.dry_run { "would revert" } else { "reverted" };
+        ctx.out.line(&format!(
+            "{mark:<12} {} ({}): \"{}\" -> \"{}\" [{}]",
+            s.id.short(),
+            s.method,
+            s.old_subject,
+            s.new_subject,
+            s.verdict
+        ));
+        ctx.out.note(&format!("  written as: {}", s.reason));
+    }
+    let n = r.supersessions.len();
+    ctx.out.note(&format!(
+        "{n} automatic supersession{} checked; {} {}",
+        if n == 1 { "" } else { "s" },
+        r.reverted,
+        if r.dry_run { "would be reverted (dry run: nothing written)" } else { "reverted" }
+    ));
     Ok(())
 }

@@ -35,6 +35,9 @@ pub struct Args {
     /// line stops the import before anything is written).
     #[arg(long)]
     skip_invalid: bool,
+    /// Replace nothing: no key or frame supersession (as `git neo add --no-supersede`).
+    #[arg(long)]
+    no_supersede: bool,
 }
 
 /// A line left out by `--skip-invalid`.
@@ -405,7 +408,8 @@ fn write(
         return Ok(());
     }
     let lines = if lines.is_empty() { (1..=requests.len()).collect() } else { lines };
-    let requests: Vec<AddRequest> = requests.into_iter().map(|(r, _)| r).collect();
+    let requests: Vec<AddRequest> =
+        requests.into_iter().map(|(r, _)| AddRequest { no_supersede: r.no_supersede || args.no_supersede, ..r }).collect();
     let mut memory = ctx.memory()?;
     let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");
@@ -428,6 +432,9 @@ fn write(
     } else {
         for s in &skipped {
             ctx.out.warn(&format!("skipped line {}: {}", s.line, s.reasons.join("; ")));
+        }
+        for s in &outcome.superseded {
+            ctx.out.note(&format!("superseded {} ({}): {}", s.old.short(), s.method, s.subject));
         }
         ctx.out.line(&format!(
             "added {} facts in {} commits ({} already stored{})",

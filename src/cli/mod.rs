@@ -104,6 +104,9 @@ enum Command {
     Revert(correct::RevertArgs),
     /// The whole chain of a record or key: what replaced what, when and why.
     History(correct::HistoryArgs),
+    /// Re-read every automatic supersession (frame rule, similarity) with today's update rule and
+    /// revert the ones it would not make, as revert records in one commit.
+    Repair(correct::RepairArgs),
     /// Add many facts from JSON Lines, validated first and written in batches.
     Import(import::Args),
     /// Record the repository's documents (sections, where their text is) as sources.
@@ -435,6 +438,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Outdated(a) => correct::outdated(ctx, a),
         Command::Revert(a) => correct::revert(ctx, a),
         Command::History(a) => correct::history(ctx, a),
+        Command::Repair(a) => correct::repair(ctx, a),
         Command::Import(a) => import::run(ctx, a),
         Command::Export(a) => export::run(ctx, a),
         Command::Ingest(a) => ingest::run(ctx, a),

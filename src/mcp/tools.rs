@@ -66,8 +66,9 @@ pub fn all() -> Vec<Tool> {
         Tool::new(
             "add_fact",
             "Store a lesson as a typed fact. A fact with the same key or slot and scope, a near-identical one, or \
-             one this updates (same subject, new value) is replaced; the reply says why. If `possible_updates` \
-             lists a fact this replaces, call again with `supersedes: [its id]`.",
+             one this surely updates (the same thing and predicate, a new value) is replaced; the reply says why. \
+             If `possible_updates` lists a fact about the same thing that this replaces, call again with \
+             `supersedes: [its id]`; if it does not, both stay current and recall flags the pair.",
             schema(
                 json!({
                     "type": {"enum": FACT_TYPES},

@@ -1,21 +1,17 @@
 //! Two answers to one question, both current: recall never shows them without saying so. PURE.
 //!
 //! Two current facts of the same type and scope hold the **same slot** when they share a key, or
-//! when their frames say so ([`crate::frame`]): the same subject (first name), something else
-//! said (a value or a name changed) and most of the other words shared (overlap at least
-//! [`OVERLAP`]). Neither supersedes the other (then one would not be current), so recall puts
+//! when their frames say so ([`crate::frame`]): the same identity, the same thing (the whole
+//! subject phrase) and the same predicate, with something else said of it. That is exactly what
+//! the write-time rule returns to the writer as a possible update (or would have applied, had it
+//! been on): when the writer did not confirm it, neither supersedes the other, so recall puts
 //! the newer first, flags both `conflict` naming each other and which is newer, and says how to
 //! settle it with one command.
 
 use super::Item;
-use crate::frame::{compare, frame};
+use crate::frame::{compare, frame, Relation};
 use crate::record::RecordId;
 use crate::state::State;
-
-/// Content-word overlap two facts about the same subject need to be read as one slot: lower than
-/// the write-time rule needs with the model's agreement, since here nothing is written, and
-/// recall only asks a person to look.
-pub const OVERLAP: f32 = 0.5;
 
 /// Flag the items of `items` (one layer, best first) that hold the same slot, newer first.
 pub fn mark(items: &mut Vec<Item>, state: &State) {
@@ -30,8 +26,8 @@ pub fn mark(items: &mut Vec<Item>, state: &State) {
                 continue;
             }
             let same_key = key(&a.id).is_some() && key(&a.id) == key(&b.id);
-            let c = compare(&frames[i], &frames[j]);
-            let same_frame = c.same_subject && (c.values_changed() || c.names_changed()) && c.word_overlap >= OVERLAP;
+            let (older, newer) = if created(&a.id) <= created(&b.id) { (i, j) } else { (j, i) };
+            let same_frame = compare(&frames[older], &frames[newer]).relation != Relation::Unrelated;
             if same_key || same_frame {
                 let (newer, older) = if created(&a.id) >= created(&b.id) { (i, j) } else { (j, i) };
                 pairs.push((newer, older));

@@ -229,6 +229,16 @@ pub struct State {
     dedup: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
     /// Fact id -> the facts whose relations name it; built on first use (recall's linked facts).
     reverse_links: std::sync::OnceLock<HashMap<RecordId, Vec<(RelationType, RecordId)>>>,
+    /// What each fact is about ([`thing_key`]) -> the facts about it, in fold order, whatever
+    /// their status; built on first use (the frame rule's candidates), then only grows.
+    things: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
+}
+
+/// The key under which facts about the same thing meet: type, scope, and the frame's thing
+/// (identity and subject phrase, [`crate::frame`]); `None` when the subject names no thing.
+pub fn thing_key(fact: &Fact) -> Option<String> {
+    let thing = crate::frame::frame(&fact.subject).thing_key()?;
+    Some(format!("{}\u{0}{}\u{0}{thing}", fact.fact_type, fact.scope.trim().to_lowercase()))
 }
 
 /// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
@@ -368,12 +378,24 @@ impl State {
             // The content index lists facts whatever their status (a lookup checks it), so it
             // stays right across the re-fold: only the new facts join it.
             let dedup = self.dedup.take();
+            let things = self.things.take();
             let mut all: Vec<(RecordId, Record)> =
                 std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
             let added: Vec<(RecordId, String)> =
                 new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
+            let added_things: Vec<(RecordId, String)> =
+                new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
             all.extend(new);
             let state = fold(all);
+            if let Some(mut index) = things {
+                for (id, key) in added_things {
+                    let ids = index.entry(key).or_default();
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                let _ = state.things.set(index);
+            }
             if let Some(mut index) = dedup {
                 for (id, key) in added {
                     let ids = index.entry(key).or_default();
@@ -390,6 +412,9 @@ impl State {
         for (id, record) in new {
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
                 index.entry(dedup_key(f, &record.body)).or_default().push(id);
+            }
+            if let (Some(index), Some(key)) = (self.things.get_mut(), record.as_fact().and_then(thing_key)) {
+                index.entry(key).or_default().push(id);
             }
             if let (Some(index), Some(f)) = (self.reverse_links.get_mut(), record.as_fact()) {
                 for r in &f.relations {
@@ -491,6 +516,30 @@ impl State {
             .iter()
             .find(|id| self.entries.get(id).is_some_and(|e| e.status == Status::Valid))
             .copied()
+    }
+
+    /// The valid facts about the same thing as `fact` (same type, scope and [`thing_key`]), in
+    /// fold order: the frame rule's candidates.
+    pub fn same_thing(&self, fact: &Fact) -> Vec<RecordId> {
+        let Some(key) = thing_key(fact) else { return Vec::new() };
+        let index = self.things.get_or_init(|| {
+            let mut index: HashMap<String, Vec<RecordId>> = HashMap::new();
+            for e in self.iter() {
+                if let Some(k) = e.record.as_fact().and_then(thing_key) {
+                    index.entry(k).or_default().push(e.id);
+                }
+            }
+            index
+        });
+        index
+            .get(&key)
+            .map(|ids| {
+                ids.iter()
+                    .filter(|id| self.entries.get(id).is_some_and(|e| e.status == Status::Valid))
+                    .copied()
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The facts whose relations name `id` (relation type, source), in fold order.

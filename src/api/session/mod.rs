@@ -509,6 +509,13 @@ impl Session {
         Ok((self.share(outcome, &wc)?, restored))
     }
 
+    /// Re-read every automatic supersession with today's update rule and revert those it would
+    /// not make (`dry_run`: only say which).
+    pub fn repair(&mut self, dry_run: bool) -> Result<crate::api::Repair> {
+        let (memory, wc) = self.writing()?;
+        memory.repair(dry_run, &wc)
+    }
+
     /// The whole chain around a record or key.
     pub fn history(&mut self, what: &str) -> Result<History> {
         self.memory()?.history(what)
