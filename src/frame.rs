@@ -66,6 +66,9 @@ pub struct Frame {
     pub object_mask: Vec<String>,
     /// The object's values and names, lowercased.
     pub object_fillers: Vec<String>,
+    /// What is said opens with "to" or "into" ("allocated to Project Phoenix", "points to the
+    /// replica"): the predicate takes one target, so a new target replaces the old one.
+    pub directed: bool,
     /// The reason clause's words, stemmed.
     pub reason: Vec<String>,
     /// Values anywhere in the statement, lowercased.
@@ -232,39 +235,129 @@ const COPULAS: &[&str] = &[
     "stays", "becomes", "became",
 ];
 const AUXILIARIES: &[&str] = &[
-    "can", "cannot", "can't", "could", "should", "shouldn't", "must", "mustn't", "will", "won't", "would",
-    "wouldn't", "may", "might", "shall", "does", "doesn't", "do", "don't", "did", "didn't", "has", "have", "had",
-    "hasn't", "haven't",
+    "can",
+    "cannot",
+    "can't",
+    "could",
+    "should",
+    "shouldn't",
+    "must",
+    "mustn't",
+    "will",
+    "won't",
+    "would",
+    "wouldn't",
+    "may",
+    "might",
+    "shall",
+    "does",
+    "doesn't",
+    "do",
+    "don't",
+    "did",
+    "didn't",
+    "has",
+    "have",
+    "had",
+    "hasn't",
+    "haven't",
 ];
 /// Common verbs that do not end in "-ed": enough to find the predicate of most short statements.
 const VERBS: &[&str] = &[
     "accept", "accepts", "add", "adds", "allow", "allows", "apply", "applies", "ate", "avoid", "avoids", "began",
     "belong", "belongs", "bought", "brought", "build", "builds", "built", "call", "calls", "came", "come", "comes",
-    "connect", "connects", "contain", "contains", "cost", "costs", "create", "creates", "deploy", "deploys",
-    "depend", "depends", "did", "drive", "drives", "eat", "eats", "enjoy", "enjoys", "expect", "expects", "feel",
-    "feels", "felt", "find", "finds", "found", "gave", "get", "gets", "give", "gives", "go", "goes", "going", "got",
-    "handle", "handles", "hate", "hates", "help", "helps", "hold", "holds", "include", "includes", "keep", "keeps",
-    "kept", "know", "knows", "lead", "leads", "learn", "learns", "left", "let", "lets", "like", "likes", "listen",
-    "listens", "live", "lives", "lost", "love", "loves", "made", "make", "makes", "mean", "means", "meet", "meets",
-    "met", "need", "needs", "own", "owns", "paid", "pay", "pays", "play", "plays", "point", "points", "prefer",
-    "prefers", "provide", "provides", "put", "puts", "puts", "ran", "read", "reads", "rebuilt", "renew", "renews", "require",
-    "requires", "return", "returns", "run", "runs", "said", "saw", "say", "says", "see", "sees", "sell", "sells",
-    "send", "sends", "sent", "serve", "serves", "set", "sets", "ship", "ships", "show", "shows", "sit", "sits",
-    "start", "starts", "stay", "store", "stores", "support", "supports", "take", "takes", "target", "targets",
+    "connect", "connects", "contain", "contains", "cost", "costs", "create", "creates", "deploy", "deploys", "depend",
+    "depends", "did", "drive", "drives", "eat", "eats", "enjoy", "enjoys", "expect", "expects", "feel", "feels",
+    "felt", "find", "finds", "found", "gave", "get", "gets", "give", "gives", "go", "goes", "going", "got", "handle",
+    "handles", "hate", "hates", "help", "helps", "hold", "holds", "include", "includes", "keep", "keeps", "kept",
+    "know", "knows", "lead", "leads", "learn", "learns", "left", "let", "lets", "like", "likes", "listen", "listens",
+    "live", "lives", "lost", "love", "loves", "made", "make", "makes", "mean", "means", "meet", "meets", "met", "need",
+    "needs", "own", "owns", "paid", "pay", "pays", "play", "plays", "point", "points", "prefer", "prefers", "provide",
+    "provides", "put", "puts", "puts", "ran", "read", "reads", "rebuilt", "release", "releases", "renew", "renews",
+    "require", "requires", "return", "returns", "run", "runs", "said", "saw", "say", "says", "see", "sees", "sell",
+    "sells", "send", "sends", "sent", "serve", "serves", "set", "sets", "ship", "ships", "show", "shows", "sit",
+    "sits", "start", "starts", "stay", "store", "stores", "support", "supports", "take", "takes", "target", "targets",
     "teach", "teaches", "tell", "tells", "think", "thinks", "thought", "told", "took", "use", "uses", "want", "wants",
     "went", "work", "works", "write", "writes", "wrote",
 ];
 /// Verbs that report an event (a changelog's, a commit's): an event happened, it states no value
 /// that a later event could replace, so a statement opening with one is about no thing.
 const EVENTS: &[&str] = &[
-    "add", "added", "adds", "bump", "bumped", "bumps", "fix", "fixed", "fixes", "implement", "implemented",
-    "improve", "improved", "introduce", "introduced", "refactor", "refactored", "release", "released", "remove",
-    "removed", "rewrite", "rewrote", "upgrade", "upgraded", "document", "documented", "merge", "merged", "revert",
-    "reverted", "expose", "exposed", "allow", "allowed", "support", "supported", "enable", "enabled", "disable",
-    "disabled", "rename", "renamed", "replace", "replaced", "deprecate", "deprecated", "drop", "dropped", "make",
-    "made", "update", "updated", "change", "changed", "move", "moved", "switch", "switched", "clarify", "clarified",
-    "reduce", "reduced", "speed", "simplify", "simplified", "avoid", "avoided", "restore", "restored", "mention",
+    "add",
+    "added",
+    "adds",
+    "bump",
+    "bumped",
+    "bumps",
+    "fix",
+    "fixed",
+    "fixes",
+    "implement",
+    "implemented",
+    "improve",
+    "improved",
+    "introduce",
+    "introduced",
+    "refactor",
+    "refactored",
+    "release",
+    "released",
+    "remove",
+    "removed",
+    "rewrite",
+    "rewrote",
+    "upgrade",
+    "upgraded",
+    "document",
+    "documented",
+    "merge",
+    "merged",
+    "revert",
+    "reverted",
+    "expose",
+    "exposed",
+    "allow",
+    "allowed",
+    "support",
+    "supported",
+    "enable",
+    "enabled",
+    "disable",
+    "disabled",
+    "rename",
+    "renamed",
+    "replace",
+    "replaced",
+    "deprecate",
+    "deprecated",
+    "drop",
+    "dropped",
+    "make",
+    "made",
+    "update",
+    "updated",
+    "change",
+    "changed",
+    "move",
+    "moved",
+    "switch",
+    "switched",
+    "clarify",
+    "clarified",
+    "reduce",
+    "reduced",
+    "speed",
+    "simplify",
+    "simplified",
+    "avoid",
+    "avoided",
+    "restore",
+    "restored",
+    "mention",
 ];
+
+/// Verbs that report a change by an amount: events, each its own.
+const REPORTS: &[&str] = &["increased", "decreased", "raised", "lowered", "bumped", "reduced", "doubled", "halved"];
 
 /// Words ending in "-ed" that are not verbs.
 const NOT_VERBS: &[&str] =
@@ -272,16 +365,85 @@ const NOT_VERBS: &[&str] =
 
 /// Subjects that name no thing of their own.
 const PRONOUNS: &[&str] = &[
-    "i", "we", "you", "he", "she", "it", "they", "this", "that", "these", "those", "there", "which", "who", "what",
-    "everyone", "someone", "something", "everything", "nothing", "me", "us", "them",
+    "i",
+    "we",
+    "you",
+    "he",
+    "she",
+    "it",
+    "they",
+    "this",
+    "that",
+    "these",
+    "those",
+    "there",
+    "which",
+    "who",
+    "what",
+    "everyone",
+    "someone",
+    "something",
+    "everything",
+    "nothing",
+    "me",
+    "us",
+    "them",
 ];
 
 /// Words a thing or an object is read without.
 const STOP: &[&str] = &[
-    "a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "so", "the", "their", "then",
-    "this", "that", "these", "those", "to", "with", "its", "our", "my", "your", "his", "her", "per", "within",
-    "across", "under", "inside", "during", "between", "via", "all", "every", "each", "now", "still", "also",
-    "always", "usually", "currently", "longer", "just", "already", "only", "often", "sometimes",
+    "a",
+    "an",
+    "and",
+    "as",
+    "at",
+    "by",
+    "for",
+    "from",
+    "in",
+    "into",
+    "of",
+    "on",
+    "or",
+    "so",
+    "the",
+    "their",
+    "then",
+    "this",
+    "that",
+    "these",
+    "those",
+    "to",
+    "with",
+    "its",
+    "our",
+    "my",
+    "your",
+    "his",
+    "her",
+    "per",
+    "within",
+    "across",
+    "under",
+    "inside",
+    "during",
+    "between",
+    "via",
+    "all",
+    "every",
+    "each",
+    "now",
+    "still",
+    "also",
+    "always",
+    "usually",
+    "currently",
+    "longer",
+    "just",
+    "already",
+    "only",
+    "often",
+    "sometimes",
 ];
 
 /// Prepositions that open a phrase qualifying the thing ("in the core repo").
@@ -376,9 +538,11 @@ fn identifier(raw: &str) -> bool {
 }
 
 fn is_value(low: &str) -> bool {
+    let singular = low.strip_suffix('s').unwrap_or(low);
     (has_digit(low) && !hex_id(low))
         || MONTHS.contains(&low)
         || DAYS.contains(&low)
+        || DAYS.contains(&singular)
         || NUMBER_WORDS.contains(&low)
         || low.starts_with('$')
 }
@@ -442,7 +606,10 @@ fn strip_heading<'a>(mut raw: &'a [&'a str], identity: &mut BTreeSet<String>) ->
                     .iter()
                     .any(|a| s.starts_with(a))
             });
-            if capitalised && !attribute && raw.len() > colon + 1 && lower.iter().all(|w| !PRONOUNS.contains(&w.as_str()))
+            if capitalised
+                && !attribute
+                && raw.len() > colon + 1
+                && lower.iter().all(|w| !PRONOUNS.contains(&w.as_str()))
             {
                 identity.insert(format!("speaker {}", lower.join(" ")));
                 raw = &raw[colon + 1..];
@@ -491,8 +658,8 @@ fn tokens(raw: &[&str]) -> Vec<Tok> {
             continue;
         }
         let low = t.to_lowercase();
-        let next_capitalised = end.is_none()
-            && raw.get(i + 1).is_some_and(|n| trim(n).0.chars().next().is_some_and(char::is_uppercase));
+        let next_capitalised =
+            end.is_none() && raw.get(i + 1).is_some_and(|n| trim(n).0.chars().next().is_some_and(char::is_uppercase));
         let mut class = if quoted { Class::Name } else { classify(t, &low, sentence_start, next_capitalised) };
         // "18 months", "30 seconds", "15 %": the unit belongs to its number.
         if class != Class::Ident
@@ -524,6 +691,18 @@ fn tokens(raw: &[&str]) -> Vec<Tok> {
         out.push(Tok { low, class, end });
         sentence_start = matches!(end, Some('.' | '!' | '?'));
     }
+    // "Project Phoenix", "Building A": consecutive name words are one name.
+    let mut merged: Vec<Tok> = Vec::with_capacity(out.len());
+    for t in out {
+        match merged.last_mut() {
+            Some(p) if p.class == Class::Name && t.class == Class::Name && p.end.is_none() => {
+                p.low = format!("{} {}", p.low, t.low);
+                p.end = t.end;
+            }
+            _ => merged.push(t),
+        }
+    }
+    let mut out = merged;
     // "decision number 2": fold the noun into the identifier.
     let mut i = 0;
     while i + 1 < out.len() {
@@ -574,14 +753,19 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
     let word = |t: &Tok| t.class == Class::Word;
     // An imperative or a changelog line opens with its verb ("Use …", "Bump …", "Added …").
     if clause.first().is_some_and(|t| {
-        word(t) && (VERBS.contains(&t.low.as_str()) || EVENTS.contains(&t.low.as_str()) || is_participle(t))
+        word(t)
+            && (VERBS.contains(&t.low.as_str()) || EVENTS.contains(&t.low.as_str()) || STATUS.contains(&t.low.as_str()))
     }) {
         return Some(0);
     }
     let copula = clause
         .iter()
         .position(|t| word(t) && (COPULAS.contains(&t.low.as_str()) || AUXILIARIES.contains(&t.low.as_str())));
-    let participle = clause.iter().position(|t| word(t) && (is_participle(t) || STATUS.contains(&t.low.as_str())));
+    // Another participle opening the clause qualifies what follows ("packed fact 12").
+    let participle = clause
+        .iter()
+        .enumerate()
+        .position(|(i, t)| word(t) && i > 0 && (is_participle(t) || STATUS.contains(&t.low.as_str())));
     match (copula, participle) {
         (Some(c), Some(p)) => return Some(c.min(p)),
         (Some(c), None) => return Some(c),
@@ -591,7 +775,11 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
     clause.iter().enumerate().position(|(i, t)| {
         word(t)
             && VERBS.contains(&t.low.as_str())
-            && !(i > 0 && matches!(clause[i - 1].low.as_str(), "the" | "a" | "an" | "this" | "that" | "our" | "my" | "your" | "its" | "their"))
+            && !(i > 0
+                && matches!(
+                    clause[i - 1].low.as_str(),
+                    "the" | "a" | "an" | "this" | "that" | "our" | "my" | "your" | "its" | "their"
+                ))
     })
 }
 
@@ -664,6 +852,7 @@ pub fn frame(text: &str) -> Frame {
         object_mask: Vec::new(),
         object_fillers: Vec::new(),
         reason: Vec::new(),
+        directed: false,
         values: BTreeSet::new(),
         names: BTreeSet::new(),
         cue: false,
@@ -763,8 +952,18 @@ pub fn frame(text: &str) -> Frame {
                 negated = true;
             }
             let head = participle.clone().unwrap_or(verb.clone());
+            // "The MSRV was increased to 1.71", "MSRV bumped to 1.85": a changelog's report of an
+            // event, not a state that a later report replaces (each belongs to its release).
+            let passive_event = copula && participle.as_deref().is_some_and(|p| EVENTS.contains(&p));
+            if passive_event || REPORTS.contains(&head.as_str()) {
+                fill_object(&mut out, &clause[group_end..]);
+                return out;
+            }
             out.predicate = if status {
                 Predicate::Status(stem(&head))
+            } else if negated && copula && participle.is_none() {
+                // "is not an emotion I like": a negated description, compared as a description.
+                Predicate::Copula("not".into())
             } else if negated {
                 Predicate::Status(format!("not {}", verb_stem(&head)))
             } else if copula && participle.is_none() {
@@ -795,10 +994,7 @@ pub fn frame(text: &str) -> Frame {
                 if matches!(out.predicate, Predicate::Verb(_) | Predicate::Copula(_)) {
                     // "Use Postgres 15 for the main database": about the main database; Postgres
                     // 15 is what is said.
-                    let about = content(&quals, &mut vals);
-                    if !about.is_empty() {
-                        out.thing = std::iter::once(verb_stem(&head)).chain(about).collect();
-                    }
+                    out.thing = action_thing(&head, &said, &quals);
                     fill_object(&mut out, &said);
                 } else {
                     let np_end = said.iter().position(|t| t.class == Class::Value).unwrap_or(said.len());
@@ -831,7 +1027,15 @@ pub fn frame(text: &str) -> Frame {
     let mut thing_values = BTreeSet::new();
     let mut thing = content(subject, &mut thing_values);
     let pronoun = subject.len() == 1 && PRONOUNS.contains(&subject[0].low.as_str());
-    if pronoun || thing.is_empty() {
+    let person = subject.len() == 1 && matches!(subject[0].low.as_str(), "i" | "we" | "you");
+    if person {
+        // "We release with blue-green deploys on Fridays": the writer's (or the team's) own
+        // practice, about the action and what it acts on, like an imperative.
+        thing = match &out.predicate {
+            Predicate::Verb(v) | Predicate::Copula(v) if !v.is_empty() => action_thing(v, &said, &quals),
+            _ => Vec::new(),
+        };
+    } else if pronoun || thing.is_empty() {
         thing.clear();
     } else {
         thing.extend(content(&quals, &mut thing_values));
@@ -842,7 +1046,23 @@ pub fn frame(text: &str) -> Frame {
     out
 }
 
+/// What an action is about: the verb, the words (not the names or values) of what it acts on,
+/// and the phrases that qualify it; empty unless something beside the verb is named.
+fn action_thing(verb: &str, said: &[Tok], quals: &[Tok]) -> Vec<String> {
+    let mut scratch = BTreeSet::new();
+    let words: Vec<Tok> = said.iter().filter(|t| t.class == Class::Word).cloned().collect();
+    let mut about = content(&words, &mut scratch);
+    about.extend(content(quals, &mut scratch));
+    if about.is_empty() {
+        return Vec::new();
+    }
+    std::iter::once(verb_stem(verb)).chain(about).collect()
+}
+
 fn fill_object(out: &mut Frame, said: &[Tok]) {
+    if out.object_mask.is_empty() && out.object_fillers.is_empty() {
+        out.directed = said.first().is_some_and(|t| matches!(t.low.as_str(), "to" | "into" | "onto"));
+    }
     for t in said {
         match t.class {
             Class::Value | Class::Name => {
@@ -936,6 +1156,8 @@ fn predicates_meet(old: &Frame, new: &Frame) -> Option<bool> {
     use Predicate::*;
     match (&old.predicate, &new.predicate) {
         (None, _) | (_, None) => Option::None,
+        // Two negations meet only on the same verb ("does not define" is not "does not have").
+        (Status(a), Status(b)) if a.starts_with("not ") && b.starts_with("not ") => (a == b).then_some(true),
         (Status(_), Status(_)) => Some(true),
         (Headline, Headline) => Some(true),
         (Copula(a), Copula(b)) if a == b => Some(true),
@@ -985,11 +1207,8 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
         c.why = "different predicates".into();
         return c;
     };
-    c.predicate = Some(if same {
-        new.predicate_text()
-    } else {
-        format!("{} -> {}", old.predicate_text(), new.predicate_text())
-    });
+    c.predicate =
+        Some(if same { new.predicate_text() } else { format!("{} -> {}", old.predicate_text(), new.predicate_text()) });
     let object_same = old.object_mask == new.object_mask && old.object_fillers == new.object_fillers;
     let said_else = !object_same || old.predicate != new.predicate || old.reason != new.reason;
     if !said_else {
@@ -997,7 +1216,24 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
         return c;
     }
     let status = matches!((&old.predicate, &new.predicate), (Predicate::Status(_), Predicate::Status(_)));
-    let minimal_pair = old.object_mask == new.object_mask && old.object_fillers != new.object_fillers;
+    // Only values differ ("Postgres 14" -> "Postgres 15"), or only names, where the predicate takes
+    // one value (a copula, a headline, a target: "is Heroku" -> "is Fly.io", "allocated to
+    // Project Phoenix" -> "… Project Alpha"); "uses Postgres" -> "uses Redis" may be a second
+    // dependency, not a replacement.
+    let fillers = |f: &Frame, values: bool| -> Vec<String> {
+        f.object_mask
+            .iter()
+            .filter(|m| m.starts_with('<') && m.as_str() != "<id>")
+            .zip(&f.object_fillers)
+            .filter(|(m, _)| (m.as_str() == "<v>") == values)
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let values_only = fillers(old, false) == fillers(new, false) && fillers(old, true) != fillers(new, true);
+    let single_valued =
+        matches!(old.predicate, Predicate::Copula(_) | Predicate::Headline) || (old.directed && new.directed);
+    let names_only = fillers(old, true) == fillers(new, true) && fillers(old, false) != fillers(new, false);
+    let minimal_pair = old.object_mask == new.object_mask && (values_only || (names_only && single_valued));
     c.relation = if status {
         c.why = "a state set anew".into();
         Relation::Update
@@ -1028,7 +1264,6 @@ mod tests {
     #[test]
     fn identity_is_not_a_value() {
         assert_eq!(frame("[D1:3] Caroline: I went to a support group yesterday").identity.len(), 2);
-        assert!(frame("[D1:3] Caroline: I went to a support group yesterday").thing.is_empty());
         for (a, b) in [
             ("[D1:3] Caroline: I went to a support group yesterday", "[D1:9] Caroline: I went to a pottery class"),
             ("decision number 1 about the caching layer", "decision number 2 about the caching layer"),
@@ -1055,6 +1290,18 @@ mod tests {
             ("Seattle office, Building A, Room 302", "Portland office, Building C, Conference Room 1"),
             ("Copyright (c) 2020 Jane Doe", "Copyright (c) 2015 John Roe"),
             ("It makes it possible to compress integers", "It makes it easy to parse JSON"),
+            ("The billing service uses Postgres 14", "The billing service uses Redis 7"),
+            ("The billing service uses Postgres", "The billing service uses Redis"),
+            ("We use tokio 1.0", "We use serde 1.0"),
+            ("I went to a support group yesterday", "I went to a pottery class yesterday"),
+            ("WASI P1/P2 does not define a default temporary directory", "WASI P1/P2 does not have file permissions."),
+            ("The MSRV is increased to 1.85.", "The MSRV is increased to 1.71."),
+            ("packed fact 1", "packed fact 2"),
+            (
+                "Sadness is not an emotion that I like to experience.",
+                "Sadness is not an emotion that I would like to experience.",
+            ),
+            ("MSRV was increased to 1.71 to support windows-sys v0.61.", "MSRV was updated to 1.74"),
         ] {
             assert_ne!(rel(a, b), Relation::Update, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
         }
@@ -1070,16 +1317,27 @@ mod tests {
             ("approved 18 months renewal for Acme Supplies", "do not renew Acme Supplies; pending legal review"),
             ("CASE-5678 resolution: resolved with workaround", "CASE-5678 status changed: escalated to tier 2"),
             ("CASE-5678 status changed: escalated to tier 2", "CASE-5678 status changed: escalated to tier 3"),
-            ("Government Contract terms: net-30, standard pricing", "Government Contract terms updated: net-60, volume discount 10%"),
+            (
+                "Government Contract terms: net-30, standard pricing",
+                "Government Contract terms updated: net-60, volume discount 10%",
+            ),
             ("API Migration deadline: January 15, 2026", "API Migration deadline moved to January 20, 2026"),
             ("Travel Policy: 3 days per week maximum", "Travel Policy updated: updated policy v2"),
             ("25% discount approved for Umbrella Corp", "discount for Umbrella Corp revoked; margin requirements"),
-            ("approved purchase of Software License for $25000", "purchase of Software License cancelled; duplicate request"),
+            (
+                "approved purchase of Software License for $25000",
+                "purchase of Software License cancelled; duplicate request",
+            ),
             ("discount for Initech revoked; policy violation", "discount for Initech revoked; VP rescinded approval"),
             ("The deploy target is Heroku", "The deploy target is Fly.io"),
             ("The billing service uses Postgres 14", "The billing service uses Postgres 15"),
-            ("The search index is rebuilt every night at 02:00 UTC", "The search index is rebuilt every night at 03:00 UTC"),
+            (
+                "The search index is rebuilt every night at 02:00 UTC",
+                "The search index is rebuilt every night at 03:00 UTC",
+            ),
             ("The billing service uses Postgres 14", "The billing service now uses Redis"),
+            ("We release with blue green deploys on Fridays", "We release with blue green deploys on Thursdays"),
+            ("The replica points to db-1.internal", "The replica points to db-2.internal"),
         ] {
             assert_eq!(rel(a, b), Relation::Update, "{a} / {b}: {:?} {:?}", frame(a), frame(b));
         }
@@ -1093,9 +1351,15 @@ mod tests {
         ] {
             assert_eq!(rel(a, b), Relation::MaybeUpdate, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
         }
-        assert_eq!(rel("DashMap puts great effort into performance", "DashMap gladly accepts contributions!"), Relation::Unrelated);
+        assert_eq!(
+            rel("DashMap puts great effort into performance", "DashMap gladly accepts contributions!"),
+            Relation::Unrelated
+        );
         assert_eq!(rel("struct Foo { id: u32 }", "struct Foo { name: String }"), Relation::Unrelated);
-        assert_eq!(rel("Backend Squad allocated to Project Beta", "Backend Squad allocated to Project Beta"), Relation::Unrelated);
+        assert_eq!(
+            rel("Backend Squad allocated to Project Beta", "Backend Squad allocated to Project Beta"),
+            Relation::Unrelated
+        );
     }
 
     #[test]

@@ -304,7 +304,8 @@ impl Memory {
         let mut found = Vec::new();
         for e in self.state.iter() {
             let Payload::Supersession(s) = &e.record.payload else { continue };
-            if !matches!(s.method, SupersessionMethod::Frame | SupersessionMethod::Similarity) || e.retracted_by.is_some()
+            if !matches!(s.method, SupersessionMethod::Frame | SupersessionMethod::Similarity)
+                || e.retracted_by.is_some()
             {
                 continue;
             }
@@ -313,7 +314,8 @@ impl Memory {
             let (old_subject, new_subject) = (summary(&s.old), summary(&new));
             let (holds, verdict) = match s.method {
                 SupersessionMethod::Frame => {
-                    let c = crate::frame::compare(&crate::frame::frame(&old_subject), &crate::frame::frame(&new_subject));
+                    let c =
+                        crate::frame::compare(&crate::frame::frame(&old_subject), &crate::frame::frame(&new_subject));
                     (c.relation == crate::frame::Relation::Update, c.why)
                 }
                 _ => {

@@ -67,21 +67,37 @@ impl ImportDecider {
 
     /// What `add` would supersede for `fact` (the key rule, then the frame rule), over the state
     /// and the facts imported before it.
-    fn decide(&self, state: &State, fact: &crate::record::Fact, req: &AddRequest, frame_on: bool) -> Vec<super::PlannedSupersession> {
+    fn decide(
+        &self,
+        state: &State,
+        fact: &crate::record::Fact,
+        req: &AddRequest,
+        frame_on: bool,
+    ) -> Vec<super::PlannedSupersession> {
         use crate::record::SupersessionMethod;
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         let mut planned = Vec::new();
         let current = |id: &RecordId| {
             !self.superseded.contains(id)
-                && (self.facts.contains_key(id) || state.entries.get(id).is_some_and(|e| e.status == Status::Valid && e.record.kind == Kind::Fact))
+                && (self.facts.contains_key(id)
+                    || state.entries.get(id).is_some_and(|e| e.status == Status::Valid && e.record.kind == Kind::Fact))
         };
         if let Some(key) = &fact.key {
             let in_state = state.iter().filter(|e| {
-                e.status == Status::Valid && e.record.as_fact().is_some_and(|f| f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope)
+                e.status == Status::Valid
+                    && e.record
+                        .as_fact()
+                        .is_some_and(|f| f.key.as_deref() == Some(key.as_str()) && f.scope == fact.scope)
             });
             let ids: Vec<(RecordId, String)> = in_state
                 .map(|e| (e.id, e.record.summary()))
-                .chain(self.keys.get(&(key.clone(), fact.scope.clone())).into_iter().flatten().map(|id| (*id, self.facts[id].subject.clone())))
+                .chain(
+                    self.keys
+                        .get(&(key.clone(), fact.scope.clone()))
+                        .into_iter()
+                        .flatten()
+                        .map(|id| (*id, self.facts[id].subject.clone())),
+                )
                 .filter(|(id, _)| current(id))
                 .collect();
             for (old, subject) in ids {
@@ -104,7 +120,16 @@ impl ImportDecider {
             candidates.extend(self.things.get(&k).into_iter().flatten());
         }
         for id in candidates.into_iter().rev() {
-            if !current(&id) || linked.contains(&id) || fact.depends_on.contains(&id) {
+            let scope = self
+                .facts
+                .get(&id)
+                .map(|f| f.scope.clone())
+                .or_else(|| state.entries.get(&id).and_then(|e| e.record.as_fact()).map(|f| f.scope.clone()));
+            if !current(&id)
+                || linked.contains(&id)
+                || fact.depends_on.contains(&id)
+                || scope.as_ref() != Some(&fact.scope)
+            {
                 continue;
             }
             let old = match self.facts.get(&id) {
@@ -174,8 +199,7 @@ impl Memory {
                 outcome.ids.push(existing);
                 continue;
             }
-            let planned =
-                if req.no_supersede { Vec::new() } else { decider.decide(&self.state, &fact, req, frame_on) };
+            let planned = if req.no_supersede { Vec::new() } else { decider.decide(&self.state, &fact, req, frame_on) };
             if req.confidence.is_none() && !planned.is_empty() {
                 let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
                 if let crate::record::Payload::Fact(f) = &mut record.payload {
@@ -192,7 +216,10 @@ impl Memory {
             for p in planned {
                 decider.superseded.insert(p.old);
                 let sup = self.supersession_record(
-                    &super::PlannedSupersession { reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()), ..p.clone() },
+                    &super::PlannedSupersession {
+                        reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()),
+                        ..p.clone()
+                    },
                     id,
                     ctx,
                 );

@@ -37,8 +37,19 @@ pub(crate) fn frame_step(
     frame_on: bool,
 ) -> (Vec<PossibleUpdate>, Vec<PossibleUpdate>) {
     let (mut sure, mut maybe) = (Vec::new(), Vec::new());
-    for id in state.same_thing(fact).into_iter().rev().filter(|id| is_candidate(id)) {
-        let old = state.entries[&id].record.summary();
+    for id in state.same_thing(fact).into_iter().rev() {
+        let entry = &state.entries[&id];
+        let old = entry.record.summary();
+        if !is_candidate(&id) {
+            // The same thing in another area: areas are kept apart (as keys and similarity keep
+            // them), so it is never replaced automatically; the writer is told it exists.
+            let other_area = entry.record.as_fact().filter(|f| f.scope != fact.scope).map(|f| f.scope.clone());
+            if let (Some(area), (_, Some(mut u))) = (other_area, super::updates::judge(id, &old, &fact.subject)) {
+                u.why = format!("the same thing in area {area:?} ({}); areas are kept apart", u.why);
+                maybe.push(u);
+            }
+            continue;
+        }
         match super::updates::judge(id, &old, &fact.subject) {
             (crate::frame::Relation::Update, Some(u)) if frame_on => sure.push(u),
             (crate::frame::Relation::Update | crate::frame::Relation::MaybeUpdate, Some(u)) => maybe.push(u),

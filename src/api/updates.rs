@@ -94,7 +94,8 @@ mod tests {
 
     #[test]
     fn an_update_names_what_matched() {
-        let (rel, why) = judge(id(), "Mobile Team allocated to Project Phoenix", "Mobile Team reallocated to Project Alpha");
+        let (rel, why) =
+            judge(id(), "Mobile Team allocated to Project Phoenix", "Mobile Team reallocated to Project Alpha");
         assert_eq!(rel, Relation::Update);
         let why = why.expect("judged");
         assert_eq!(why.thing, "mobile team");

@@ -114,7 +114,13 @@ pub fn repair(ctx: &mut Ctx, args: RepairArgs) -> Result<(), Error> {
         return Ok(());
     }
     for s in &r.supersessions {
-        let mark = if s.holds { "keeps " } else if r.dry_run { "would revert" } else { "reverted" };
+        let mark = if s.holds {
+            "keeps "
+        } else if r.dry_run {
+            "would revert"
+        } else {
+            "reverted"
+        };
         ctx.out.line(&format!(
             "{mark:<12} {} ({}): \"{}\" -> \"{}\" [{}]",
             s.id.short(),

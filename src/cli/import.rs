@@ -408,8 +408,10 @@ fn write(
         return Ok(());
     }
     let lines = if lines.is_empty() { (1..=requests.len()).collect() } else { lines };
-    let requests: Vec<AddRequest> =
-        requests.into_iter().map(|(r, _)| AddRequest { no_supersede: r.no_supersede || args.no_supersede, ..r }).collect();
+    let requests: Vec<AddRequest> = requests
+        .into_iter()
+        .map(|(r, _)| AddRequest { no_supersede: r.no_supersede || args.no_supersede, ..r })
+        .collect();
     let mut memory = ctx.memory()?;
     let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");

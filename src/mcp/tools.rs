@@ -65,10 +65,9 @@ pub fn all() -> Vec<Tool> {
         .annotate(read_only()),
         Tool::new(
             "add_fact",
-            "Store a lesson as a typed fact. A fact with the same key or slot and scope, a near-identical one, or \
-             one this surely updates (the same thing and predicate, a new value) is replaced; the reply says why. \
-             If `possible_updates` lists a fact about the same thing that this replaces, call again with \
-             `supersedes: [its id]`; if it does not, both stay current and recall flags the pair.",
+            "Store a lesson as a typed fact. A fact with the same key or slot, a near-identical one, or one this \
+             surely updates (same thing, new value) is replaced; the reply says why. If `possible_updates` lists \
+             a fact this replaces, call again with `supersedes: [its id]`.",
             schema(
                 json!({
                     "type": {"enum": FACT_TYPES},

@@ -234,11 +234,11 @@ pub struct State {
     things: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
 }
 
-/// The key under which facts about the same thing meet: type, scope, and the frame's thing
-/// (identity and subject phrase, [`crate::frame`]); `None` when the subject names no thing.
+/// The key under which facts about the same thing meet: type and the frame's thing (identity and
+/// subject phrase, [`crate::frame`]), across areas; `None` when the subject names no thing.
 pub fn thing_key(fact: &Fact) -> Option<String> {
     let thing = crate::frame::frame(&fact.subject).thing_key()?;
-    Some(format!("{}\u{0}{}\u{0}{thing}", fact.fact_type, fact.scope.trim().to_lowercase()))
+    Some(format!("{}\u{0}{thing}", fact.fact_type))
 }
 
 /// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
@@ -518,8 +518,8 @@ impl State {
             .copied()
     }
 
-    /// The valid facts about the same thing as `fact` (same type, scope and [`thing_key`]), in
-    /// fold order: the frame rule's candidates.
+    /// The valid facts about the same thing as `fact` (same type and [`thing_key`], in any area),
+    /// in fold order: the frame rule's candidates.
     pub fn same_thing(&self, fact: &Fact) -> Vec<RecordId> {
         let Some(key) = thing_key(fact) else { return Vec::new() };
         let index = self.things.get_or_init(|| {

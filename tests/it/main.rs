@@ -26,4 +26,5 @@ mod supersede;
 mod support;
 mod sync;
 mod tour;
+mod updates;
 mod verify;

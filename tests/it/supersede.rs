@@ -131,14 +131,14 @@ fn similarity_supersession_follows_the_threshold_and_says_when_it_is_skipped() {
     assert!(dry["superseded"].is_null());
     // Fridays -> Thursdays is an update all the same: the writer is told, with how to confirm.
     assert_eq!(dry["possible_updates"][0]["id"], old_id, "{dry}");
-    assert_eq!(dry["possible_updates"][0]["frames"][1], "we release with blue green deploys on <n>", "{dry}");
+    assert_eq!(dry["possible_updates"][0]["frames"][1], "we release with blue green deploys on <v>", "{dry}");
     // With the frame rule on (the default), it is superseded, and the record says why.
     sb.git(&repo, &["config", "neo.updates.frame", "true"]);
     let dry = add_json(&sb, &repo, "hash", t, &thursdays);
     assert_eq!(dry["superseded"][0]["old"], old_id, "{dry}");
     assert_eq!(dry["superseded"][0]["method"], "frame", "{dry}");
     let why = dry["superseded"][0]["reason"].as_str().expect("reason");
-    assert!(why.contains("names [fridays] -> [thursdays]") && why.contains("indexed cosine"), "{why}");
+    assert!(why.contains("[fridays] -> [thursdays]") && why.contains("same predicate"), "{why}");
     assert!(dry["possible_updates"].is_null(), "{dry}");
     // A bad switch is a clear error naming the key.
     sb.git(&repo, &["config", "neo.updates.frame", "maybe"]);
@@ -660,7 +660,7 @@ fn possible_updates_are_confirmed_after_the_fact_and_recall_flags_the_conflict_u
     assert!(new["superseded"].is_null(), "{new}");
     let possible = &new["possible_updates"][0];
     assert_eq!(possible["id"], old_id.as_str(), "{new}");
-    assert_eq!(possible["shared_names"][0], "backend squad", "{new}");
+    assert_eq!(possible["thing"], "backend squad", "{new}");
     let human = ok(
         &sb,
         &repo,
