@@ -483,4 +483,167 @@ fn main() {
             rate(frame_sup, n)
         );
     }
+    // The negative corpus: distinct statements nobody here wrote, each group added in order to
+    // one memory, every pair a candidate. Any supersession among them is false; a hint is an
+    // addition that returned a possible update.
+    println!();
+    println!("| negative set | memories | additions | pairs | about the same thing | frame supersessions | similarity supersessions | additions hinted | valid at the end |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut sets: Vec<(String, Vec<Vec<String>>)> = vec![
+        ("README sentences (12 per crate)".into(), registry_lines("README.md", 12)),
+        ("CHANGELOG lines (12 per crate)".into(), registry_lines("CHANGELOG.md", 12)),
+        ("StateBench facts that replace nothing (per timeline)".into(), statebench_negatives(&splits)),
+    ];
+    if let Some(dir) = std::env::var_os("GIT_NEO_DIALOGUE") {
+        let (marked, raw) = dialogue(Path::new(&dir));
+        sets.push(("dialogue turns, `[Dn:t] Name:` markers (per topic)".into(), marked));
+        sets.push(("dialogue turns, bare (per topic)".into(), raw));
+    }
+    let mut total_pairs = 0;
+    let mut total_false = 0;
+    for (label, groups) in &sets {
+        let (mut adds, mut pairs_n, mut same, mut frame_sup, mut similar_sup, mut hinted, mut valid) = (0, 0, 0, 0, 0, 0, 0);
+        for (g, lines) in groups.iter().enumerate() {
+            let mut s = session(tmp.path(), &format!("neg-{}-{g}", label.len()), embedder, true);
+            let keys: Vec<Option<String>> = lines
+                .iter()
+                .map(|l| git_neo::frame::frame(l).thing_key())
+                .collect();
+            for i in 0..lines.len() {
+                pairs_n += i;
+                same += keys[..i].iter().filter(|k| k.is_some() && **k == keys[i]).count();
+            }
+            for (i, line) in lines.iter().enumerate() {
+                s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s.dir().to_path_buf());
+                let out = add(&mut s, "decision", None, line, "", vec![]);
+                adds += 1;
+                hinted += usize::from(!out.possible_updates.is_empty());
+                for p in &out.superseded {
+                    match p.method {
+                        git_neo::record::SupersessionMethod::Frame => frame_sup += 1,
+                        _ => similar_sup += 1,
+                    }
+                    if pairs {
+                        println!("false\t{}\t{}\t{}", p.method, p.subject, line);
+                    }
+                }
+            }
+            valid += s
+                .memory()
+                .expect("memory")
+                .state()
+                .iter()
+                .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
+                .count();
+            embedder = s.take_embedder().expect("the session kept the model");
+        }
+        total_pairs += pairs_n;
+        total_false += frame_sup;
+        println!(
+            "| {label} | {} | {adds} | {pairs_n} | {same} | {frame_sup} | {similar_sup} | {} | {} |",
+            groups.len(),
+            rate(hinted, adds),
+            rate(valid, adds)
+        );
+    }
+    println!("\nfalse-supersession rate by the frame rule: {}", rate(total_false, total_pairs));
+}
+
+/// Lines of `file` in every crate of the registry cache: plain sentences of paragraphs and list
+/// items (code blocks, headings, tables, links and HTML left out), at most `per` per crate.
+fn registry_lines(file: &str, per: usize) -> Vec<Vec<String>> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::registry_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|reg| std::fs::read_dir(reg.path()).into_iter().flatten().flatten().map(|c| c.path()))
+        .collect();
+    dirs.sort();
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else { continue };
+        let mut lines: Vec<String> = Vec::new();
+        let mut code = false;
+        for line in text.lines() {
+            let l = line.trim();
+            if l.starts_with("```") {
+                code = !code;
+                continue;
+            }
+            if code || l.is_empty() || l.starts_with(['#', '|', '[', '<', '!']) {
+                continue;
+            }
+            let l = l.trim_start_matches(['-', '*', ' ']);
+            for sentence in l.split(". ") {
+                let sentence = sentence.trim();
+                if sentence.split_whitespace().count() >= 4 && sentence.len() < 200 && !lines.iter().any(|x| x == sentence)
+                {
+                    lines.push(sentence.to_string());
+                }
+            }
+            if lines.len() >= per {
+                lines.truncate(per);
+                break;
+            }
+        }
+        if lines.len() >= 2 {
+            out.push(lines);
+        }
+    }
+    out
+}
+
+/// The values of the StateBench writes that replace nothing, per timeline (initial facts and
+/// fresh writes, in order).
+fn statebench_negatives(splits: &[(String, PathBuf)]) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (_, path) in splits {
+        for t in timelines(path) {
+            let lines: Vec<String> = t
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Write(w) if w.supersedes.is_none() => Some(w.value.clone()),
+                    _ => None,
+                })
+                .collect();
+            if lines.len() >= 2 {
+                out.push(lines);
+            }
+        }
+    }
+    out
+}
+
+/// A public dialogue (the chatterbot-corpus English YAML files, BSD: `scripts/dialogue-corpus.sh`
+/// fetches them), one memory per topic file: every turn with a `[Dc:t] Name:` marker, and bare.
+fn dialogue(dir: &Path) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml"))
+        .collect();
+    files.sort();
+    let (mut marked, mut raw) = (Vec::new(), Vec::new());
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let Ok(doc) = serde_yaml::from_str::<serde_yaml::Value>(&text) else { continue };
+        let (mut m, mut r) = (Vec::new(), Vec::new());
+        for (c, conv) in doc["conversations"].as_sequence().into_iter().flatten().enumerate() {
+            for (t, turn) in conv.as_sequence().into_iter().flatten().enumerate() {
+                let Some(turn) = turn.as_str().map(str::trim).filter(|x| !x.is_empty()) else { continue };
+                m.push(format!("[D{}:{}] {}: {turn}", c + 1, t + 1, ["Ann", "Bob"][t % 2]));
+                if !r.iter().any(|x: &String| x.eq_ignore_ascii_case(turn)) {
+                    r.push(turn.to_string());
+                }
+            }
+        }
+        if m.len() >= 2 {
+            marked.push(m);
+            raw.push(r);
+        }
+    }
+    (marked, raw)
 }
