@@ -389,15 +389,26 @@ fn main() {
             panic!("the model is needed (scripts/install-model.sh): {why}");
         });
     let tmp = tempfile::tempdir().expect("tempdir");
+    if !args.iter().any(|a| a == "--negatives-only") {
+        embedder = statebench_tables(&splits, embedder, tmp.path(), pairs);
+    }
+    negatives(&splits, embedder, tmp.path(), pairs);
+}
+
+fn statebench_tables(
+    splits: &[(String, PathBuf)],
+    mut embedder: Box<dyn Embedder>,
+    tmp: &Path,
+    pairs: bool,
+) -> Box<dyn Embedder> {
     println!("| split | mode | leak | latest | must-mention | must-not | updates caught | wrong target | false supersessions |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (name, path) in &splits {
+    for (name, path) in splits {
         let all = timelines(path);
         for mode in [Mode::Explicit, Mode::CosineOnly, Mode::Implicit] {
             let mut tally = Tally::default();
             for t in &all {
-                embedder =
-                    replay(t, mode, &tmp.path().join(name), embedder, &mut tally, pairs && mode == Mode::Implicit);
+                embedder = replay(t, mode, &tmp.join(name), embedder, &mut tally, pairs && mode == Mode::Implicit);
             }
             println!(
                 "| {name} ({} timelines) | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -421,7 +432,7 @@ fn main() {
             let mut false_sup = 0;
             for reversed in [false, true] {
                 let name = format!("distinct-{same_type}-{frame}-{reversed}");
-                let mut s = session(tmp.path(), &name, embedder, frame);
+                let mut s = session(tmp, &name, embedder, frame);
                 let mut list: Vec<_> = facts.iter().collect();
                 if reversed {
                     list.reverse();
@@ -456,7 +467,7 @@ fn main() {
         let groups = readme_sentences(skip, 40, 8);
         let (mut frame_sup, mut similar_sup, mut n) = (0, 0, 0);
         for (g, sentences) in groups.iter().enumerate() {
-            let mut s = session(tmp.path(), &format!("readme-{skip}-{g}"), embedder, true);
+            let mut s = session(tmp, &format!("readme-{skip}-{g}"), embedder, true);
             for (i, sentence) in sentences.iter().enumerate() {
                 s.set_caller(
                     Some(common::who()),
@@ -483,6 +494,10 @@ fn main() {
             rate(frame_sup, n)
         );
     }
+    embedder
+}
+
+fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp: &Path, pairs: bool) {
     // The negative corpus: distinct statements nobody here wrote, each group added in order to
     // one memory, every pair a candidate. Any supersession among them is false; a hint is an
     // addition that returned a possible update.
@@ -492,7 +507,7 @@ fn main() {
     let mut sets: Vec<(String, Vec<Vec<String>>)> = vec![
         ("README sentences (12 per crate)".into(), registry_lines("README.md", 12)),
         ("CHANGELOG lines (12 per crate)".into(), registry_lines("CHANGELOG.md", 12)),
-        ("StateBench facts that replace nothing (per timeline)".into(), statebench_negatives(&splits)),
+        ("StateBench facts that replace nothing (per timeline)".into(), statebench_negatives(splits)),
     ];
     if let Some(dir) = std::env::var_os("GIT_NEO_DIALOGUE") {
         let (marked, raw) = dialogue(Path::new(&dir));
@@ -502,19 +517,21 @@ fn main() {
     let mut total_pairs = 0;
     let mut total_false = 0;
     for (label, groups) in &sets {
-        let (mut adds, mut pairs_n, mut same, mut frame_sup, mut similar_sup, mut hinted, mut valid) = (0, 0, 0, 0, 0, 0, 0);
+        let (mut adds, mut pairs_n, mut same, mut frame_sup, mut similar_sup, mut hinted, mut valid) =
+            (0, 0, 0, 0, 0, 0, 0);
         for (g, lines) in groups.iter().enumerate() {
-            let mut s = session(tmp.path(), &format!("neg-{}-{g}", label.len()), embedder, true);
-            let keys: Vec<Option<String>> = lines
-                .iter()
-                .map(|l| git_neo::frame::frame(l).thing_key())
-                .collect();
+            let mut s = session(tmp, &format!("neg-{}-{g}", label.len()), embedder, true);
+            let keys: Vec<Option<String>> = lines.iter().map(|l| git_neo::frame::frame(l).thing_key()).collect();
             for i in 0..lines.len() {
                 pairs_n += i;
                 same += keys[..i].iter().filter(|k| k.is_some() && **k == keys[i]).count();
             }
             for (i, line) in lines.iter().enumerate() {
-                s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s.dir().to_path_buf());
+                s.set_caller(
+                    Some(common::who()),
+                    Clock::Fixed(Timestamp(1_735_689_600 + i as i64)),
+                    s.dir().to_path_buf(),
+                );
                 let out = add(&mut s, "decision", None, line, "", vec![]);
                 adds += 1;
                 hinted += usize::from(!out.possible_updates.is_empty());
@@ -576,7 +593,9 @@ fn registry_lines(file: &str, per: usize) -> Vec<Vec<String>> {
             let l = l.trim_start_matches(['-', '*', ' ']);
             for sentence in l.split(". ") {
                 let sentence = sentence.trim();
-                if sentence.split_whitespace().count() >= 4 && sentence.len() < 200 && !lines.iter().any(|x| x == sentence)
+                if sentence.split_whitespace().count() >= 4
+                    && sentence.len() < 200
+                    && !lines.iter().any(|x| x == sentence)
                 {
                     lines.push(sentence.to_string());
                 }
@@ -633,7 +652,10 @@ fn dialogue(dir: &Path) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
         let (mut m, mut r) = (Vec::new(), Vec::new());
         for (c, conv) in doc["conversations"].as_sequence().into_iter().flatten().enumerate() {
             for (t, turn) in conv.as_sequence().into_iter().flatten().enumerate() {
-                let Some(turn) = turn.as_str().map(str::trim).filter(|x| !x.is_empty()) else { continue };
+                // A subject holds at most 200 characters (with its marker).
+                let Some(turn) = turn.as_str().map(str::trim).filter(|x| !x.is_empty() && x.len() <= 180) else {
+                    continue;
+                };
                 m.push(format!("[D{}:{}] {}: {turn}", c + 1, t + 1, ["Ann", "Bob"][t % 2]));
                 if !r.iter().any(|x: &String| x.eq_ignore_ascii_case(turn)) {
                     r.push(turn.to_string());

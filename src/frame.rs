@@ -80,6 +80,10 @@ pub struct Frame {
     pub cue: bool,
     /// It reads as code (braces or a line comment), not as a statement.
     pub code: bool,
+    /// Content words of the whole statement, stemmed (names and values apart).
+    pub words: BTreeSet<String>,
+    /// How many negations it holds ("not", "never", "no", "cannot" …).
+    pub negations: usize,
 }
 
 /// Words with which a statement says that what it states replaces something.
@@ -638,11 +642,30 @@ fn classify(raw: &str, low: &str, sentence_start: bool, next_capitalised: bool) 
         return Class::Word;
     }
     let inner_capital = raw.chars().skip(1).any(char::is_uppercase);
+    // "Use Postgres 15 …", "Never call …": a verb or a common word opening a sentence is a word.
+    if sentence_start && !inner_capital && (is_known_word(low)) {
+        return Class::Word;
+    }
     if !sentence_start || inner_capital || next_capitalised {
         Class::Name
     } else {
         Class::Word
     }
+}
+
+fn is_known_word(low: &str) -> bool {
+    VERBS.contains(&low)
+        || EVENTS.contains(&low)
+        || STATUS.contains(&low)
+        || COPULAS.contains(&low)
+        || AUXILIARIES.contains(&low)
+        || STOP.contains(&low)
+        || PRONOUNS.contains(&low)
+        || negation(low)
+        || matches!(
+            low,
+            "max" | "min" | "keep" | "prefer" | "avoid" | "always" | "only" | "some" | "any" | "if" | "when"
+        )
 }
 
 fn tokens(raw: &[&str]) -> Vec<Tok> {
@@ -856,6 +879,8 @@ pub fn frame(text: &str) -> Frame {
         values: BTreeSet::new(),
         names: BTreeSet::new(),
         cue: false,
+        words: BTreeSet::new(),
+        negations: 0,
         code: text.contains(['{', '}'])
             || text.contains("//")
             || text.contains("=>")
@@ -879,6 +904,11 @@ pub fn frame(text: &str) -> Frame {
             Class::Word => {
                 if CUES.contains(&t.low.as_str()) {
                     out.cue = true;
+                }
+                if negation(&t.low) {
+                    out.negations += 1;
+                } else if !STOP.contains(&t.low.as_str()) && t.low.chars().any(char::is_alphabetic) {
+                    out.words.insert(stem(&t.low));
                 }
             }
         }
@@ -1122,6 +1152,28 @@ pub fn slot_key(slot: &str) -> Result<String, String> {
     }
 }
 
+/// Whether `new` can be a rewording of `old`, so that similarity alone may replace it: the same
+/// identity, neither code, the same names and values, the same negations, and most content words
+/// shared. A high cosine without these is a neighbour ("the divisor is known at compile time" /
+/// "… unknown at compile time"), not the same statement said again.
+pub fn rewording(old: &Frame, new: &Frame) -> bool {
+    let union = old.words.union(&new.words).count();
+    let shared = old.words.intersection(&new.words).count();
+    old.identity == new.identity
+        && !old.code
+        && !new.code
+        && old.names == new.names
+        && old.values == new.values
+        && old.negations == new.negations
+        && union > 0
+        && shared as f32 / union as f32 >= REWORDING_OVERLAP
+}
+
+/// The share of content words a rewording keeps (Jaccard): "All timestamps are stored in UTC" and
+/// "Store every timestamp as UTC" share all of theirs; "copy-on-write memory maps" and "read-only
+/// memory maps" half.
+pub const REWORDING_OVERLAP: f32 = 0.6;
+
 /// How a new statement relates to an old one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Relation {
@@ -1360,6 +1412,24 @@ mod tests {
             rel("Backend Squad allocated to Project Beta", "Backend Squad allocated to Project Beta"),
             Relation::Unrelated
         );
+    }
+
+    #[test]
+    fn only_a_rewording_may_be_replaced_by_similarity() {
+        let r = |a: &str, b: &str| rewording(&frame(a), &frame(b));
+        assert!(r("All timestamps are stored in UTC", "Store every timestamp as UTC"));
+        assert!(!r(
+            "You may have noticed that when the divisor is known at compile time, your compiler transforms it",
+            "Unfortunately if the divisor is unknown at compile time, the compiler cannot use this trick."
+        ));
+        assert!(!r("[x] copy-on-write memory maps", "[x] read-only memory maps"));
+        assert!(!r(
+            "AHash is intended for use in in-memory hashmaps",
+            "aHash is not recommended for use other than in-memory maps"
+        ));
+        assert!(!r("The DateTime type is timezone-aware", "The Local timezone works with the DateTime type"));
+        assert!(!r("[D1:3] Ann: I am doing well", "[D1:5] Ann: I am doing well"));
+        assert!(!r("Use Postgres 15 for the main database", "Use PostgreSQL 16 for the main database"));
     }
 
     #[test]

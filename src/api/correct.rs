@@ -319,8 +319,9 @@ impl Memory {
                     (c.relation == crate::frame::Relation::Update, c.why)
                 }
                 _ => {
-                    let same = crate::frame::frame(&old_subject).identity == crate::frame::frame(&new_subject).identity;
-                    (same, if same { "same identity".into() } else { "different identities".into() })
+                    let same =
+                        crate::frame::rewording(&crate::frame::frame(&old_subject), &crate::frame::frame(&new_subject));
+                    (same, if same { "a rewording".into() } else { "not a rewording: a neighbour".into() })
                 }
             };
             found.push(Rechecked {

@@ -321,18 +321,20 @@ impl Memory {
                     match similar(&record, &is_candidate)? {
                         Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
                         Similarity::Scores { exact: scores, ranked } => {
-                            // Two statements with different identities (turn markers, ticket or
-                            // step numbers) are about different things, however alike they read.
-                            let identity = crate::frame::frame(&fact.subject).identity;
+                            // Similarity replaces only a rewording: the same identity (turn
+                            // markers, ticket or step numbers), names, values and negations, most
+                            // words shared. A high cosine alone is a neighbour as often.
+                            let new_frame = crate::frame::frame(&fact.subject);
                             let same_identity = |id: &RecordId| {
-                                crate::frame::frame(&self.state.entries[id].record.summary()).identity == identity
+                                let old = crate::frame::frame(&self.state.entries[id].record.summary());
+                                crate::frame::rewording(&old, &new_frame)
                             };
                             let best = scores
                                 .iter()
-                                .filter(|(id, _)| is_candidate(id) && same_identity(id))
+                                .filter(|(id, _)| is_candidate(id))
                                 .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                                 .copied();
-                            if let Some((id, score)) = best.filter(|(_, s)| *s >= threshold) {
+                            if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
                                 planned.push(PlannedSupersession {
                                     old_scope: None,
                                     old: id,
