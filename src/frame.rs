@@ -1056,8 +1056,10 @@ pub fn frame(text: &str) -> Frame {
     let (said, quals) = qualifiers(object, status);
     let mut thing_values = BTreeSet::new();
     let mut thing = content(subject, &mut thing_values);
-    let pronoun = subject.len() == 1 && PRONOUNS.contains(&subject[0].low.as_str());
-    let person = subject.len() == 1 && matches!(subject[0].low.as_str(), "i" | "we" | "you");
+    // "We always release …": adverbs and determiners aside, is the subject a pronoun?
+    let core: Vec<&Tok> = subject.iter().filter(|t| !STOP.contains(&t.low.as_str())).collect();
+    let pronoun = core.len() == 1 && PRONOUNS.contains(&core[0].low.as_str());
+    let person = core.len() == 1 && matches!(core[0].low.as_str(), "i" | "we" | "you");
     if person {
         // "We release with blue-green deploys on Fridays": the writer's (or the team's) own
         // practice, about the action and what it acts on, like an imperative.
@@ -1389,6 +1391,7 @@ mod tests {
             ),
             ("The billing service uses Postgres 14", "The billing service now uses Redis"),
             ("We release with blue green deploys on Fridays", "We release with blue green deploys on Thursdays"),
+            ("We always release with blue green deploys on Fridays", "We release with blue green deploys on Mondays"),
             ("The replica points to db-1.internal", "The replica points to db-2.internal"),
         ] {
             assert_eq!(rel(a, b), Relation::Update, "{a} / {b}: {:?} {:?}", frame(a), frame(b));
