@@ -238,6 +238,13 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
                 if fa.fact_type != fb.fact_type || fa.scope != fb.scope {
                     continue;
                 }
+                // Merging hides the members behind one fact: only rewordings of one statement
+                // merge, by the rule similarity supersession follows (a high cosine alone is a
+                // neighbour as often: "the divisor is known" / "… unknown").
+                let (ra, rb) = (crate::frame::frame(&fa.subject), crate::frame::frame(&fb.subject));
+                if !crate::frame::rewording(&ra, &rb) {
+                    continue;
+                }
                 let key = if a < b { (a, b) } else { (b, a) };
                 pairs.insert(key, cos);
                 parent.entry(a).or_insert(a);
@@ -360,10 +367,14 @@ mod tests {
     use crate::record::Record;
 
     fn fact(n: u32, t: FactType, tags: &[&str], conf: i32, day: i64) -> (RecordId, Record) {
+        fact_about(&format!("fact number {n}"), t, tags, conf, day)
+    }
+
+    fn fact_about(subject: &str, t: FactType, tags: &[&str], conf: i32, day: i64) -> (RecordId, Record) {
         let f = Fact {
             tags: tags.iter().map(|s| s.to_string()).collect(),
             confidence: Milli(conf),
-            ..Fact::new(t, format!("fact number {n}"))
+            ..Fact::new(t, subject.to_string())
         };
         let r = Record {
             kind: Kind::Fact,
@@ -463,10 +474,10 @@ mod tests {
     #[test]
     fn near_duplicates_of_one_type_merge_into_the_central_one() {
         let s = CurateSettings::defaults();
-        let a = fact(1, FactType::Pattern, &["x"], 600, 99);
-        let b = fact(2, FactType::Pattern, &["y"], 700, 99);
-        let c = fact(3, FactType::Pattern, &[], 500, 99);
-        let other = fact(4, FactType::Decision, &[], 500, 99);
+        let a = fact_about("Retry the flaky upload test once", FactType::Pattern, &["x"], 600, 99);
+        let b = fact_about("Retry the flaky upload test once.", FactType::Pattern, &["y"], 700, 99);
+        let c = fact_about("Always retry the flaky upload test once", FactType::Pattern, &[], 500, 99);
+        let other = fact_about("Retry the flaky upload test once", FactType::Decision, &[], 500, 99);
         let state = crate::state::fold(vec![a.clone(), b.clone(), c.clone(), other.clone()]);
         let near = [(a.0, b.0, 0.95), (b.0, c.0, 0.96), (a.0, c.0, 0.93), (c.0, other.0, 0.99)];
         let (r, k) = (HashMap::new(), BTreeSet::new());
@@ -479,5 +490,11 @@ mod tests {
         assert_eq!(tags, ["x", "y", "synthesized"].into());
         assert_eq!(syn.fact.confidence, Milli(700));
         assert_eq!(p.after, 2);
+        // Neighbours at a high cosine are not rewordings, and are never merged.
+        let d = fact_about("fact number 1", FactType::Pattern, &[], 600, 99);
+        let e = fact_about("fact number 2", FactType::Pattern, &[], 600, 99);
+        let state = crate::state::fold(vec![d.clone(), e.clone()]);
+        let near = [(d.0, e.0, 0.97)];
+        assert!(plan(&state, &inputs(&s, 500, &r, Some(&near), &k)).synthesized.is_empty());
     }
 }
