@@ -84,7 +84,12 @@ pub struct Frame {
     pub words: BTreeSet<String>,
     /// How many negations it holds ("not", "never", "no", "cannot" …).
     pub negations: usize,
+    /// It asks rather than states (a question mark, or an auxiliary or question word first).
+    pub question: bool,
 }
+
+/// Words that say how many: a rewording keeps them ("any" is not "all").
+const QUANTIFIERS: &[&str] = &["all", "any", "some", "only", "always", "never", "often", "sometimes"];
 
 /// Words with which a statement says that what it states replaces something.
 pub const CUES: &[&str] = &[
@@ -881,6 +886,7 @@ pub fn frame(text: &str) -> Frame {
         cue: false,
         words: BTreeSet::new(),
         negations: 0,
+        question: text.trim_end().ends_with('?'),
         code: text.contains(['{', '}'])
             || text.contains("//")
             || text.contains("=>")
@@ -890,6 +896,12 @@ pub fn frame(text: &str) -> Frame {
     };
     let rest = strip_heading(&raw, &mut out.identity);
     let mut toks = tokens(rest);
+    if let Some(first) = toks.first() {
+        let w = first.low.as_str();
+        out.question |= AUXILIARIES.contains(&w)
+            || COPULAS.contains(&w)
+            || matches!(w, "who" | "what" | "when" | "where" | "why" | "how" | "which");
+    }
     for t in &toks {
         match t.class {
             Class::Ident => {
@@ -905,10 +917,18 @@ pub fn frame(text: &str) -> Frame {
                 if CUES.contains(&t.low.as_str()) {
                     out.cue = true;
                 }
-                if negation(&t.low) {
+                let low = match t.low.as_str() {
+                    "every" | "each" => "all",
+                    other => other,
+                };
+                if negation(low) {
                     out.negations += 1;
-                } else if !STOP.contains(&t.low.as_str()) && t.low.chars().any(char::is_alphabetic) {
-                    out.words.insert(stem(&t.low));
+                } else if (!STOP.contains(&low) || QUANTIFIERS.contains(&low))
+                    && !COPULAS.contains(&low)
+                    && !AUXILIARIES.contains(&low)
+                    && low.chars().any(char::is_alphabetic)
+                {
+                    out.words.insert(stem(low));
                 }
             }
         }
@@ -1155,26 +1175,23 @@ pub fn slot_key(slot: &str) -> Result<String, String> {
 }
 
 /// Whether `new` can be a rewording of `old`, so that similarity alone may replace it: the same
-/// identity, neither code, the same names and values, the same negations, and most content words
-/// shared. A high cosine without these is a neighbour ("the divisor is known at compile time" /
-/// "… unknown at compile time"), not the same statement said again.
+/// identity, neither code, the same names, values and negations, both asking or both stating, and
+/// the same content words (stemmed; function words, copulas and auxiliaries aside, "every" and
+/// "each" read as "all"). "All timestamps are stored in UTC" and "Store every timestamp as UTC"
+/// are one statement; a high cosine without these is a neighbour ("the divisor is known at compile
+/// time" / "… unknown …", "copy-on-write memory maps" / "read-only memory maps", "a bad husband" /
+/// "a bad wife").
 pub fn rewording(old: &Frame, new: &Frame) -> bool {
-    let union = old.words.union(&new.words).count();
-    let shared = old.words.intersection(&new.words).count();
     old.identity == new.identity
         && !old.code
         && !new.code
         && old.names == new.names
         && old.values == new.values
         && old.negations == new.negations
-        && union > 0
-        && shared as f32 / union as f32 >= REWORDING_OVERLAP
+        && old.question == new.question
+        && !old.words.is_empty()
+        && old.words == new.words
 }
-
-/// The share of content words a rewording keeps (Jaccard): "All timestamps are stored in UTC" and
-/// "Store every timestamp as UTC" share all of theirs; "copy-on-write memory maps" and "read-only
-/// memory maps" half.
-pub const REWORDING_OVERLAP: f32 = 0.6;
 
 /// How a new statement relates to an old one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1433,6 +1450,12 @@ mod tests {
         assert!(!r("The DateTime type is timezone-aware", "The Local timezone works with the DateTime type"));
         assert!(!r("[D1:3] Ann: I am doing well", "[D1:5] Ann: I am doing well"));
         assert!(!r("Use Postgres 15 for the main database", "Use PostgreSQL 16 for the main database"));
+        assert!(!r("True if any of the selectors is true", "True if all of the selectors are true"));
+        assert!(!r("Complex is better than complicated.", "Simple is better than complex."));
+        assert!(!r("you are a bad husband", "you are a bad wife"));
+        assert!(!r("You are jealous", "Are you jealous"));
+        assert!(!r("i have read many books.", "have you read many books"));
+        assert!(r("Do you feel emotions", "Do you feel emotions?"));
     }
 
     #[test]
