@@ -476,7 +476,7 @@ mod tests {
         let s = CurateSettings::defaults();
         let a = fact_about("Retry the flaky upload test once", FactType::Pattern, &["x"], 600, 99);
         let b = fact_about("Retry the flaky upload test once.", FactType::Pattern, &["y"], 700, 99);
-        let c = fact_about("Always retry the flaky upload test once", FactType::Pattern, &[], 500, 99);
+        let c = fact_about("Retry the flaky upload test once!", FactType::Pattern, &[], 500, 99);
         let other = fact_about("Retry the flaky upload test once", FactType::Decision, &[], 500, 99);
         let state = crate::state::fold(vec![a.clone(), b.clone(), c.clone(), other.clone()]);
         let near = [(a.0, b.0, 0.95), (b.0, c.0, 0.96), (a.0, c.0, 0.93), (c.0, other.0, 0.99)];

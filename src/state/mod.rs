@@ -242,9 +242,12 @@ pub fn thing_key(fact: &Fact) -> Option<String> {
 }
 
 /// The normalised content that de-duplication compares: type, scope, subject and body, lowercased
-/// with whitespace runs collapsed.
+/// with whitespace runs collapsed and a final `.`, `!` or `?` dropped.
 pub fn dedup_key(fact: &Fact, body: &str) -> String {
-    let norm = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+    // A final full stop, question or exclamation mark does not make another statement.
+    let norm = |s: &str| {
+        s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase().trim_end_matches(['.', '!', '?']).to_string()
+    };
     format!("{}\u{0}{}\u{0}{}\u{0}{}", fact.fact_type, norm(&fact.scope), norm(&fact.subject), norm(body))
 }
 

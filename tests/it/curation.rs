@@ -400,7 +400,7 @@ fn curation_is_reviewable_revertible_and_proposed_in_review_mode() {
         crate::support::json(&ok_hash(&sb, &repo, &args))["id"].as_str().expect("id").to_string()
     };
     let a = add("Retry payment webhooks with exponential backoff", &["--tag", "payments"]);
-    let b = add("Retry payment webhooks with exponential backoff always", &["--tag", "webhooks"]);
+    let b = add("Retry the payment webhooks with an exponential backoff", &["--tag", "webhooks"]);
     let seed = add("Payments run in the eu-west region", &["--tag", "seed"]);
     add("Release notes are written in the changelog", &[]);
     let c = add("Deploys happen on Tuesdays", &["--confidence", "0.2"]);
