@@ -19,6 +19,11 @@
 //! reversed; and text nobody here wrote, the opening sentences of the READMEs in the cargo
 //! registry cache, each crate's in one memory (the same topic, often the same name): any frame
 //! supersession among them is false (similarity ones, near-duplicate sentences, are counted apart).
+//! Then the negative corpus (`-- --negatives-only` for it alone): README sentences and CHANGELOG
+//! lines of every crate in the registry cache, the StateBench facts that replace nothing, and, with
+//! `GIT_NEO_DIALOGUE=DIR` (`scripts/dialogue-corpus.sh`), a public dialogue added turn by turn with
+//! and without turn markers: pairs, frame and similarity supersessions, the share of additions
+//! that returned a possible update, and how many facts stayed valid.
 
 mod common;
 
