@@ -161,7 +161,7 @@ fn similarity_supersession_follows_the_threshold_and_says_when_it_is_skipped() {
     // only a rewording of it (the same names, values and negations, most words shared): Fridays ->
     // Thursdays is the frame rule's, not similarity's.
     sb.git(&repo, &["config", "--unset", "neo.supersede.decision"]);
-    let reworded = "We release with blue green deploys on Fridays.";
+    let reworded = "We release with the blue green deploys on Fridays";
     let dry = add_json(&sb, &repo, "hash", t, &["-t", "decision", "-s", reworded, "--dry-run"]);
     assert_eq!(dry["superseded"][0]["old"], old_id);
     assert_eq!(sb.tip(&repo), before, "a dry run writes nothing");
