@@ -30,6 +30,8 @@ fn the_readme_tour_runs_as_written() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the tour failed\n--- script\n{script}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
+    // Distinct statements draw no "possibly an update" hint (the hint is for the same thing only).
+    assert!(!stderr.contains("possibly an update"), "{stderr}");
     // What the tour promises a reader they will see.
     assert!(stdout.contains("Never call the payments API from tests"), "{stdout}");
     assert!(stdout.contains("[retracted]"), "{stdout}");
