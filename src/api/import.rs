@@ -115,7 +115,7 @@ impl ImportDecider {
             return planned;
         }
         let linked: std::collections::BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
-        let mut candidates: Vec<RecordId> = state.same_thing(fact);
+        let mut candidates: Vec<RecordId> = state.same_thing_indexed(fact);
         if let Some(k) = state::thing_key(fact) {
             candidates.extend(self.things.get(&k).into_iter().flatten());
         }

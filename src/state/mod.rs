@@ -522,8 +522,37 @@ impl State {
     }
 
     /// The valid facts about the same thing as `fact` (same type and [`thing_key`], in any area),
-    /// in fold order: the frame rule's candidates.
+    /// in fold order: the frame rule's candidates for one write. A scan, not the index: a fact
+    /// about the same thing holds its thing's longest word in its subject, so only the subjects
+    /// that do are read as frames (a write in a fresh process does not pay for reading them all).
     pub fn same_thing(&self, fact: &Fact) -> Vec<RecordId> {
+        let frame = crate::frame::frame(&fact.subject);
+        let Some(key) = frame.thing_key().map(|k| format!("{}\u{0}{k}", fact.fact_type)) else { return Vec::new() };
+        let probe = frame.thing.iter().max_by_key(|w| w.len()).cloned().unwrap_or_default();
+        // Slot synonyms read "resolution" as "status": probe for both spellings.
+        let probes: Vec<&str> = match probe.as_str() {
+            "status" => vec!["status", "resolution", "state", "stage"],
+            p => vec![p],
+        };
+        self.iter()
+            .filter(|e| e.status == Status::Valid)
+            .filter(|e| {
+                e.record.as_fact().is_some_and(|f| {
+                    f.fact_type == fact.fact_type
+                        && {
+                            let lower = f.subject.to_lowercase();
+                            probes.iter().any(|p| lower.contains(p))
+                        }
+                        && thing_key(f).as_deref() == Some(key.as_str())
+                })
+            })
+            .map(|e| e.id)
+            .collect()
+    }
+
+    /// [`State::same_thing`] through an index of every fact's thing, built on first use and grown
+    /// in place: for many writes at once (an import).
+    pub fn same_thing_indexed(&self, fact: &Fact) -> Vec<RecordId> {
         let Some(key) = thing_key(fact) else { return Vec::new() };
         let index = self.things.get_or_init(|| {
             let mut index: HashMap<String, Vec<RecordId>> = HashMap::new();
