@@ -322,9 +322,8 @@ fn print_pairs(out: &git_neo::api::AddOutcome, label: impl Fn(git_neo::record::R
     }
 }
 
-/// Each crate's README sentences (the first sentence of each plain paragraph), for crates with at
-/// least three, at most `per` each: `crates` crates after the first `skip` such crates.
-fn readme_sentences(skip: usize, crates: usize, per: usize) -> Vec<Vec<String>> {
+/// Every crate's directory in the registry cache, sorted.
+fn crate_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::registry_root())
         .into_iter()
         .flatten()
@@ -332,8 +331,14 @@ fn readme_sentences(skip: usize, crates: usize, per: usize) -> Vec<Vec<String>> 
         .flat_map(|reg| std::fs::read_dir(reg.path()).into_iter().flatten().flatten().map(|c| c.path()))
         .collect();
     dirs.sort();
+    dirs
+}
+
+/// Each crate's README sentences (the first sentence of each plain paragraph), for crates with at
+/// least three, at most `per` each: `crates` crates after the first `skip` such crates.
+fn readme_sentences(skip: usize, crates: usize, per: usize) -> Vec<Vec<String>> {
     let mut out = Vec::new();
-    for dir in dirs {
+    for dir in crate_dirs() {
         let Ok(text) = std::fs::read_to_string(dir.join("README.md")) else { continue };
         let mut sentences: Vec<String> = Vec::new();
         for para in text.split("\n\n") {
@@ -574,15 +579,8 @@ fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp:
 /// Lines of `file` in every crate of the registry cache: plain sentences of paragraphs and list
 /// items (code blocks, headings, tables, links and HTML left out), at most `per` per crate.
 fn registry_lines(file: &str, per: usize) -> Vec<Vec<String>> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(common::registry_root())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|reg| std::fs::read_dir(reg.path()).into_iter().flatten().flatten().map(|c| c.path()))
-        .collect();
-    dirs.sort();
     let mut out = Vec::new();
-    for dir in dirs {
+    for dir in crate_dirs() {
         let Ok(text) = std::fs::read_to_string(dir.join(file)) else { continue };
         let mut lines: Vec<String> = Vec::new();
         let mut code = false;

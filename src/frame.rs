@@ -688,7 +688,7 @@ fn tokens(raw: &[&str]) -> Vec<Tok> {
         let low = t.to_lowercase();
         let next_capitalised =
             end.is_none() && raw.get(i + 1).is_some_and(|n| trim(n).0.chars().next().is_some_and(char::is_uppercase));
-        let mut class = if quoted { Class::Name } else { classify(t, &low, sentence_start, next_capitalised) };
+        let class = if quoted { Class::Name } else { classify(t, &low, sentence_start, next_capitalised) };
         // "18 months", "30 seconds", "15 %": the unit belongs to its number.
         if class != Class::Ident
             && UNITS.contains(&low.as_str())
@@ -712,9 +712,6 @@ fn tokens(raw: &[&str]) -> Vec<Tok> {
                     continue;
                 }
             }
-        }
-        if class == Class::Word && low == "number" {
-            class = Class::Word;
         }
         out.push(Tok { low, class, end });
         sentence_start = matches!(end, Some('.' | '!' | '?'));

@@ -251,6 +251,17 @@ pub fn dedup_key(fact: &Fact, body: &str) -> String {
     format!("{}\u{0}{}\u{0}{}\u{0}{}", fact.fact_type, norm(&fact.scope), norm(&fact.subject), norm(body))
 }
 
+/// A content index (key -> ids, whatever their status) with the `added` facts joined.
+fn grown(mut index: HashMap<String, Vec<RecordId>>, added: Vec<(RecordId, String)>) -> HashMap<String, Vec<RecordId>> {
+    for (id, key) in added {
+        let ids = index.entry(key).or_default();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    index
+}
+
 fn effective(
     id: RecordId,
     retractions_of: &HashMap<RecordId, Vec<RecordId>>,
@@ -390,23 +401,11 @@ impl State {
                 new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
             all.extend(new);
             let state = fold(all);
-            if let Some(mut index) = things {
-                for (id, key) in added_things {
-                    let ids = index.entry(key).or_default();
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-                let _ = state.things.set(index);
+            if let Some(index) = things {
+                let _ = state.things.set(grown(index, added_things));
             }
-            if let Some(mut index) = dedup {
-                for (id, key) in added {
-                    let ids = index.entry(key).or_default();
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-                let _ = state.dedup.set(index);
+            if let Some(index) = dedup {
+                let _ = state.dedup.set(grown(index, added));
             }
             return state;
         }
