@@ -5,7 +5,7 @@
 //! error messages cite, and has its own test, together with tests that ordinary code and prose do
 //! not trip it. Matches are reported masked: the filter must never echo a secret back in full.
 
-use crate::record::{Payload, Problem, Record};
+use crate::record::{Problem, Record};
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -142,7 +142,7 @@ fn compiled() -> &'static [(usize, Regex)] {
 fn assignment() -> &'static Regex {
     static CELL: OnceLock<Regex> = OnceLock::new();
     CELL.get_or_init(|| {
-        Regex::new(r#"(?i)\b([A-Z0-9_.\-]*(?:SECRET|TOKEN|PASSW(?:OR)?D|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CLIENT_?SECRET|AUTH)[A-Z0-9_.\-]*)\s*[:=]\s*['"]?([^\s'"`,;)]{12,})"#)
+        Regex::new(r#"(?i)\b([A-Z0-9_.\-]*(?:SECRET|TOKEN|PASSW(?:OR)?D|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CLIENT_?SECRET|AUTH)[A-Z0-9_.\-]*)['"]?\s*[:=]\s*['"]?([^\s'"`,;)]{12,})"#)
             .expect("the filter's assignment pattern is fixed and tested")
     })
 }
@@ -259,62 +259,49 @@ pub fn mask_all(text: &str) -> String {
     masked.into_owned()
 }
 
-/// The text fields of a record, named as in front matter.
-pub fn fields(record: &Record) -> Vec<(&'static str, &str)> {
-    let mut f: Vec<(&'static str, &str)> = vec![("body", record.body.as_str())];
-    match &record.payload {
-        Payload::Fact(x) => {
-            f.push(("subject", &x.subject));
-            f.push(("scope", &x.scope));
-            if let Some(k) = &x.key {
-                f.push(("key", k));
+/// Every text field of a record, named as in front matter (`subject`, `tags[0]`,
+/// `anchors[1].path`, `check.command`, …), the author and the body included: the filter reads
+/// every string a record holds, so nothing reaches the ref (or passes `verify`) by sitting in a
+/// field nobody thought to scan.
+pub fn fields(record: &Record) -> Vec<(String, String)> {
+    fn walk(path: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::String(s) => out.push((path.to_string(), s.clone())),
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&format!("{path}[{i}]"), item, out);
+                }
             }
-            if let Some(s) = &x.suggestion {
-                f.push(("suggestion", s));
+            serde_json::Value::Object(map) => {
+                for (k, item) in map {
+                    let name = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(&name, item, out);
+                }
             }
-        }
-        Payload::Attempt(a) => {
-            f.extend([
-                ("task", a.task.as_str()),
-                ("action", &a.action),
-                ("observation", &a.observation),
-                ("scope", &a.scope),
-            ]);
-            if let Some(i) = &a.inference {
-                f.push(("inference", i));
-            }
-            if let Some(c) = &a.check.command {
-                f.push(("check.command", c));
-            }
-            if let Some(o) = &a.check.output {
-                f.push(("check.output", o));
-            }
-            if let Some(s) = &a.suggestion {
-                f.push(("suggestion", s));
-            }
-        }
-        Payload::Supersession(s) => f.push(("reason", &s.reason)),
-        Payload::Outcome(o) => f.push(("signal", &o.signal)),
-        Payload::Retraction(r) => f.push(("reason", &r.reason)),
-        Payload::Source(s) => {
-            f.push(("title", &s.title));
-            f.extend(s.sections.iter().map(|x| ("sections.heading", x.heading.as_str())));
+            _ => {}
         }
     }
-    f
+    let mut out = Vec::new();
+    // Serialising a record cannot fail (plain strings, numbers and lists); an empty list if it did.
+    if let Ok(value) = serde_json::to_value(record) {
+        walk("", &value, &mut out);
+    }
+    // The body first: it is where most findings are, and messages list it first.
+    out.sort_by_key(|(name, _)| name != "body");
+    out
 }
 
 /// The filter as validation problems: one per field and rule that fired.
 pub fn check(record: &Record) -> Vec<Problem> {
     let mut problems = Vec::new();
     for (field, text) in fields(record) {
-        for finding in scan(text) {
+        for finding in scan(&text) {
             let remedy = match finding.class {
                 Class::Secret => "remove it (store where to find the secret, never the secret itself)",
                 Class::Injection => "rephrase it as a description of what happened, not an instruction to the reader",
             };
             problems.push(Problem::new(
-                field,
+                field.as_str(),
                 format!(
                     "line {}: looks like {} ({}, rule {}); {remedy}",
                     finding.line, finding.what, finding.masked, finding.rule

@@ -455,6 +455,128 @@ fn parse_retraction(f: &mut Fields) -> Retraction {
     Retraction { target: target.unwrap_or(PLACEHOLDER_ID), reason: reason.unwrap_or_default() }
 }
 
+/// Every field under `map` whose value (or a value inside it) carries a YAML tag, with the tag.
+fn tagged_fields(map: &Mapping, prefix: &str) -> Vec<(String, String)> {
+    fn walk(name: String, v: &Value, out: &mut Vec<(String, String)>) {
+        match v {
+            Value::Tagged(t) => out.push((name, t.tag.to_string())),
+            Value::Sequence(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(format!("{name}[{i}]"), item, out);
+                }
+            }
+            Value::Mapping(m) => out.extend(tagged_fields(m, &format!("{name}."))),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in map {
+        let key = match k {
+            Value::String(s) => s.clone(),
+            Value::Tagged(t) => {
+                out.push((format!("{prefix}(a key)"), t.tag.to_string()));
+                continue;
+            }
+            other => format!("{other:?}"),
+        };
+        walk(format!("{prefix}{key}"), v, &mut out);
+    }
+    out
+}
+
+/// Every YAML tag written in `front` (`!!python/object:…`, `!Custom`), with the top-level field it
+/// sits under. The YAML reader resolves `!!` tags to plain values and drops them, so the tags are
+/// found in the text: a `!` that starts a node (a value after `key: `, an item after `- `, an
+/// element of a flow `[…]`/`{…}`), outside quotes, comments and block scalars.
+fn written_tags(front: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut field = String::new();
+    // Block scalar (`key: |`): lines indented deeper than the key line are text.
+    let mut block: Option<usize> = None;
+    let (mut single, mut double) = (false, false);
+    for line in front.lines() {
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(b) = block {
+            if line.trim().is_empty() || indent > b {
+                continue;
+            }
+            block = None;
+        }
+        if indent == 0 && !single && !double {
+            if let Some((key, _)) = line.split_once(':') {
+                field = key.trim().to_string();
+            }
+        }
+        let chars: Vec<char> = line.chars().collect();
+        let mut node_start = !single && !double;
+        let mut flow = 0usize;
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            if double {
+                match c {
+                    '\\' => i += 1,
+                    '"' => double = false,
+                    _ => {}
+                }
+                i += 1;
+                continue;
+            }
+            if single {
+                if c == '\'' {
+                    if chars.get(i + 1) == Some(&'\'') {
+                        i += 1;
+                    } else {
+                        single = false;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            let after_space = i == 0 || chars[i - 1] == ' ' || chars[i - 1] == '\t';
+            match c {
+                ' ' | '\t' => {}
+                '#' if after_space => break,
+                '!' if node_start => {
+                    let end = (i..chars.len())
+                        .find(|&j| chars[j] == ' ' || chars[j] == ',' || (flow > 0 && matches!(chars[j], ']' | '}')))
+                        .unwrap_or(chars.len());
+                    out.push((field.clone(), chars[i..end].iter().collect()));
+                    i = end;
+                    continue;
+                }
+                '&' if node_start => {
+                    // An anchor: a tag may follow it.
+                    while i < chars.len() && chars[i] != ' ' {
+                        i += 1;
+                    }
+                    continue;
+                }
+                '"' if node_start => (double, node_start) = (true, false),
+                '\'' if node_start => (single, node_start) = (true, false),
+                '|' | '>' if node_start && flow == 0 => {
+                    block = Some(indent);
+                    break;
+                }
+                '[' | '{' if node_start || flow > 0 => {
+                    flow += 1;
+                    node_start = true;
+                }
+                ',' if flow > 0 => node_start = true,
+                ']' | '}' if flow > 0 => {
+                    flow -= 1;
+                    node_start = false;
+                }
+                '-' if node_start && chars.get(i + 1).is_none_or(|n| *n == ' ') => {}
+                ':' if chars.get(i + 1).is_none_or(|n| *n == ' ') => node_start = true,
+                _ => node_start = false,
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Parse and validate a record file. On failure, every problem found is returned.
 pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     let fail = |p: Problem| Err(Problems(vec![p]));
@@ -477,17 +599,40 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     // Canonical front matter takes the fast path; anything else goes through the YAML parser.
     let map: Mapping = match super::fast::front_matter(front) {
         Some(m) => m,
-        None => match serde_yaml::from_str::<Value>(front) {
-            Ok(Value::Mapping(m)) => m,
-            Ok(Value::Null) => Mapping::new(),
-            Ok(other) => {
-                return fail(Problem::new(
-                    "front matter",
-                    format!("must be a YAML mapping, found {}", type_name(&other)),
-                ))
+        None => {
+            match serde_yaml::from_str::<Value>(front) {
+                Ok(Value::Mapping(m)) => {
+                    // A YAML tag (`!!python/object:…`, `!Custom`) asks the reader to build an object of
+                    // its choosing: records are plain data, so a tag anywhere is refused, by name.
+                    let mut tagged = written_tags(front);
+                    for (name, tag) in tagged_fields(&m, "") {
+                        let top = name.split(['.', '[']).next().unwrap_or("").to_string();
+                        if !tagged.iter().any(|(f, _)| *f == top) {
+                            tagged.push((name, tag));
+                        }
+                    }
+                    if !tagged.is_empty() {
+                        return Err(Problems(
+                        tagged
+                            .into_iter()
+                            .map(|(field, tag)| {
+                                Problem::new(field, format!("carries the YAML tag {tag}; records hold plain values only, remove the tag"))
+                            })
+                            .collect(),
+                    ));
+                    }
+                    m
+                }
+                Ok(Value::Null) => Mapping::new(),
+                Ok(other) => {
+                    return fail(Problem::new(
+                        "front matter",
+                        format!("must be a YAML mapping, found {}", type_name(&other)),
+                    ))
+                }
+                Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
             }
-            Err(e) => return fail(Problem::new("front matter", format!("is not valid YAML: {e}"))),
-        },
+        }
     };
     let mut f = Fields::new(map, "");
     match f.required("neo") {
