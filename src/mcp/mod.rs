@@ -9,6 +9,7 @@
 //! it was cut.
 
 pub mod tools;
+pub mod transport;
 
 use git_neo::api::attempts::{AttemptRequest, CheckSpec};
 use git_neo::api::{AddRequest, RecallQuery, Session};
@@ -60,7 +61,9 @@ fn bounded(mut s: String) -> String {
 }
 
 fn args<T: DeserializeOwned>(tool: &str, raw: Option<serde_json::Map<String, serde_json::Value>>) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::Object(raw.unwrap_or_default()))
+    let raw = raw.unwrap_or_default();
+    tools::check(tool, &raw).map_err(|e| format!("invalid arguments for {tool}: {e}"))?;
+    serde_json::from_value(serde_json::Value::Object(raw))
         .map_err(|e| format!("invalid arguments for {tool}: {e}; see the tool's input schema"))
 }
 
@@ -283,7 +286,7 @@ pub fn serve(session: Session, fetch_org: FetchOrg) -> Result<(), Error> {
         .map_err(|e| io("starting the MCP server's runtime", e))?;
     runtime.block_on(async move {
         let running = NeoServer::new(session, fetch_org)
-            .serve(rmcp::transport::stdio())
+            .serve(transport::Stdio::new())
             .await
             .map_err(|e| io("starting the MCP session", std::io::Error::other(e.to_string())))?;
         running.waiting().await.map_err(|e| io("serving MCP", std::io::Error::other(e.to_string())))?;

@@ -13,7 +13,41 @@ use std::sync::Arc;
 const FACT_TYPES: [&str; 7] =
     ["constraint", "architecture", "pattern", "review", "decision", "known-unknown", "failure"];
 
-fn schema(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+/// The longest string an argument may be unless its schema says otherwise (a line), and the
+/// most items an array may hold.
+const MAX_STRING: usize = crate_limits::LINE;
+const MAX_ITEMS: usize = 64;
+
+mod crate_limits {
+    use git_neo::record::validate;
+    pub const LINE: usize = validate::MAX_LINE_CHARS;
+    pub const TEXT: usize = validate::MAX_TEXT_BYTES;
+    pub const BODY: usize = validate::MAX_BODY_BYTES;
+}
+
+/// Give every string a `maxLength` and every array a `maxItems` (and its strings a
+/// `maxLength`) that the schema does not set itself: every argument is bounded, and
+/// [`check`] refuses what the schema refuses, naming the field.
+fn bound(property: &mut Value) {
+    let Some(p) = property.as_object_mut() else { return };
+    match p.get("type").and_then(Value::as_str) {
+        Some("string") => {
+            p.entry("maxLength").or_insert(json!(MAX_STRING));
+        }
+        Some("array") => {
+            p.entry("maxItems").or_insert(json!(MAX_ITEMS));
+            if let Some(items) = p.get_mut("items") {
+                bound(items);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn schema(mut properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+    if let Some(props) = properties.as_object_mut() {
+        props.values_mut().for_each(bound);
+    }
     let v = json!({
         "type": "object",
         "properties": properties,
@@ -44,6 +78,7 @@ fn additive() -> ToolAnnotations {
 
 /// Every tool the server offers, in the order `tools/list` gives them.
 pub fn all() -> Vec<Tool> {
+    use crate_limits::{BODY, TEXT};
     vec![
         Tool::new(
             "recall",
@@ -51,7 +86,7 @@ pub fn all() -> Vec<Tool> {
              facts no longer true (with replacements), curated patterns. Call first, with the task in your words.",
             schema(
                 json!({
-                    "query": {"type": "string", "minLength": 1},
+                    "query": {"type": "string", "minLength": 1, "maxLength": 4000},
                     "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "relevant facts, default 10"},
                     "budget": {"type": "integer", "minimum": 200, "maximum": 50000, "description": "tokens, default 4000"},
                     "types": {"type": "array", "items": {"enum": FACT_TYPES}},
@@ -72,7 +107,7 @@ pub fn all() -> Vec<Tool> {
                 json!({
                     "type": {"enum": FACT_TYPES},
                     "subject": {"type": "string", "minLength": 1, "description": "one line"},
-                    "body": {"type": "string"},
+                    "body": {"type": "string", "maxLength": BODY},
                     "scope": {"type": "string", "description": "project (default), user, org or session:<name>"},
                     "area": {"type": "string", "description": "free-form part of the project"},
                     "tags": {"type": "array", "items": {"type": "string"}},
@@ -86,7 +121,7 @@ pub fn all() -> Vec<Tool> {
                     "sources": {"type": "array", "items": {"type": "string"}, "description": "cited sections: PATH#heading"},
                     "valid_from": {"type": "string"},
                     "valid_to": {"type": "string"},
-                    "suggestion": {"type": "string", "description": "code it recommends"}
+                    "suggestion": {"type": "string", "maxLength": TEXT, "description": "code it recommends"}
                 }),
                 &["type", "subject"],
             ),
@@ -100,15 +135,15 @@ pub fn all() -> Vec<Tool> {
                 json!({
                     "task": {"type": "string", "minLength": 1},
                     "action": {"type": "string", "minLength": 1},
-                    "observation": {"type": "string", "minLength": 1},
-                    "inference": {"type": "string"},
+                    "observation": {"type": "string", "minLength": 1, "maxLength": TEXT},
+                    "inference": {"type": "string", "maxLength": TEXT},
                     "files": {"type": "array", "items": {"type": "string"}},
                     "check_command": {"type": "string"},
                     "check_result": {"enum": ["passed", "failed"]},
                     "scope": {"type": "string", "description": "project (default), user, org or session:<name>"},
                     "area": {"type": "string"},
                     "tags": {"type": "array", "items": {"type": "string"}},
-                    "suggestion": {"type": "string", "description": "code it proposes"}
+                    "suggestion": {"type": "string", "maxLength": TEXT, "description": "code it proposes"}
                 }),
                 &["task", "action", "observation"],
             ),
@@ -151,6 +186,57 @@ pub fn all() -> Vec<Tool> {
         )
         .annotate(read_only()),
     ]
+}
+
+/// Check a call's arguments against the bounds in its tool's schema (lengths, ranges, item
+/// counts), before they are parsed: a refused value is named with its field and the bound.
+pub fn check(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
+    static TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+    let tools = TOOLS.get_or_init(all);
+    let Some(t) = tools.iter().find(|t| t.name == tool) else { return Ok(()) };
+    let Some(props) = t.input_schema.get("properties").and_then(Value::as_object) else { return Ok(()) };
+    for (name, value) in args {
+        if let Some(schema) = props.get(name) {
+            check_value(name, schema, value)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_value(field: &str, schema: &Value, value: &Value) -> Result<(), String> {
+    let limit = |k: &str| schema.get(k).and_then(Value::as_f64);
+    match value {
+        Value::String(s) => {
+            let n = s.chars().count();
+            if let Some(max) = limit("maxLength").filter(|m| n as f64 > *m) {
+                return Err(format!("{field}: {n} characters is longer than the most this tool takes, {max}"));
+            }
+            if let Some(min) = limit("minLength").filter(|m| (n as f64) < *m) {
+                return Err(format!("{field}: must be at least {min} character long"));
+            }
+        }
+        Value::Number(x) => {
+            let x = x.as_f64().unwrap_or(f64::NAN);
+            if let Some(max) = limit("maximum").filter(|m| x > *m) {
+                return Err(format!("{field}: {x} is above the maximum, {max}"));
+            }
+            if let Some(min) = limit("minimum").filter(|m| x < *m) {
+                return Err(format!("{field}: {x} is below the minimum, {min}"));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(max) = limit("maxItems").filter(|m| items.len() as f64 > *m) {
+                return Err(format!("{field}: {} items are more than the most this tool takes, {max}", items.len()));
+            }
+            if let Some(item) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    check_value(&format!("{field}[{i}]"), item, v)?;
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]

@@ -42,6 +42,20 @@ impl Client {
         self.stdin.flush().expect("flush");
     }
 
+    /// Write raw bytes to the server's stdin (a test of what it does with bad input).
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("write to the server");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The next line the server writes, as JSON.
+    pub fn next_reply(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read from the server");
+        assert!(n > 0, "the server closed its stdout");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON-RPC ({e}): {line}"))
+    }
+
     pub fn notify(&mut self, method: &str) {
         self.send(&j!({"jsonrpc": "2.0", "method": method}));
     }
