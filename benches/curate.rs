@@ -89,6 +89,7 @@ fn run(name: &str, corpus: &[(String, String, String)]) {
             embedder: EmbedderChoice::Hash,
             scope: None,
             data_dir: None,
+            config: Vec::new(),
         })
     };
     // Build the index once, outside the timings.

@@ -143,6 +143,7 @@ fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) ->
         embedder: EmbedderChoice::Off,
         scope: None,
         data_dir: None,
+        config: Vec::new(),
     });
     s.give_embedder(embedder);
     s

@@ -10,6 +10,8 @@ use crate::record::FactType;
 pub const REF: &str = "neo.ref";
 /// How long a writer waits for the ref lock, in milliseconds.
 pub const LOCK_TIMEOUT: &str = "neo.lockTimeout";
+/// Seconds one fetch or push of `sync` may take before it is stopped (default 120).
+pub const SYNC_TIMEOUT: &str = "neo.sync.timeout";
 /// How writes are handled: `auto`, `review` or `off`.
 pub const MODE: &str = "neo.mode";
 /// The project's own Construct patterns, relative to the work tree.

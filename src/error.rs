@@ -31,6 +31,18 @@ pub enum Error {
     #[error("git config {key}: {message}")]
     Config { key: String, message: String },
 
+    /// An environment variable's value is unusable, or one that is needed is missing.
+    #[error("environment variable {variable}: {message}")]
+    Environment { variable: String, message: String },
+
+    /// An import stopped part-way: the batches before it landed (each a commit), the rest did not.
+    #[error("{source}\n{landed} of {total} records landed before this; run the same import again to write the rest (what landed is recognised and skipped)")]
+    ImportInterrupted { landed: usize, total: usize, source: Box<Error> },
+
+    /// The remote refused a push (a hook or a protected branch): retrying will not help.
+    #[error("{remote} refused the push of the memory {reason}; it said:\n{said}\nnothing was pushed; fix what it names, then run `git neo sync` again")]
+    PushRefused { remote: String, reason: String, said: String },
+
     /// The memory ref's lock file stayed in place for the whole bounded wait.
     #[error(
         "the memory ref {ref_name} is locked: {} exists{} and did not go away within {waited_ms} ms.\n\
@@ -101,18 +113,21 @@ impl Error {
     /// The category of this error.
     pub fn category(&self) -> Category {
         match self {
+            Error::ImportInterrupted { source, .. } => source.category(),
             Error::Invalid(_)
             | Error::NotFound { .. }
             | Error::Ambiguous { .. }
             | Error::NotARepository { .. }
-            | Error::Config { .. } => Category::User,
+            | Error::Config { .. }
+            | Error::Environment { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
             Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) => Category::Conflict,
             Error::Git { .. }
             | Error::GitCommand { .. }
             | Error::Io { .. }
             | Error::Index(_)
-            | Error::NotShared { .. } => Category::Environment,
+            | Error::NotShared { .. }
+            | Error::PushRefused { .. } => Category::Environment,
         }
     }
 

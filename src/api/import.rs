@@ -253,7 +253,13 @@ impl Memory {
                 _ => format!("neo: import {} facts", chunk.len()),
             };
             let target = self.target()?;
-            let written = target.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
+            let written = match target.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false) {
+                Ok(w) => w,
+                Err(e) if done > 0 => {
+                    return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) })
+                }
+                Err(e) => return Err(e),
+            };
             if written.commit.is_some() {
                 outcome.commits += 1;
             }

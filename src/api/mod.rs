@@ -83,6 +83,10 @@ pub struct Memory {
     blobs: HashMap<RecordId, ObjectId>,
     invalid: Vec<StrayEntry>,
     tips: Vec<(String, ObjectId)>,
+    /// Records only a remote-tracking copy holds (fetched, not merged), with its ref.
+    remote_only: std::collections::BTreeMap<RecordId, String>,
+    /// Records of a remote-tracking copy that wait for `sync` (they would change local ones).
+    held_back: usize,
     /// Review-mode proposals (`refs/neo/proposed/...`), loaded when the mode or a command needs them.
     proposals: Option<Box<Memory>>,
     /// The scope this memory is (the project unless the session says otherwise).
@@ -137,6 +141,8 @@ impl Memory {
             blobs,
             invalid: snapshot.invalid,
             tips: snapshot.tips,
+            remote_only: snapshot.remote_only,
+            held_back: snapshot.held_back,
             proposals: None,
             scope: crate::scope::Scope::Project,
             documents: std::sync::Mutex::new(None),
@@ -175,6 +181,18 @@ impl Memory {
     /// The tips that were read.
     pub fn tips(&self) -> &[(String, ObjectId)] {
         &self.tips
+    }
+
+    /// The remote-tracking ref `id` was read from when only a fetched copy holds it (it has not
+    /// been merged by `sync`).
+    pub fn fetched_from(&self, id: &RecordId) -> Option<&str> {
+        self.remote_only.get(id).map(String::as_str)
+    }
+
+    /// How many records of remote-tracking copies wait for `sync` because they would change
+    /// records of the local ref.
+    pub fn held_back(&self) -> usize {
+        self.held_back
     }
 
     /// Resolve a unique id prefix, like git does for object names.

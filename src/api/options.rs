@@ -48,6 +48,9 @@ pub struct SessionOptions {
     pub scope: Option<crate::scope::Scope>,
     /// `<data dir>/git-neo`, home of the user memory and the org cache (`None`: none known).
     pub data_dir: Option<PathBuf>,
+    /// The caller's command-line git configuration, `key=value` (see
+    /// [`crate::store::StoreOptions::config`]).
+    pub config: Vec<String>,
 }
 
 impl SessionOptions {
@@ -57,6 +60,7 @@ impl SessionOptions {
             dir: self.dir.clone(),
             ref_name: self.ref_name.clone(),
             data_dir: self.data_dir.clone(),
+            config: self.config.clone(),
         }
     }
 }

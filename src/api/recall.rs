@@ -266,6 +266,10 @@ pub fn recall_parts(
         if let Some(s) = &single_scope {
             item.scope = s.to_string();
         }
+        // Memory a fetch brought and nobody merged says so wherever it is shown.
+        if let Some(from) = parts.iter().find_map(|p| p.memory.fetched_from(&item.id)) {
+            item.scope = format!("{}, fetched from {from}, not merged", item.scope);
+        }
     }
     // Attempts say whether their check still applies, and where their task stands now.
     for item in &mut out.attempts {

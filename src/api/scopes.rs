@@ -23,17 +23,25 @@ pub struct Places {
     /// `<data dir>/git-neo`, where the user memory and org caches live; `None` when the
     /// environment names no data directory (then only project and session scopes exist).
     pub data_dir: Option<PathBuf>,
+    /// The caller's command-line git configuration ([`StoreOptions::config`]).
+    pub config: Vec<String>,
 }
 
 impl Places {
     /// The project's store.
     pub fn project(&self) -> Result<Store> {
-        Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), ..Default::default() })
+        Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), ..self.store_options() })
+    }
+
+    /// Store options carrying only the caller's configuration (every other setting read from
+    /// git config).
+    pub fn store_options(&self) -> StoreOptions {
+        StoreOptions { config: self.config.clone(), ..Default::default() }
     }
 
     fn data_dir(&self, scope: &Scope) -> Result<&Path> {
-        self.data_dir.as_deref().ok_or_else(|| Error::Config {
-            key: "XDG_DATA_HOME".into(),
+        self.data_dir.as_deref().ok_or_else(|| Error::Environment {
+            variable: "XDG_DATA_HOME".into(),
             message: format!(
                 "no data directory is known, so the {scope} memory has no home; set XDG_DATA_HOME or HOME"
             ),
@@ -98,7 +106,7 @@ impl Places {
             }
             Scope::User => {
                 let path = scope::user_repository(self.data_dir(scope)?);
-                let Some(store) = Store::open_at(&path, StoreOptions::default(), create)? else { return Ok(None) };
+                let Some(store) = Store::open_at(&path, self.store_options(), create)? else { return Ok(None) };
                 // The person's own memory may follow them between machines through a remote.
                 if let Some(url) = store.config_value(config::USER_URL).filter(|u| !u.trim().is_empty()) {
                     store.set_remote_url(REMOTE, url.trim())?;
@@ -113,7 +121,7 @@ impl Places {
                     None => WriteMode::Review,
                 };
                 let path = scope::org_cache(self.data_dir(scope)?, &url);
-                let opts = StoreOptions { mode: Some(mode), ..Default::default() };
+                let opts = StoreOptions { mode: Some(mode), ..self.store_options() };
                 let Some(store) = Store::open_at(&path, opts, create)? else { return Ok(None) };
                 store.set_remote_url(REMOTE, &url)?;
                 Ok(Some(store))

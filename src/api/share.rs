@@ -29,6 +29,28 @@ pub struct SyncOutcome {
     /// Review-mode writes to the org memory pushed as a proposal branch by this sync.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proposal: Option<ProposeOutcome>,
+    /// What a person should know and fix, each naming its commit (a `Neo-Purge` trailer that
+    /// purged nothing, which is ignored).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Warnings for `Neo-Purge` trailers in `from..to` that purged nothing: each names its commit
+/// and what to do. They are not purge notes (see [`Store::false_purge_notes`]), so they neither
+/// purge anything here nor block the sync.
+fn false_purge_warnings(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Vec<String>> {
+    Ok(store
+        .false_purge_notes(from, to)?
+        .into_iter()
+        .map(|(commit, note)| {
+            format!(
+                "commit {} carries `Neo-Purge: {note}` but its own tree still holds that record, so it purged nothing \
+                 (the trailer was written by hand or by another tool) and is ignored; if the record must go, run \
+                 `git neo purge {note}`",
+                &commit.to_string()[..12]
+            )
+        })
+        .collect())
 }
 
 fn added_records(store: &Store, from: Option<ObjectId>, to: Option<ObjectId>) -> Result<usize> {
@@ -110,12 +132,17 @@ pub fn sync_checked(
     let dest = format!("refs/heads/{branch}");
     let mut received = 0;
     let mut merge = MergeKind::UpToDate;
+    let mut warnings = Vec::new();
+    let first_local = store.local_tip()?;
     for attempt in 1..=SYNC_ATTEMPTS {
         let before = store.local_tip()?;
         let theirs = store.fetch_memory(&remote)?;
         let local = match theirs {
             Some(t) => {
                 check(store, t)?;
+                if attempt == 1 {
+                    warnings = false_purge_warnings(store, before, t)?;
+                }
                 refuse_purged(store, t, &remote)?;
                 let merge_with = apply_purges(store, t, ctx)?;
                 let (kind, tip) =
@@ -137,15 +164,26 @@ pub fn sync_checked(
             tip: tip.map(|t| t.to_string()),
             attempts: attempt,
             proposal: None,
+            warnings: warnings.clone(),
         };
         let Some(local) = local else { return Ok(done(0, false, None)) };
         if Some(local) == theirs {
             return Ok(done(0, false, Some(local)));
         }
         let sent = added_records(store, theirs, Some(local))?;
-        match store.push_with_lease(&remote, local, &dest, theirs)? {
-            Push::Done => return Ok(done(sent, true, Some(local))),
-            Push::Rejected(_) => std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))),
+        match store.push_with_lease(&remote, local, &dest, theirs) {
+            Ok(Push::Done) => return Ok(done(sent, true, Some(local))),
+            Ok(Push::Rejected(_)) => std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt))),
+            // Timed out or refused by the remote: what this sync merged locally is taken back,
+            // so a sync that did not finish changes nothing here (a later one merges it again).
+            Err(e) => {
+                if Some(local) != first_local {
+                    if let Some(restore) = first_local {
+                        let _ = store.restore_tip(local, restore, &ctx.identity, ctx.now);
+                    }
+                }
+                return Err(e);
+            }
         }
     }
     Err(Error::Contention { ref_name: format!("{remote}:{dest}"), attempts: SYNC_ATTEMPTS })
@@ -291,6 +329,7 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
         tip: tip.map(|t| t.to_string()),
         attempts: 1,
         proposal,
+        warnings: Vec::new(),
     })
 }
 

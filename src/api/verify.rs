@@ -37,6 +37,9 @@ pub struct Finding {
 pub struct Report {
     pub ref_name: String,
     pub commit: String,
+    /// The remote-tracking copies checked besides (`refs/remotes/<remote>/<branch>`): recall
+    /// reads them, so verify does too; their problems are named `<copy>:<path>`.
+    pub copies: Vec<String>,
     pub records: usize,
     pub commits_checked: usize,
     pub problems: Vec<Finding>,
@@ -214,6 +217,7 @@ pub fn verify(store: &Store, ref_name: &str, tip: ObjectId, range_from: Option<O
     Ok(Report {
         ref_name: ref_name.into(),
         commit: tip.to_string(),
+        copies: Vec::new(),
         records: records.len(),
         commits_checked,
         problems,

@@ -81,13 +81,25 @@ pub struct Args {
 
 fn read_body(args: &Args) -> Result<String, Error> {
     let Some(path) = &args.body_file else { return Ok(args.body.clone().unwrap_or_default()) };
+    // Read at most one byte past the limit: enough to refuse a body that is too long (naming the
+    // limit) without holding a stream like /dev/zero in memory.
+    let limit = git_neo::record::validate::MAX_BODY_BYTES as u64;
     let mut bytes = Vec::new();
     let read = if path.as_os_str() == "-" {
-        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
+        std::io::stdin().take(limit + 1).read_to_end(&mut bytes).map(|_| ())
     } else {
-        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut bytes)).map(|_| ())
+        std::fs::File::open(path).and_then(|f| f.take(limit + 1).read_to_end(&mut bytes)).map(|_| ())
     };
     read.map_err(|e| Error::invalid("body", format!("cannot read {}: {e}", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::invalid(
+            "body",
+            format!(
+                "{} holds more than {limit} bytes, the limit; keep a record to a note and link to documents instead",
+                path.display()
+            ),
+        ));
+    }
     String::from_utf8(bytes).map_err(|e| {
         Error::invalid(
             "body",

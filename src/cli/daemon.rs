@@ -27,10 +27,10 @@ use git_neo::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -72,7 +72,16 @@ pub enum DaemonCommand {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 enum Request {
-    Run { argv: Vec<String>, cwd: PathBuf, env: BTreeMap<String, String>, stdin: Option<String>, colour: bool },
+    Run {
+        argv: Vec<String>,
+        /// The client's working directory, absolute.
+        cwd: PathBuf,
+        /// The work tree the client found (and chose this server's socket by).
+        tree: PathBuf,
+        env: BTreeMap<String, String>,
+        stdin: Option<String>,
+        colour: bool,
+    },
     Status,
     Stop,
 }
@@ -158,6 +167,15 @@ fn socket_for(dir: &Path, ref_name: Option<&str>, env: Env) -> Option<(PathBuf, 
         h.update(part.as_bytes());
         h.update(&[0]);
     }
+    // The caller's git configuration is part of what a server serves: a caller with other
+    // `-c` values or GIT_CONFIG_* files gets its own server (and the server also declines a
+    // request whose configuration differs from the one it started with).
+    for (k, v) in super::gitconfig::variables(env) {
+        h.update(k.as_bytes());
+        h.update(&[b'=']);
+        h.update(v.as_bytes());
+        h.update(&[0]);
+    }
     let name = format!("{}.sock", &h.finalize().to_hex()[..20]);
     Some((socket_dir(env)?.join(name), tree))
 }
@@ -175,39 +193,72 @@ fn receive<T: for<'de> Deserialize<'de>>(stream: &UnixStream) -> std::io::Result
     serde_json::from_str(&line).map_err(std::io::Error::other)
 }
 
+/// Why a command did not run through the server: it runs in-process, with the stdin the client
+/// already read (if any); `why` is what `--verbose` says (`None`: there was no server, which is
+/// ordinary).
+pub struct Fallback {
+    pub stdin: Option<String>,
+    pub why: Option<String>,
+}
+
+/// How long a client waits for the server's answer before running the command itself
+/// (`GIT_NEO_DAEMON_TIMEOUT`, seconds, default 10). A warm server answers in tens of
+/// milliseconds; one that does not answer in this time is stuck or swamped, and the command is
+/// better off on its own (a write it then repeats is recognised as a duplicate).
+fn client_timeout(env: Env) -> Duration {
+    env("GIT_NEO_DAEMON_TIMEOUT")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map_or(Duration::from_secs(10), |s| Duration::from_secs_f64(s.min(3600.0)))
+}
+
+/// Every environment variable a request carries: [`ENV_VARS`] and the caller's command-line git
+/// configuration.
+fn env_to_send(env: Env) -> BTreeMap<String, String> {
+    let mut sent: BTreeMap<String, String> =
+        ENV_VARS.iter().filter_map(|k| env(k).map(|v| (k.to_string(), v))).collect();
+    sent.extend(super::gitconfig::variables(env));
+    sent
+}
+
 /// In the client: run the command through the server when one answers, and return its exit code
-/// after printing its output. `Err` means the caller runs it itself (with the stdin this already
-/// read, if any); a server is then started in the background for the next command.
+/// after printing its output. `Err` means the caller runs it itself; a server is then started in
+/// the background for the next command when there was none.
 pub fn try_run(
     argv: &[String],
     dir: &Path,
     ref_name: Option<&str>,
     env: Env,
     reads_stdin: bool,
-) -> Result<i32, Option<String>> {
+) -> Result<i32, Fallback> {
     use std::io::IsTerminal;
-    let Some((socket, tree)) = socket_for(dir, ref_name, env) else { return Err(None) };
+    let no_server = |why: Option<String>| Fallback { stdin: None, why };
+    // The server resolves `-C` against this, so it is sent absolute.
+    let Ok(cwd) = std::env::current_dir() else { return Err(no_server(Some("no current directory".into()))) };
+    let dir = cwd.join(dir);
+    let Some((socket, tree)) = socket_for(&dir, ref_name, env) else { return Err(no_server(None)) };
     let mut stream = match UnixStream::connect(&socket) {
         Ok(s) => s,
         Err(_) => {
             start_in_background(&tree, ref_name);
-            return Err(None);
+            return Err(no_server(None));
         }
     };
     let stdin = if reads_stdin {
-        let mut s = String::new();
-        if std::io::stdin().read_to_string(&mut s).is_err() {
-            return Err(None);
+        // Bytes, not text: a prompt that is not UTF-8 still reaches the hook (lossily).
+        let mut bytes = Vec::new();
+        if std::io::stdin().take(MAX_MESSAGE / 2).read_to_end(&mut bytes).is_err() {
+            return Err(no_server(Some("stdin could not be read".into())));
         }
-        Some(s)
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     } else {
         None
     };
-    let env_sent: BTreeMap<String, String> =
-        ENV_VARS.iter().filter_map(|k| env(k).map(|v| (k.to_string(), v))).collect();
+    let timeout = client_timeout(env);
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
     let colour = std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
-    let request =
-        Request::Run { argv: argv.to_vec(), cwd: dir.to_path_buf(), env: env_sent, stdin: stdin.clone(), colour };
+    let request = Request::Run { argv: argv.to_vec(), cwd, tree, env: env_to_send(env), stdin: stdin.clone(), colour };
     let response = send(&mut stream, &request).and_then(|()| receive::<Response>(&stream));
     match response {
         Ok(Response::Ran { code, stdout, stderr }) => {
@@ -215,8 +266,13 @@ pub fn try_run(
             let _ = std::io::stderr().write_all(stderr.as_bytes());
             Ok(code)
         }
-        // Declined, or the exchange broke: run in-process, with the stdin already consumed.
-        _ => Err(stdin),
+        Ok(Response::Declined { why }) => Err(Fallback { stdin, why: Some(format!("the server declined: {why}")) }),
+        Ok(_) => Err(Fallback { stdin, why: Some("the server answered something else".into()) }),
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(Fallback {
+            stdin,
+            why: Some(format!("the server did not answer within {:.1} s", timeout.as_secs_f64())),
+        }),
+        Err(e) => Err(Fallback { stdin, why: Some(format!("the exchange with the server broke: {e}")) }),
     }
 }
 
@@ -279,8 +335,8 @@ fn fingerprint(tree: &Path, env: Env) -> Vec<(PathBuf, u128, u64)> {
 /// `git neo daemon …`.
 pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
     let env: Env = &super::process_env;
-    let no_place = || Error::Config {
-        key: "XDG_RUNTIME_DIR".into(),
+    let no_place = || Error::Environment {
+        variable: "XDG_RUNTIME_DIR".into(),
         message: "there is no private directory for the server's socket (it must be the user's own, mode 0700); \
                   set XDG_RUNTIME_DIR to one"
             .into(),
@@ -322,15 +378,53 @@ pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
     }
 }
 
-/// Serve until idle. Commands are run one at a time (a session is single-threaded; commands
-/// that arrive together queue on the socket).
+/// How long the server waits for a client to send its request, and for it to take the answer:
+/// a client that connects and stalls holds only its own connection, and not for long.
+const CLIENT_IO: Duration = Duration::from_secs(5);
+
+/// The most connections served at once; past this, a connection is closed at once and its client
+/// runs the command itself.
+const MAX_CONNECTIONS: usize = 256;
+
+/// What a connection's thread hands to the one thread that owns the warm session.
+enum Job {
+    Run(RunJob),
+    /// Exit between commands (never in the middle of a write, which holds the ref's lock).
+    Stop,
+}
+
+struct RunJob {
+    argv: Vec<String>,
+    cwd: PathBuf,
+    tree: PathBuf,
+    env: BTreeMap<String, String>,
+    stdin: Option<String>,
+    colour: bool,
+    answer: std::sync::mpsc::Sender<Response>,
+}
+
+/// Serve until idle. Each connection gets its own thread, which reads the request and writes the
+/// answer within [`CLIENT_IO`]; the commands themselves run one at a time on this thread, which
+/// owns the warm session (commands that arrive together queue here, never behind a silent
+/// client).
 fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.to_string(), source: e };
     if UnixStream::connect(socket).is_ok() {
         // Another server got there first: nothing to do.
         return Ok(());
     }
-    let _ = std::fs::remove_file(socket);
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            let _ = std::fs::remove_file(socket);
+        }
+        Ok(_) => {
+            return Err(io(
+                &format!("the server's socket path {} is taken by something that is not a socket", socket.display()),
+                std::io::Error::other("remove it, and the next command starts a server there"),
+            ))
+        }
+        Err(_) => {}
+    }
     let listener = match UnixListener::bind(socket) {
         Ok(l) => l,
         // Lost a race to bind with another server starting: it serves.
@@ -340,19 +434,41 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
     let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
     let started = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
-    let busy = Arc::new(AtomicBool::new(false));
+    let busy = Arc::new(AtomicU64::new(0));
+    let commands = Arc::new(AtomicU64::new(0));
     {
         let (last, busy, socket) = (last.clone(), busy.clone(), socket.to_path_buf());
         let inode = std::fs::metadata(&socket).map(|m| m.ino()).unwrap_or(0);
         std::thread::spawn(move || loop {
             std::thread::sleep(Duration::from_millis(500));
             let quiet = started.elapsed().as_secs().saturating_sub(last.load(Ordering::SeqCst));
-            if !busy.load(Ordering::SeqCst) && quiet >= idle.as_secs() {
+            if busy.load(Ordering::SeqCst) == 0 && quiet >= idle.as_secs() {
                 // Remove the socket only if it is still ours (a newer server may have replaced it).
                 if std::fs::metadata(&socket).is_ok_and(|m| m.ino() == inode) {
                     let _ = std::fs::remove_file(&socket);
                 }
                 std::process::exit(0);
+            }
+        });
+    }
+    let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    {
+        let (busy, last, commands) = (busy.clone(), last.clone(), commands.clone());
+        let tree = tree.to_path_buf();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                if busy.load(Ordering::SeqCst) as usize >= MAX_CONNECTIONS {
+                    continue; // dropped: that client runs its command itself
+                }
+                busy.fetch_add(1, Ordering::SeqCst);
+                let (jobs, busy, last, commands, tree) =
+                    (jobs.clone(), busy.clone(), last.clone(), commands.clone(), tree.clone());
+                std::thread::spawn(move || {
+                    connection(stream, &jobs, &commands, started, &tree);
+                    last.store(started.elapsed().as_secs(), Ordering::SeqCst);
+                    busy.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
     }
@@ -376,45 +492,71 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
             let _ = s.take_notices();
             s
         });
-    let mut commands = 0u64;
-    for stream in listener.incoming() {
-        let Ok(mut stream) = stream else { continue };
-        busy.store(true, Ordering::SeqCst);
-        let response = match receive::<Request>(&stream) {
-            Ok(Request::Status) => Response::Status {
-                pid: std::process::id(),
-                uptime_secs: started.elapsed().as_secs(),
-                commands,
-                work_tree: tree.to_path_buf(),
-            },
-            Ok(Request::Stop) => {
-                let _ = send(&mut stream, &Response::Stopping);
-                let _ = std::fs::remove_file(socket);
-                return Ok(());
-            }
-            Ok(Request::Run { argv, cwd, env, stdin, colour }) => {
-                commands += 1;
-                let lookup = move |k: &str| env.get(k).cloned();
-                let fp = fingerprint(tree, &lookup);
-                if fp != seen_fingerprint {
-                    session = None;
-                    seen_fingerprint = fp;
-                }
-                run_one(&mut session, ctx, argv, cwd, &lookup, stdin, colour)
-            }
-            Err(e) => Response::Declined { why: format!("unreadable request: {e}") },
+    for job in queue {
+        let Job::Run(RunJob { argv, cwd, tree: client_tree, env, stdin, colour, answer }) = job else {
+            let _ = std::fs::remove_file(socket);
+            return Ok(());
         };
-        let _ = send(&mut stream, &response);
-        last.store(started.elapsed().as_secs(), Ordering::SeqCst);
-        busy.store(false, Ordering::SeqCst);
+        let response = if client_tree != tree {
+            Response::Declined { why: format!("this server serves {}, not {}", tree.display(), client_tree.display()) }
+        } else {
+            let lookup = move |k: &str| env.get(k).cloned();
+            let fp = fingerprint(tree, &lookup);
+            if fp != seen_fingerprint {
+                session = None;
+                seen_fingerprint = fp;
+            }
+            run_one(&mut session, ctx, tree, argv, cwd, &lookup, stdin, colour)
+        };
+        if matches!(response, Response::Ran { .. }) {
+            commands.fetch_add(1, Ordering::SeqCst);
+        }
+        let _ = answer.send(response);
     }
     Ok(())
 }
 
+/// One connection: read its request within [`CLIENT_IO`], have the command run, write the answer.
+fn connection(
+    mut stream: UnixStream,
+    jobs: &std::sync::mpsc::Sender<Job>,
+    commands: &AtomicU64,
+    started: Instant,
+    tree: &Path,
+) {
+    let _ = stream.set_read_timeout(Some(CLIENT_IO));
+    let _ = stream.set_write_timeout(Some(CLIENT_IO));
+    let response = match receive::<Request>(&stream) {
+        Ok(Request::Status) => Response::Status {
+            pid: std::process::id(),
+            uptime_secs: started.elapsed().as_secs(),
+            commands: commands.load(Ordering::SeqCst),
+            work_tree: tree.to_path_buf(),
+        },
+        Ok(Request::Stop) => {
+            let _ = send(&mut stream, &Response::Stopping);
+            let _ = jobs.send(Job::Stop);
+            return;
+        }
+        Ok(Request::Run { argv, cwd, tree, env, stdin, colour }) => {
+            let (answer, answered) = std::sync::mpsc::channel();
+            let job = Job::Run(RunJob { argv, cwd, tree, env, stdin, colour, answer });
+            match jobs.send(job).ok().and_then(|()| answered.recv().ok()) {
+                Some(r) => r,
+                None => Response::Declined { why: "the server is stopping".into() },
+            }
+        }
+        Err(e) => Response::Declined { why: format!("unreadable request: {e}") },
+    };
+    let _ = send(&mut stream, &response);
+}
+
 /// Run one client's command on the warm session.
+#[allow(clippy::too_many_arguments)]
 fn run_one(
     session: &mut Option<Session>,
     server: &Ctx,
+    tree: &Path,
     argv: Vec<String>,
     cwd: PathBuf,
     env: Env,
@@ -428,11 +570,19 @@ fn run_one(
     if !eligible(&cli) {
         return Response::Declined { why: "not a command the server runs".into() };
     }
+    // The client sends its working directory absolute; `-C` is resolved against it, and the
+    // result must lie in this server's work tree (a request for another one is declined, never
+    // run here: that is how a write would land in the wrong repository).
+    if !cwd.is_absolute() {
+        return Response::Declined { why: format!("the working directory {} is not absolute", cwd.display()) };
+    }
     let dir = match &cli.directory {
-        Some(d) if d.is_absolute() => d.clone(),
         Some(d) => cwd.join(d),
         None => cwd.clone(),
     };
+    if work_tree(&dir).as_deref() != Some(tree) {
+        return Response::Declined { why: format!("{} is not in {}", dir.display(), tree.display()) };
+    }
     let ref_name = cli.ref_name.clone();
     let opts = match session_options(dir.clone(), ref_name.clone(), cli.scope.as_deref(), env) {
         Ok(o) => o,
@@ -443,6 +593,9 @@ fn run_one(
     }
     if opts.data_dir != server.session.places().data_dir {
         return Response::Declined { why: "another data directory".into() };
+    }
+    if opts.config != server.session.places().config {
+        return Response::Declined { why: "another command-line git configuration".into() };
     }
     // Relative paths in arguments (anchors) mean what they mean in the client's directory.
     if std::env::set_current_dir(&cwd).is_err() {

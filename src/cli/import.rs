@@ -154,6 +154,19 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         }));
     }
     if !problems.is_empty() {
+        // Lines that are not JSON are listed together with every problem of the lines that are:
+        // one run names everything to fix.
+        let memory = ctx.memory()?;
+        let wc = ctx.write_context(&memory)?;
+        for (req, n) in requests.iter().zip(&lines) {
+            if let Err(Error::Invalid(p)) = memory.prepare_fact(req, &wc) {
+                problems.extend(p.0.into_iter().map(|p| Problem::new(format!("line {n}: {}", p.field), p.message)));
+            }
+        }
+        let line_of = |p: &Problem| -> usize {
+            p.field.strip_prefix("line ").and_then(|r| r.split(':').next()).and_then(|n| n.parse().ok()).unwrap_or(0)
+        };
+        problems.sort_by_key(line_of);
         return Err(Error::Invalid(git_neo::record::Problems(problems)));
     }
     let requests = requests.into_iter().map(|r| (r, None)).collect();
@@ -415,15 +428,32 @@ fn write(
     let mut memory = ctx.memory()?;
     let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");
-    let outcome = memory.import(&requests, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
-        // A signal that arrived during the last commit stops the import here, between commits.
-        if let Some(code) = super::signals::pending() {
-            bar.finish_and_clear();
-            std::process::exit(code);
-        }
-    })?;
+    let outcome = memory
+        .import(&requests, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            // A signal that arrived during the last commit stops the import here, between commits.
+            if let Some(code) = super::signals::pending() {
+                bar.finish_and_clear();
+                std::process::exit(code);
+            }
+        })
+        .map_err(|e| match e {
+            // The library numbers requests; the person knows the lines of their file.
+            Error::Invalid(p) => Error::Invalid(git_neo::record::Problems(
+                p.0.into_iter()
+                    .map(|mut p| {
+                        if let Some((n, rest)) = p.field.strip_prefix("record ").and_then(|r| r.split_once(':')) {
+                            if let Some(line) = n.parse::<usize>().ok().and_then(|n| lines.get(n.wrapping_sub(1))) {
+                                p.field = format!("line {line}:{rest}");
+                            }
+                        }
+                        p
+                    })
+                    .collect(),
+            )),
+            other => other,
+        })?;
     bar.finish_and_clear();
     skipped.extend(outcome.skipped.iter().map(|s| SkippedLine { line: lines[s.index], reasons: s.problems.clone() }));
     skipped.sort_by_key(|s| s.line);

@@ -13,6 +13,7 @@ pub mod daemon;
 mod diff;
 mod export;
 mod forget;
+mod gitconfig;
 mod import;
 mod ingest;
 mod init;
@@ -74,6 +75,10 @@ pub(crate) struct Cli {
     /// Writes go there; recall reads only it (without --scope, recall reads every scope).
     #[arg(long, global = true, value_name = "SCOPE")]
     scope: Option<String>,
+    /// Say on stderr how the command ran (through the background server, or in this process and
+    /// why).
+    #[arg(long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -205,14 +210,15 @@ fn age_words(secs: i64) -> String {
 }
 
 impl Ctx {
-    /// The command's standard input, whole.
-    pub fn read_stdin(&mut self) -> std::io::Result<String> {
+    /// At most `limit` bytes of standard input, as text with anything that is not UTF-8 replaced
+    /// (what a hook reads: a prompt must never fail for its bytes).
+    pub fn read_stdin_lossy(&mut self, limit: u64) -> std::io::Result<String> {
         if let Some(s) = self.stdin.take() {
             return Ok(s);
         }
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-        Ok(s)
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(std::io::stdin(), limit), &mut bytes)?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Open the store and fold its records (anything unreadable on the ref is warned about once).
@@ -314,6 +320,7 @@ pub fn session_options(
     env: Env,
 ) -> Result<SessionOptions, Error> {
     let data_dir = data_root(env);
+    let config = gitconfig::overrides(env)?;
     let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
         (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
@@ -322,8 +329,8 @@ pub fn session_options(
     let clock =
         match env("GIT_NEO_NOW") {
             Some(v) => Clock::Fixed(v.parse::<i64>().ok().map(Timestamp).or_else(|| Timestamp::parse(&v)).ok_or_else(
-                || Error::Config {
-                    key: "GIT_NEO_NOW".into(),
+                || Error::Environment {
+                    variable: "GIT_NEO_NOW".into(),
                     message: format!(
                         "{v:?} is neither seconds since the epoch nor a UTC time like 2026-01-31T12:00:00Z"
                     ),
@@ -336,7 +343,7 @@ pub fn session_options(
         Some("none") => EmbedderChoice::Off,
         _ => EmbedderChoice::Model { cache_root: cache_root(&env) },
     };
-    let mut opts = SessionOptions { dir, ref_name, identity, clock, embedder, scope: None, data_dir };
+    let mut opts = SessionOptions { dir, ref_name, identity, clock, embedder, scope: None, data_dir, config };
     if let Some(s) = scope {
         opts.scope = Some(opts.places().parse(s)?);
     }
@@ -381,7 +388,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             let reads_stdin = matches!(cli.command, Command::Hook(_));
             match daemon::try_run(&argv, &dir, cli.ref_name.as_deref(), &process_env, reads_stdin) {
                 Ok(code) => return code,
-                Err(read) => stdin = read,
+                Err(fallback) => {
+                    if let (true, Some(why)) = (cli.verbose, &fallback.why) {
+                        let _ = writeln!(std::io::stderr(), "git-neo: running in this process: {why}");
+                    }
+                    stdin = fallback.stdin;
+                }
             }
         }
     }

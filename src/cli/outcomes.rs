@@ -2,7 +2,7 @@
 //! follows what later commits did.
 
 use super::Ctx;
-use git_neo::store::{Store, StoreOptions};
+use git_neo::store::Store;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -117,7 +117,7 @@ pub fn explain(ctx: &mut Ctx, args: ExplainArgs) -> Result<(), Error> {
 }
 
 pub fn hooks(ctx: &mut Ctx, cmd: HooksCommand) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions::default())?;
+    let store = Store::discover(&ctx.dir, ctx.session.places().store_options())?;
     let changes = match cmd {
         HooksCommand::Install => git_neo::api::hooks::install(&store)?,
         HooksCommand::Uninstall => git_neo::api::hooks::uninstall(&store)?,

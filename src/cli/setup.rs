@@ -3,7 +3,7 @@
 
 use super::Ctx;
 use git_neo::setup::{self, Action};
-use git_neo::store::{Store, StoreOptions};
+use git_neo::store::Store;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -27,7 +27,7 @@ pub enum HookCommand {
 }
 
 pub fn setup(ctx: &mut Ctx, args: SetupArgs) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, StoreOptions::default())?;
+    let store = Store::discover(&ctx.dir, ctx.session.places().store_options())?;
     let root = store
         .work_dir()
         .ok_or_else(|| Error::invalid("agent", "a bare repository has no work tree to configure; run this in a clone"))?
@@ -81,9 +81,14 @@ pub fn setup(ctx: &mut Ctx, args: SetupArgs) -> Result<(), Error> {
 pub fn hook(ctx: &mut Ctx, cmd: HookCommand) -> Result<(), Error> {
     match cmd {
         HookCommand::Prompt => {
-            let input = ctx
-                .read_stdin()
-                .map_err(|e| Error::Io { context: "reading the hook event on stdin".into(), source: e })?;
+            // A hook must never block the prompt it serves: unreadable input is a warning, exit 0.
+            let input = match ctx.read_stdin_lossy(8 << 20) {
+                Ok(s) => s,
+                Err(e) => {
+                    ctx.out.warn(&format!("git-neo could not read the hook event on stdin: {e}"));
+                    return Ok(());
+                }
+            };
             let event: serde_json::Value = serde_json::from_str(&input).unwrap_or_default();
             let prompt = event["prompt"].as_str().unwrap_or(input.trim()).trim().to_string();
             // Short prompts ("yes", "go on") carry no task to recall for.

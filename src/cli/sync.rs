@@ -96,6 +96,9 @@ fn say(ctx: &mut Ctx, prefix: &str, outcome: &SyncOutcome) {
         outcome.sent,
         if outcome.pushed { "" } else { " (nothing to push)" }
     ));
+    for w in &outcome.warnings {
+        ctx.out.warn(w);
+    }
     if let Some(p) = &outcome.proposal {
         ctx.out.line(&format!(
             "proposed {} records as {} on the org memory; they land when its pull request is merged",

@@ -60,8 +60,13 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             ctx.out.line(&format!("note: {n}"));
         }
         let verdict = if report.is_clean() { "ok".to_string() } else { format!("{} problems", report.problems.len()) };
+        let copies = match report.copies.len() {
+            0 => String::new(),
+            1 => format!(" and {}", report.copies[0]),
+            n => format!(" and {n} remote-tracking copies"),
+        };
         ctx.out.line(&format!(
-            "verified {} at {}: {} records{}, {verdict}",
+            "verified {} at {}{copies}: {} records{}, {verdict}",
             report.ref_name,
             &report.commit[..12],
             report.records,

@@ -84,6 +84,27 @@ pub struct StoreOptions {
     /// How writes are taken; `None` reads `neo.mode` from this repository's config (the org
     /// memory's mode comes from the project's `neo.org.mode` instead).
     pub mode: Option<WriteMode>,
+    /// The caller's command-line configuration (`git -c key=value`, `GIT_CONFIG_PARAMETERS`,
+    /// `GIT_CONFIG_COUNT`…), as `key=value`, applied over every configuration file. The front end
+    /// reads it from its environment; the library never reads git's environment variables itself,
+    /// so a command run by the background server sees exactly its caller's configuration.
+    pub config: Vec<String>,
+}
+
+/// How every repository is opened:
+/// - with the caller's command-line configuration on top, and without gix reading
+///   `GIT_CONFIG_COUNT` from this process's environment (the front end hands it over as
+///   [`StoreOptions::config`], so a server answering for a client uses the client's);
+/// - with room for many packs: gix sizes its table of pack indexes once, when the repository is
+///   opened (by default 10% over what is on disk, at least 32), and a process that writes more
+///   packs than that (an import of tens of thousands of records, a long-lived server) would stop
+///   seeing the newest objects ("object could not be found"). Packs here come from large writes,
+///   and `gc --auto` folds them together past 50, so 2048 slots are never reached.
+fn open_options(mut options: gix::open::Options, config: &[String]) -> gix::open::Options {
+    options.permissions.config.env = false;
+    options
+        .object_store_slots(gix::odb::store::init::Slots::AsNeededByDiskState { multiplier: 2.0, minimum: 2048 })
+        .cli_overrides(config.iter().map(String::as_str))
 }
 
 /// An open repository and the memory ref within it.
@@ -97,9 +118,13 @@ pub struct Store {
 impl Store {
     /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
     pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
-        let repo =
-            gix::discover(dir).map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
-        Store::from_repo(repo, options)
+        let mut trust = gix::sec::trust::Mapping::<gix::open::Options>::default();
+        for level in [&mut trust.full, &mut trust.reduced] {
+            level.modify(|o| open_options(o, &options.config));
+        }
+        let repo = gix::ThreadSafeRepository::discover_opts(dir, Default::default(), trust)
+            .map_err(|e| Error::NotARepository { path: dir.to_path_buf(), source: Box::new(e) })?;
+        Store::from_repo(repo.into(), options)
     }
 
     /// Open the repository at exactly `path` (a user or org memory, usually bare); with `create`,
@@ -112,8 +137,8 @@ impl Store {
             }
             Store::init_bare_atomically(path)?;
         }
-        let repo =
-            gix::open(path).map_err(|e| Error::NotARepository { path: path.to_path_buf(), source: Box::new(e) })?;
+        let repo = gix::open_opts(path, open_options(gix::open::Options::default(), &options.config))
+            .map_err(|e| Error::NotARepository { path: path.to_path_buf(), source: Box::new(e) })?;
         Store::from_repo(repo, options).map(Some)
     }
 

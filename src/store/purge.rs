@@ -245,12 +245,54 @@ impl Store {
         Ok(self.purge_notes(None, tip)?.into_iter().map(|p| p.to_ascii_lowercase()).collect())
     }
 
-    /// The `Neo-Purge:` values in commits reachable from `to` and not from `from`.
+    /// The `Neo-Purge:` values in commits reachable from `to` and not from `from` that document
+    /// a purge. A purge rewrites history without the record and ends with the commit carrying the
+    /// note, so that commit's tree never holds it; a trailer on a commit whose own tree still
+    /// holds the record purged nothing (it was written by hand or by another tool) and is no
+    /// purge note: see [`Store::false_purge_notes`].
     pub fn purge_notes(&self, from: Option<ObjectId>, to: ObjectId) -> Result<Vec<String>> {
-        Ok(self
-            .commits_between(from, to)?
-            .iter()
-            .flat_map(|c| purge_trailers(&c.message).map(str::to_string).collect::<Vec<_>>())
-            .collect())
+        let mut out = Vec::new();
+        for c in self.commits_between(from, to)? {
+            for note in purge_trailers(&c.message) {
+                if !self.tree_holds_prefix(c.tree, note)? {
+                    out.push(note.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `Neo-Purge:` trailers in commits reachable from `to` and not from `from` that purged
+    /// nothing (the commit's own tree still holds the record they name), as (commit, note).
+    pub fn false_purge_notes(&self, from: Option<ObjectId>, to: ObjectId) -> Result<Vec<(ObjectId, String)>> {
+        let mut out = Vec::new();
+        for c in self.commits_between(from, to)? {
+            for note in purge_trailers(&c.message) {
+                if self.tree_holds_prefix(c.tree, note)? {
+                    out.push((c.id, note.to_string()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the memory tree `tree` holds a record whose id starts with `prefix`.
+    fn tree_holds_prefix(&self, tree: ObjectId, prefix: &str) -> Result<bool> {
+        let prefix = prefix.to_ascii_lowercase();
+        if prefix.len() < 2 || !crate::record::id::is_lower_hex(&prefix) {
+            return Ok(false);
+        }
+        let t = self.repo.find_tree(tree).git(|| format!("reading tree {tree}"))?;
+        for kind in Kind::ALL {
+            let dir = format!("{}/{}", kind.dir(), &prefix[..2]);
+            let Some(entry) = t.lookup_entry_by_path(&dir).git(|| format!("looking up {dir}"))? else { continue };
+            let Ok(fan) = self.repo.find_tree(entry.object_id()) else { continue };
+            for e in fan.iter().flatten() {
+                if e.filename().to_string().starts_with(prefix.as_str()) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
     }
 }

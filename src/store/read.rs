@@ -33,8 +33,15 @@ pub struct Snapshot {
     pub tips: Vec<(String, ObjectId)>,
     /// Every valid record, in id order, each once even if several tips hold it.
     pub records: Vec<LoadedRecord>,
-    /// Everything that could not be read as a record.
+    /// Everything that could not be read as a record, and records of a remote-tracking copy
+    /// refused by the write filter (named `<ref>:<path>`).
     pub invalid: Vec<StrayEntry>,
+    /// Records only a remote-tracking copy holds (fetched, not merged by `sync`), with that
+    /// copy's ref: recall marks them.
+    pub remote_only: BTreeMap<RecordId, String>,
+    /// Records of a remote-tracking copy held back until `sync` merges them: supersessions,
+    /// retractions and outcomes that would change a record of the local ref.
+    pub held_back: usize,
 }
 
 /// A record file found in a tree, before its bytes are read.
@@ -91,7 +98,16 @@ impl Store {
         };
         let mut entries = Vec::new();
         let mut strays = Vec::new();
-        let root = self.repo.find_tree(tree_id).git(|| format!("reading memory tree {tree_id}"))?;
+        // A tree object that cannot be read is damage to the memory (exit 3, like any integrity
+        // problem), not trouble with the environment: the root stops the read, a subtree is
+        // reported as a problem at its path and the rest is read.
+        let root = self
+            .repo
+            .find_tree(tree_id)
+            .map_err(|e| Error::Integrity(format!("the memory tree {tree_id} cannot be read: {e}")))?;
+        let missing = |path: String, id: &gix::oid, e: &dyn std::fmt::Display| {
+            stray(path, &format!("its tree object {id} cannot be read ({e}); the repository is damaged: fetch the memory again or restore the object"))
+        };
         for e in root.iter() {
             let e = e.git(|| format!("decoding memory tree {tree_id}"))?;
             let name = e.filename().to_string();
@@ -105,7 +121,13 @@ impl Store {
                 ));
                 continue;
             };
-            let kind_tree = self.repo.find_tree(e.oid().to_owned()).git(|| format!("reading {name}/"))?;
+            let kind_tree = match self.repo.find_tree(e.oid().to_owned()) {
+                Ok(t) => t,
+                Err(err) => {
+                    strays.push(missing(name, e.oid(), &err));
+                    continue;
+                }
+            };
             for fan in kind_tree.iter() {
                 let fan = fan.git(|| format!("decoding {name}/"))?;
                 let fan_name = fan.filename().to_string();
@@ -114,7 +136,13 @@ impl Store {
                     strays.push(stray(fan_path, "is not a two-hex-digit fan-out directory"));
                     continue;
                 }
-                let leaf_tree = self.repo.find_tree(fan.oid().to_owned()).git(|| format!("reading {fan_path}/"))?;
+                let leaf_tree = match self.repo.find_tree(fan.oid().to_owned()) {
+                    Ok(t) => t,
+                    Err(err) => {
+                        strays.push(missing(fan_path, fan.oid(), &err));
+                        continue;
+                    }
+                };
                 for leaf in leaf_tree.iter() {
                     let leaf = leaf.git(|| format!("decoding {fan_path}/"))?;
                     let file = leaf.filename().to_string();
@@ -138,20 +166,90 @@ impl Store {
     }
 
     /// Read, hash and parse every record visible at the tips (see [`Store::tips`]).
+    ///
+    /// The local ref is what this clone wrote or merged; a remote-tracking copy is whatever the
+    /// last `git fetch` brought, from any remote, and nobody here has looked at it. So what only a
+    /// copy holds is read the way a write is checked: a record the write filter refuses (a secret,
+    /// text that gives the reader instructions) is left out and reported, and a record that
+    /// would change what the local ref holds (a supersession, retraction or outcome naming one of
+    /// its records) waits for `sync`. A fetch can add memory, marked as fetched; it can never
+    /// hide or rescore what was merged.
     pub fn load(&self) -> Result<Snapshot> {
         let tips = self.tips()?;
-        let commits: Vec<ObjectId> = tips.iter().map(|(_, c)| *c).collect();
-        let mut snapshot = self.load_commits(&commits)?;
+        let local = tips.first().filter(|(n, _)| n == self.ref_name()).map(|(_, c)| *c);
+        let mut by_path: BTreeMap<String, (TreeEntry, Option<String>)> = BTreeMap::new();
+        let mut invalid = Vec::new();
+        let mut seen_trees = Vec::new();
+        for (name, c) in &tips {
+            let tree = self.tree_of(*c)?;
+            if seen_trees.contains(&tree) {
+                continue;
+            }
+            seen_trees.push(tree);
+            let (entries, strays) = self.entries_of_tree(tree)?;
+            let origin = (Some(*c) != local).then(|| name.clone());
+            for e in entries {
+                by_path.entry(e.path.clone()).or_insert((e, origin.clone()));
+            }
+            invalid.extend(strays.into_iter().map(|mut s| {
+                if let Some(o) = &origin {
+                    s.path = format!("{o}:{}", s.path);
+                }
+                s
+            }));
+        }
+        let mut origin_of: BTreeMap<RecordId, String> = BTreeMap::new();
+        let mut entries = Vec::with_capacity(by_path.len());
+        for (e, origin) in by_path.into_values() {
+            if let (Some(o), Some(id)) = (origin, e.name_id) {
+                origin_of.insert(id, o);
+            }
+            entries.push(e);
+        }
+        let (mut records, bad) = self.read_entries(&entries)?;
+        invalid.extend(bad);
+        let mut held_back = 0;
+        if !origin_of.is_empty() {
+            let local_ids: std::collections::HashSet<RecordId> =
+                records.iter().filter(|r| !origin_of.contains_key(&r.id)).map(|r| r.id).collect();
+            // The filter over what only a copy holds, in parallel (a fresh clone holds nothing else).
+            let mut refused: BTreeMap<RecordId, Vec<crate::record::Problem>> = records
+                .par_iter()
+                .filter(|r| origin_of.contains_key(&r.id))
+                .filter_map(|r| {
+                    let problems = crate::redact::check(&r.record);
+                    (!problems.is_empty()).then_some((r.id, problems))
+                })
+                .collect();
+            records.retain(|r| {
+                let Some(origin) = origin_of.get(&r.id) else { return true };
+                if let Some(problems) = refused.remove(&r.id) {
+                    invalid.push(StrayEntry {
+                        path: format!("{origin}:{}", Record::path(r.record.kind, &r.id)),
+                        problems: Problems(problems),
+                    });
+                    return false;
+                }
+                let changes_local = match &r.record.payload {
+                    crate::record::Payload::Supersession(x) => local_ids.contains(&x.old),
+                    crate::record::Payload::Retraction(x) => local_ids.contains(&x.target),
+                    crate::record::Payload::Outcome(x) => local_ids.contains(&x.target),
+                    _ => false,
+                };
+                held_back += usize::from(changes_local);
+                !changes_local
+            });
+            origin_of.retain(|id, _| records.binary_search_by_key(id, |r| r.id).is_ok());
+        }
         // A remote-tracking copy can still hold a record purged here until the rewritten history
         // is pushed; it stays purged.
         if tips.len() > 1 {
             let purged = self.locally_purged();
             if !purged.is_empty() {
-                snapshot.records.retain(|r| !purged.contains(&r.id));
+                records.retain(|r| !purged.contains(&r.id));
             }
         }
-        snapshot.tips = tips;
-        Ok(snapshot)
+        Ok(Snapshot { tips, records, invalid, remote_only: origin_of, held_back })
     }
 
     /// Read, hash and parse the union of the records in `commits`' trees.
@@ -180,7 +278,7 @@ impl Store {
         let entries: Vec<TreeEntry> = by_path.into_values().collect();
         let (records, bad) = self.read_entries(&entries)?;
         invalid.extend(bad);
-        Ok(Snapshot { tips: Vec::new(), records, invalid })
+        Ok(Snapshot { tips: Vec::new(), records, invalid, ..Default::default() })
     }
 
     /// Hash and parse entries in parallel. Objects that cannot be read are integrity errors;
@@ -200,10 +298,18 @@ impl Store {
                     repo
                 },
                 |repo, e| {
-                    let blob = repo
-                        .find_blob(e.blob)
-                        .map_err(|err| Error::Integrity(format!("{}: cannot read blob {}: {err}", e.path, e.blob)))?;
-                    Ok(check_entry(e, &blob.data))
+                    // A blob that cannot be read is reported at its path, like any damaged record:
+                    // the rest is still read, and verify lists every such problem.
+                    Ok(match repo.find_blob(e.blob) {
+                        Ok(blob) => check_entry(e, &blob.data),
+                        Err(err) => Err(StrayEntry {
+                            path: e.path.clone(),
+                            problems: Problems(vec![crate::record::Problem::new(
+                                "file",
+                                format!("its blob {} cannot be read ({err}); the repository is damaged", e.blob),
+                            )]),
+                        }),
+                    })
                 },
             )
             .collect();

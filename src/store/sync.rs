@@ -70,7 +70,10 @@ impl Store {
         // processes may fetch into it at once, and git then refuses the slower one's update of
         // the tracking ref. That one fetches again.
         for attempt in 1..=10u64 {
-            match self.run_git(&["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, &refspec]) {
+            let timeout = self.sync_timeout()?;
+            match self
+                .run_git_bounded(&["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, &refspec], timeout)
+            {
                 Ok(_) => break,
                 Err(Error::GitCommand { message, .. }) if message.contains("couldn't find remote ref") => {
                     return Ok(None)
@@ -145,6 +148,28 @@ impl Store {
         let mut editor = tree.edit().git(|| "starting a tree edit".into())?;
         self.union_into(&mut editor, ours, theirs, "")?;
         Ok(editor.write().git(|| "writing the merged tree".into())?.detach())
+    }
+
+    /// Move the memory ref back from `from` to `to`, only if it is still at `from` (a sync that
+    /// did not finish takes back what it merged; a write that landed meanwhile is kept).
+    pub fn restore_tip(&self, from: ObjectId, to: ObjectId, who: &Identity, now: Timestamp) -> Result<bool> {
+        self.set_ref(Some(from), to, "neo: sync did not finish; back to the tip it started from", who, now)
+    }
+
+    /// How long one fetch or push may take: `neo.sync.timeout` seconds, default 120. A remote
+    /// that hangs (a stuck `upload-pack`, a hook that never returns) fails the sync instead of
+    /// hanging it.
+    pub fn sync_timeout(&self) -> Result<std::time::Duration> {
+        match self.config_value(crate::config::SYNC_TIMEOUT) {
+            None => Ok(std::time::Duration::from_secs(120)),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 => Ok(std::time::Duration::from_secs_f64(s)),
+                _ => Err(Error::Config {
+                    key: crate::config::SYNC_TIMEOUT.into(),
+                    message: format!("{v:?} is not a number of seconds above zero"),
+                }),
+            },
+        }
     }
 
     /// Bring the local memory ref together with `theirs` (fast-forward, or a merge commit),
@@ -242,8 +267,34 @@ impl Store {
     ) -> Result<Push> {
         let lease = format!("--force-with-lease={dest}:{}", expected.map(|e| e.to_string()).unwrap_or_default());
         let refspec = format!("{local}:{dest}");
-        match self.run_git(&["push", "--quiet", "--porcelain", &lease, remote, &refspec]) {
+        let timeout = self.sync_timeout()?;
+        match self.run_git_bounded(&["push", "--quiet", "--porcelain", &lease, remote, &refspec], timeout) {
             Ok(_) => Ok(Push::Done),
+            // The remote itself refused the update (a pre-receive or update hook, a protected
+            // branch): no retry changes that. Its own words are what the person needs.
+            Err(Error::GitCommand { message, .. })
+                if message.contains("[remote rejected]")
+                    && !message.contains("failed to update ref")
+                    && !message.contains("cannot lock ref") =>
+            {
+                let said: Vec<&str> = message
+                    .lines()
+                    .filter_map(|l| l.trim().strip_prefix("remote:"))
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect();
+                let reason = message
+                    .lines()
+                    .find(|l| l.contains("[remote rejected]"))
+                    .and_then(|l| l.split("[remote rejected]").nth(1))
+                    .map(str::trim)
+                    .unwrap_or("");
+                Err(Error::PushRefused {
+                    remote: remote.to_string(),
+                    reason: reason.to_string(),
+                    said: if said.is_empty() { "(it gave no message)".into() } else { said.join("\n") },
+                })
+            }
             Err(Error::GitCommand { message, .. })
                 if [
                     "stale info",

@@ -372,6 +372,65 @@ impl Store {
         }
     }
 
+    /// [`Store::run_git`], stopped after `timeout`: git and everything it started (ssh, a remote
+    /// helper, a local `upload-pack`) run in a process group of their own, which is killed whole
+    /// when the time is up. What git had not finished, it had not written (refs are updated last).
+    pub(crate) fn run_git_bounded(&self, args: &[&str], timeout: Duration) -> Result<String> {
+        use std::io::Read;
+        let mut cmd = std::process::Command::new("git");
+        cmd.arg("--git-dir")
+            .arg(self.repo.git_dir())
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::GitCommand { command: args.join(" "), message: format!("could not start git: {e}") })?;
+        let drain = |pipe: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = p.read_to_end(&mut buf);
+                }
+                buf
+            })
+        };
+        let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+        let started = std::time::Instant::now();
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+                _ => {
+                    // SAFETY: kill(2) on our own child's process group; no memory is touched.
+                    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Error::GitCommand {
+                        command: args.join(" "),
+                        message: format!(
+                            "stopped after {:.0} s without an answer from the remote; nothing was changed here. \
+                             Check the remote, or allow longer with `git config neo.sync.timeout <seconds>`",
+                            timeout.as_secs_f64()
+                        ),
+                    });
+                }
+            }
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        if !status.success() {
+            let message =
+                format!("{}\n{}", String::from_utf8_lossy(&stderr).trim(), String::from_utf8_lossy(&stdout).trim());
+            return Err(Error::GitCommand { command: args.join(" "), message: message.trim().to_string() });
+        }
+        Ok(String::from_utf8_lossy(&stdout).into_owned())
+    }
+
     /// Run a git subprocess against this repository, capturing its output.
     pub(crate) fn run_git(&self, args: &[&str]) -> Result<String> {
         let out = std::process::Command::new("git")

@@ -26,6 +26,7 @@ fn session(repo: &Path, at: i64, embedder: &EmbedderChoice) -> Session {
         embedder: embedder.clone(),
         scope: None,
         data_dir: None,
+        config: Vec::new(),
     })
 }
 

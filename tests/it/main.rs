@@ -8,6 +8,7 @@ mod concurrency;
 mod construct;
 mod curation;
 mod daemon;
+mod edges;
 mod fold;
 mod format;
 mod instructions;

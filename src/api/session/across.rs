@@ -257,7 +257,7 @@ impl Session {
         }
         // The Construct comes after the memories: a few patterns that clearly match.
         let hits = self.warm.construct_hits(
-            &self.opts.dir,
+            &self.opts.places(),
             &req.query,
             result.query_vector.as_ref(),
             construct::RECALL_PATTERNS,

@@ -33,7 +33,7 @@ use crate::recall::{Recall, Request};
 use crate::record::{FactType, Record, RecordId, Timestamp};
 use crate::scope::Scope;
 use crate::state::State;
-use crate::store::{Identity, Store, StoreOptions};
+use crate::store::{Identity, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -202,9 +202,9 @@ impl Warm {
     }
 
     /// The Construct library (see [`Session::library`]).
-    fn library(&mut self, dir: &std::path::Path) -> Result<&mut Library> {
+    fn library(&mut self, places: &crate::api::scopes::Places) -> Result<&mut Library> {
         if self.library.is_none() {
-            let store = Store::discover(dir, StoreOptions::default()).ok();
+            let store = places.project().ok();
             let project = store.as_ref().and_then(|s| s.construct_dir());
             let mut library =
                 Library::load(project.as_deref()).map_err(|e| Error::invalid("construct", e.to_string()))?;
@@ -225,13 +225,13 @@ impl Warm {
     /// Construct patterns for `query` (with its vector when recall already embedded it).
     fn construct_hits(
         &mut self,
-        dir: &std::path::Path,
+        places: &crate::api::scopes::Places,
         query: &str,
         query_vector: Option<&(String, Vec<f32>)>,
         k: usize,
     ) -> Result<Vec<Hit>> {
         let mut embedder = self.embedder.take();
-        let hits = self.library(dir).and_then(|l| {
+        let hits = self.library(places).and_then(|l| {
             l.search_with(query, query_vector, k, reborrow(&mut embedder))
                 .map_err(|e| Error::invalid("construct", e.to_string()))
         });
@@ -429,13 +429,13 @@ impl Session {
     /// The Construct library: shipped patterns and the project's (those failing lint are left out
     /// and reported), with pattern vectors cached in the repository's cache directory.
     pub fn library(&mut self) -> Result<&mut Library> {
-        self.warm.library(&self.opts.dir)
+        self.warm.library(&self.opts.places())
     }
 
     /// Search the Construct for `query` (semantic when the model is there).
     pub fn construct_search(&mut self, query: &str, k: usize) -> Result<Vec<Hit>> {
         self.warm.ensure_embedder(&self.opts.embedder);
-        self.warm.construct_hits(&self.opts.dir, query, None, k)
+        self.warm.construct_hits(&self.opts.places(), query, None, k)
     }
 
     /// Delete the target scope's recall indexes and build them again.
@@ -539,7 +539,26 @@ impl Session {
     pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
         let store = self.store()?;
         let Some((name, tip, from)) = crate::api::verify::target(&store, range)? else { return Ok(None) };
-        let report = crate::api::verify::verify(&store, &name, tip, from)?;
+        let mut report = crate::api::verify::verify(&store, &name, tip, from)?;
+        // Recall reads the remote-tracking copies too (what they alone hold, filtered): verify
+        // checks every ref recall reads, and names the copy a problem is on.
+        if range.is_none() {
+            for (copy, copy_tip) in store.tips()? {
+                if copy_tip == tip || copy == name {
+                    continue;
+                }
+                let other = crate::api::verify::verify(&store, &copy, copy_tip, None)?;
+                for mut p in other.problems {
+                    if report.problems.iter().any(|q| q.path == p.path && q.field == p.field && q.message == p.message)
+                    {
+                        continue;
+                    }
+                    p.path = format!("{copy}:{}", p.path);
+                    report.problems.push(p);
+                }
+                report.copies.push(copy);
+            }
+        }
         Ok(Some((name, report)))
     }
 }
