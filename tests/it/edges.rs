@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// `git neo` with the deterministic embedder, through a server when `daemon` is true.
-fn neo_in(sb: &Sandbox, cwd: &Path, daemon: bool, args: &[&str]) -> Output {
+pub(crate) fn neo_in(sb: &Sandbox, cwd: &Path, daemon: bool, args: &[&str]) -> Output {
     sb.neo_cmd(cwd)
         .env("GIT_NEO_EMBEDDER", "hash")
         .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
@@ -20,20 +20,20 @@ fn neo_in(sb: &Sandbox, cwd: &Path, daemon: bool, args: &[&str]) -> Output {
         .expect("run git-neo")
 }
 
-fn ok(o: &Output) -> String {
+pub(crate) fn ok(o: &Output) -> String {
     assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status.code(), stdout(o), stderr(o));
     stdout(o)
 }
 
 /// A foreground server for `repo`, stopped when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     home: PathBuf,
     repo: PathBuf,
 }
 
 impl Server {
-    fn start(sb: &Sandbox, repo: &Path, env: &[(&str, &str)]) -> Server {
+    pub(crate) fn start(sb: &Sandbox, repo: &Path, env: &[(&str, &str)]) -> Server {
         let mut cmd = sb.neo_cmd(repo);
         cmd.env("GIT_NEO_EMBEDDER", "hash").args(["daemon", "run", "--idle", "120"]);
         for (k, v) in env {
@@ -49,7 +49,7 @@ impl Server {
         server
     }
 
-    fn status(&self, sb: &Sandbox, env: &[(&str, &str)]) -> serde_json::Value {
+    pub(crate) fn status(&self, sb: &Sandbox, env: &[(&str, &str)]) -> serde_json::Value {
         let mut cmd = sb.neo_cmd(&self.repo);
         cmd.env("GIT_NEO_EMBEDDER", "hash").args(["daemon", "status", "--json"]);
         for (k, v) in env {
@@ -58,12 +58,12 @@ impl Server {
         json(&stdout(&cmd.output().expect("status")))
     }
 
-    fn served(&self, sb: &Sandbox) -> u64 {
+    pub(crate) fn served(&self, sb: &Sandbox) -> u64 {
         self.status(sb, &[])["commands"].as_u64().unwrap_or(0)
     }
 
     /// The server's socket (the only one in the sandbox's runtime directory).
-    fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         let dir = self.home.join("run/git-neo");
         let socks: Vec<PathBuf> = std::fs::read_dir(&dir)
             .expect("the socket directory")
@@ -76,6 +76,14 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILL the server, as a crash would.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -83,7 +91,7 @@ impl Drop for Server {
     }
 }
 
-fn list_subjects(sb: &Sandbox, repo: &Path, reference: Option<&str>) -> Vec<String> {
+pub(crate) fn list_subjects(sb: &Sandbox, repo: &Path, reference: Option<&str>) -> Vec<String> {
     let mut args = vec!["list", "--json"];
     if let Some(r) = reference {
         args.extend(["--ref", r]);

@@ -9,6 +9,7 @@ mod construct;
 mod curation;
 mod daemon;
 mod edges;
+mod faults;
 mod fold;
 mod format;
 mod instructions;
