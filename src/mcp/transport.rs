@@ -337,4 +337,108 @@ mod tests {
         assert_eq!(cut_field(br#"{"a":{"body":"abc"#).as_deref(), Some("body"));
         assert_eq!(cut_field(br#"{"a":["abc"#), None);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// One input line: a ping that must reach the service, a line that must be answered,
+        /// or a blank line that must not.
+        #[derive(Clone, Debug)]
+        enum Input {
+            Ping(u32),
+            Garbage(Vec<u8>),
+            Invalid(u32),
+            Blank,
+            Oversized(usize),
+        }
+
+        fn input() -> impl Strategy<Value = Input> {
+            prop_oneof![
+                4 => any::<u32>().prop_map(Input::Ping),
+                3 => proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 1..80)
+                    .prop_filter("not blank", |v| !v.iter().all(u8::is_ascii_whitespace))
+                    .prop_filter("not a message", |v| !matches!(classify(v), Line::Message(_) | Line::Skip))
+                    .prop_map(Input::Garbage),
+                1 => any::<u32>().prop_map(Input::Invalid),
+                1 => Just(Input::Blank),
+                1 => (1usize..4096).prop_map(Input::Oversized),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+            #[test]
+            fn every_line_is_delivered_or_answered_once_whatever_the_buffer(
+                inputs in proptest::collection::vec(input(), 0..12),
+                capacity in 1usize..300,
+                final_newline in any::<bool>(),
+            ) {
+                let mut bytes = Vec::new();
+                let (mut pings, mut answers) = (0usize, Vec::new());
+                for item in &inputs {
+                    match item {
+                        Input::Ping(id) => {
+                            bytes.extend_from_slice(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).as_bytes());
+                            pings += 1;
+                        }
+                        Input::Garbage(g) => {
+                            bytes.extend_from_slice(g);
+                            answers.push(None);
+                        }
+                        Input::Invalid(id) => {
+                            bytes.extend_from_slice(format!(r#"{{"jsonrpc":"2.0","id":{id}}}"#).as_bytes());
+                            answers.push(Some(serde_json::json!(id)));
+                        }
+                        Input::Blank => bytes.extend_from_slice(b"  "),
+                        Input::Oversized(extra) => {
+                            bytes.extend_from_slice(br#"{"id":"big","params":{"q":""#);
+                            bytes.extend(std::iter::repeat_n(b'q', MAX_LINE + extra));
+                            bytes.extend_from_slice(br#""}}"#);
+                            answers.push(Some(serde_json::json!("big")));
+                        }
+                    }
+                    bytes.push(b'\n');
+                }
+                if !final_newline {
+                    bytes.pop();
+                }
+                let sink: Arc<Mutex<Vec<u8>>> = Arc::default();
+                struct Sink(Arc<Mutex<Vec<u8>>>);
+                impl Write for Sink {
+                    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                        self.0.lock().unwrap().extend_from_slice(b);
+                        Ok(b.len())
+                    }
+                    fn flush(&mut self) -> std::io::Result<()> {
+                        Ok(())
+                    }
+                }
+                let output: Mutex<Box<dyn Write + Send>> = Mutex::new(Box::new(Sink(sink.clone())));
+                let mut delivered = 0;
+                read_lines(std::io::BufReader::with_capacity(capacity, &bytes[..]), &output, |_| {
+                    delivered += 1;
+                    true
+                });
+                prop_assert_eq!(delivered, pings);
+                let text = String::from_utf8(sink.lock().unwrap().clone()).unwrap();
+                let replies: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+                prop_assert_eq!(replies.len(), answers.len(), "{}", text);
+                for (reply, want) in replies.iter().zip(&answers) {
+                    prop_assert!(reply["error"]["code"].is_i64());
+                    if let Some(id) = want {
+                        prop_assert_eq!(&reply["id"], id);
+                    }
+                }
+            }
+
+            #[test]
+            fn the_scanners_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+                let _ = top_level_id(&bytes);
+                let _ = cut_field(&bytes);
+                let _ = classify(&bytes);
+            }
+        }
+    }
 }

@@ -16,6 +16,7 @@ mod instructions;
 mod mcp;
 mod modes;
 mod outcomes;
+mod props;
 mod quality;
 mod recall;
 mod review;
