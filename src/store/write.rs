@@ -125,7 +125,7 @@ impl Store {
         now: Timestamp,
         create_empty: bool,
     ) -> Result<WriteOutcome> {
-        let blobs = if records.len() >= PACK_FROM {
+        let (blobs, keep) = if records.len() >= PACK_FROM {
             self.write_blobs_packed(records)?
         } else {
             let mut blobs = Vec::with_capacity(records.len());
@@ -134,9 +134,9 @@ impl Store {
                     self.repo.write_blob(bytes).git(|| format!("writing the blob of record {}", id.short()))?.detach();
                 blobs.push((Record::path(*kind, id), blob));
             }
-            blobs
+            (blobs, None)
         };
-        self.update_tree(message, who, now, create_empty, &mut |tree, editor| {
+        let written = self.update_tree(message, who, now, create_empty, &mut |tree, editor| {
             let mut added = 0;
             for (path, blob) in &blobs {
                 if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
@@ -147,7 +147,14 @@ impl Store {
                 }
             }
             Ok(added)
-        })
+        });
+        // The pack's `.keep` file protects it while nothing refers to its objects; once the commit
+        // has landed (or failed, leaving them unreferenced) it goes, so `gc --auto` may fold the
+        // pack into others. Left in place, every import would add packs that gc never repacks.
+        if let Some(keep) = keep {
+            let _ = std::fs::remove_file(keep);
+        }
+        written
     }
 
     /// Write the blobs of a large batch as one pack (with its index) instead of a loose file
@@ -156,7 +163,10 @@ impl Store {
     /// written to a temporary file and moved into place whole, so a crash leaves no half pack, and
     /// blobs are content-addressed, so a pack holding objects the repository already has is
     /// harmless. Only blobs the repository lacks go in.
-    fn write_blobs_packed(&self, records: &[(Kind, RecordId, Vec<u8>)]) -> Result<Vec<(String, ObjectId)>> {
+    fn write_blobs_packed(
+        &self,
+        records: &[(Kind, RecordId, Vec<u8>)],
+    ) -> Result<(Vec<(String, ObjectId)>, Option<std::path::PathBuf>)> {
         use std::io::Write;
         let hash = self.repo.object_hash();
         let mut blobs = Vec::with_capacity(records.len());
@@ -177,7 +187,7 @@ impl Store {
             }
         }
         if count == 0 {
-            return Ok(blobs);
+            return Ok((blobs, None));
         }
         // Pack format 2: "PACK", version, object count, the entries, then the hash of it all.
         let mut whole = Vec::with_capacity(pack.len() + 12 + hash.len_in_bytes());
@@ -190,7 +200,7 @@ impl Store {
         let dir = self.repo.objects.store_ref().path().join("pack");
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
-        gix::odb::pack::Bundle::write_to_directory(
+        let outcome = gix::odb::pack::Bundle::write_to_directory(
             &mut whole.as_slice(),
             Some(&dir),
             &mut gix::progress::Discard,
@@ -200,7 +210,7 @@ impl Store {
             gix::odb::pack::bundle::write::Options { thread_limit: Some(1), ..Default::default() },
         )
         .git(|| format!("writing a pack of {count} new records"))?;
-        Ok(blobs)
+        Ok((blobs, outcome.keep_path))
     }
 
     /// Remove record files from the ref in one commit. Only staging refs (review-mode proposals)

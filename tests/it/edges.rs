@@ -3,7 +3,7 @@
 //! caller's git configuration, big imports, purge trailers, remote-tracking refs, the write
 //! filter, sync, MCP input, hooks, damaged objects). Each was shown to fail before its fix.
 
-use crate::support::{json, stderr, stdout, Sandbox, BIN};
+use crate::support::{bin, json, stderr, stdout, Sandbox};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -157,7 +157,8 @@ fn the_server_declines_a_request_for_another_work_tree() {
 
 // 2. The caller's git configuration.
 fn git_neo_on_path(cmd: &mut Command) -> &mut Command {
-    let bin = Path::new(BIN).parent().expect("the binary's directory");
+    let bin = bin();
+    let bin = Path::new(&bin).parent().expect("the binary's directory");
     let path = std::env::var("PATH").unwrap_or_default();
     cmd.env("PATH", format!("{}:{path}", bin.display()))
 }
@@ -228,6 +229,15 @@ fn an_import_writing_more_packs_than_the_object_database_had_slots_for_lands_who
     assert_eq!(v["added"], 40 * 64, "{v}");
     let listed = neo_in(&sb, &repo, false, &["verify", "--json"]);
     assert_eq!(json(&ok(&listed))["records"], 40 * 64);
+    // The packs are left for `gc --auto` to fold together: no `.keep` holds them apart, and
+    // with more than 50 written, gc has already run.
+    let packs: Vec<String> = std::fs::read_dir(repo.join(".git/objects/pack"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!packs.iter().any(|p| p.ends_with(".keep")), "{packs:?}");
+    assert!(packs.iter().filter(|p| p.ends_with(".pack")).count() <= 50, "{packs:?}");
 }
 
 // 4. Purge trailers that purge nothing.

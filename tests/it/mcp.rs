@@ -1,7 +1,7 @@
 //! The MCP server as a client uses it: spawn `git neo mcp`, speak JSON-RPC over its stdin and
 //! stdout, and check every tool's reply, an invalid call, and the size of `tools/list`.
 
-use crate::support::{hermetic, json, Sandbox, BIN};
+use crate::support::{bin, hermetic, json, Sandbox};
 use serde_json::{json as j, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -19,7 +19,7 @@ pub struct Client {
 
 impl Client {
     pub fn spawn(home: &Path, repo: &Path, env: &[(&str, &str)]) -> Client {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(bin());
         hermetic(&mut cmd, home).current_dir(repo).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);

@@ -6,6 +6,12 @@ use std::process::{Command, Output};
 pub const NOW: &str = "2026-03-01T12:00:00Z";
 pub const BIN: &str = env!("CARGO_BIN_EXE_git-neo");
 
+/// The binary the command-line tests run: this build's, or another one named by
+/// `GIT_NEO_TEST_BIN` (to show that a regression test fails on an older build).
+pub fn bin() -> String {
+    std::env::var("GIT_NEO_TEST_BIN").unwrap_or_else(|_| BIN.to_string())
+}
+
 /// A temporary directory holding one or more repositories.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -90,7 +96,7 @@ impl Sandbox {
 
     /// A `git neo` command in `cwd`, hermetic.
     pub fn neo_cmd(&self, cwd: &Path) -> Command {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(bin());
         hermetic(&mut cmd, self.dir.path()).current_dir(cwd);
         cmd
     }
