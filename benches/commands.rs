@@ -243,7 +243,7 @@ fn main() {
             let (recall, add) = recall_and_add(exe, &repo, false, &run, &mut next, rounds);
             println!("| {n} | {name} | `git neo recall`, own process | {} | |", ms(recall));
             println!("| {n} | {name} | `git neo add`, own process | {} | similarity check included |", ms(add));
-            if *name == "this" {
+            {
                 let mut server = neo(exe, &repo, false, &run);
                 server.args(["daemon", "run", "--idle", "120"]).stdout(Stdio::null()).stderr(Stdio::null());
                 let mut server = server.spawn().expect("server");

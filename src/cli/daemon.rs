@@ -72,18 +72,22 @@ pub enum DaemonCommand {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
 enum Request {
-    Run {
-        argv: Vec<String>,
-        /// The client's working directory, absolute.
-        cwd: PathBuf,
-        /// The work tree the client found (and chose this server's socket by).
-        tree: PathBuf,
-        env: BTreeMap<String, String>,
-        stdin: Option<String>,
-        colour: bool,
-    },
+    Run(RunRequest),
     Status,
     Stop,
+}
+
+/// One command for the server to run, with everything of the caller's that it depends on.
+#[derive(Serialize, Deserialize)]
+struct RunRequest {
+    argv: Vec<String>,
+    /// The client's working directory, absolute.
+    cwd: PathBuf,
+    /// The work tree the client found (and chose this server's socket by).
+    tree: PathBuf,
+    env: BTreeMap<String, String>,
+    stdin: Option<String>,
+    colour: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -258,7 +262,14 @@ pub fn try_run(
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
     let colour = std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
-    let request = Request::Run { argv: argv.to_vec(), cwd, tree, env: env_to_send(env), stdin: stdin.clone(), colour };
+    let request = Request::Run(RunRequest {
+        argv: argv.to_vec(),
+        cwd,
+        tree,
+        env: env_to_send(env),
+        stdin: stdin.clone(),
+        colour,
+    });
     let response = send(&mut stream, &request).and_then(|()| receive::<Response>(&stream));
     match response {
         Ok(Response::Ran { code, stdout, stderr }) => {
@@ -394,12 +405,7 @@ enum Job {
 }
 
 struct RunJob {
-    argv: Vec<String>,
-    cwd: PathBuf,
-    tree: PathBuf,
-    env: BTreeMap<String, String>,
-    stdin: Option<String>,
-    colour: bool,
+    request: RunRequest,
     answer: std::sync::mpsc::Sender<Response>,
 }
 
@@ -493,7 +499,8 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
             s
         });
     for job in queue {
-        let Job::Run(RunJob { argv, cwd, tree: client_tree, env, stdin, colour, answer }) = job else {
+        let Job::Run(RunJob { request: RunRequest { argv, cwd, tree: client_tree, env, stdin, colour }, answer }) = job
+        else {
             let _ = std::fs::remove_file(socket);
             return Ok(());
         };
@@ -538,9 +545,9 @@ fn connection(
             let _ = jobs.send(Job::Stop);
             return;
         }
-        Ok(Request::Run { argv, cwd, tree, env, stdin, colour }) => {
+        Ok(Request::Run(request)) => {
             let (answer, answered) = std::sync::mpsc::channel();
-            let job = Job::Run(RunJob { argv, cwd, tree, env, stdin, colour, answer });
+            let job = Job::Run(RunJob { request, answer });
             match jobs.send(job).ok().and_then(|()| answered.recv().ok()) {
                 Some(r) => r,
                 None => Response::Declined { why: "the server is stopping".into() },

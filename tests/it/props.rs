@@ -1,6 +1,7 @@
 //! Property tests for the record parser: any bytes are answered with a record or a list of
 //! problems (never a panic), every valid record survives the trip through its canonical bytes,
-//! and a record damaged anywhere either parses to something that is itself stable or is refused.
+//! and a record damaged anywhere either parses to something whose canonical form is stable, or
+//! is refused.
 //! Kept to a few hundred cases each so the suite stays fast.
 
 use git_neo::record::canonical::{normalize_body, to_bytes};
@@ -9,14 +10,29 @@ use git_neo::record::validate::validate;
 use git_neo::record::{Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Provenance, Record, Timestamp};
 use proptest::prelude::*;
 
+/// A fixed seed, so the suite is the same on every machine (a seed that finds something is a new
+/// test case, not a flaky run); `PROPTEST_RNG_SEED` is ignored on purpose.
 fn config() -> ProptestConfig {
-    ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x6e65_6f31),
+        ..ProptestConfig::default()
+    }
 }
 
-/// Text of the kind people write: letters, digits, YAML's special characters, quotes,
-/// backslashes, non-ASCII and the occasional control character.
+/// One line of the kind people write: letters, digits, YAML's special characters, quotes,
+/// backslashes and non-ASCII.
 fn line() -> impl Strategy<Value = String> {
-    proptest::string::string_regex(r#"[A-Za-z0-9 "'\\:#!&*,\[\]{}|>%@`~\-éü中🙂\t]{1,60}"#).unwrap()
+    proptest::string::string_regex(
+        r#"[A-Za-z0-9 "'\\:#!&*,\[\]{}|>%@`~\-éü中🙂]{0,59}[A-Za-z0-9"'\\:#!&*,\[\]{}|>%@`~\-éü中🙂]"#,
+    )
+    .unwrap()
+}
+
+/// A line of a body, where tabs may appear too.
+fn body_line() -> impl Strategy<Value = String> {
+    proptest::string::string_regex(r#"[A-Za-z0-9 "'\\:#!&*,\[\]{}|>%@`~\-éü中🙂\t]{0,60}"#).unwrap()
 }
 
 fn fact() -> impl Strategy<Value = Record> {
@@ -30,7 +46,7 @@ fn fact() -> impl Strategy<Value = Record> {
             ("[a-z]{1,8}(/[a-z]{1,8}){0,2}\\.rs", proptest::option::of((1u32..50, 0u32..50))),
             0..3,
         ),
-        proptest::collection::vec(line(), 0..5),
+        proptest::collection::vec(body_line(), 0..5),
     )
         .prop_map(|(fact_type, subject, tags, key, confidence, anchors, body)| {
             let mut tags = tags;
@@ -112,8 +128,11 @@ proptest! {
             _ => { bytes.remove(i); }
         }
         if let Ok(parsed) = parse(&bytes) {
+            // What parses re-renders canonically (its body normalised) and reads back the same.
             let again = parse(&to_bytes(&parsed)).map_err(|p| TestCaseError::fail(format!("{p:?}")))?;
-            prop_assert_eq!(again, parsed);
+            let mut want = parsed.clone();
+            want.body = normalize_body(&parsed.body);
+            prop_assert_eq!(again, want);
         }
     }
 }
