@@ -1,7 +1,11 @@
 //! Trust at the edges: one test per way in that used to let data land in the wrong place, let
 //! unverified memory reach the agent, hang, or answer wrongly (the background server, the
 //! caller's git configuration, big imports, purge trailers, remote-tracking refs, the write
-//! filter, sync, MCP input, hooks, damaged objects). Each was shown to fail before its fix.
+//! filter, sync, MCP input, hooks, damaged objects). Run against the build before these fixes
+//! (`GIT_NEO_TEST_BIN=<old git-neo> cargo test --test it edges`), every test that drives the
+//! binary fails there, except the server's refusal of a forged request (the old server declined
+//! that one too); the YAML-tag parser test and the worked example's size check the library and
+//! the docs of this build.
 
 use crate::support::{bin, json, stderr, stdout, Sandbox};
 use std::io::Write;
@@ -112,20 +116,20 @@ fn has_ref(sb: &Sandbox, repo: &Path, name: &str) -> bool {
 fn a_relative_dash_c_lands_in_that_repository_through_the_server_too() {
     let sb = Sandbox::new();
     let r1 = sb.repo("r1");
-    // A repository where a server resolving `-C r1` against its own directory would write.
-    let nested = r1.join("r1");
-    std::fs::create_dir_all(&nested).unwrap();
-    sb.git(&nested, &["init", "-q"]);
     let server = Server::start(&sb, &r1, &[]);
     let parent = sb.dir.path();
     ok(&neo_in(&sb, parent, true, &["-C", "r1", "add", "-t", "decision", "-s", "Deploys go out from the main branch"]));
     ok(&neo_in(&sb, parent, true, &["-C", "r1", "add", "-t", "pattern", "-s", "Retry webhooks with backoff"]));
-    assert!(server.served(&sb) >= 2, "both adds went through the server");
+    assert!(server.served(&sb) >= 2, "both adds were run by the server");
+    // A repository where a server resolving `-C r1` against its own directory would write.
+    let nested = r1.join("r1");
+    std::fs::create_dir_all(&nested).unwrap();
+    sb.git(&nested, &["init", "-q"]);
+    ok(&neo_in(&sb, parent, true, &["-C", "r1", "add", "-t", "review", "-s", "Reviews need one approval"]));
     let subjects = list_subjects(&sb, &r1, None);
-    assert!(
-        subjects.iter().any(|s| s.contains("Deploys")) && subjects.iter().any(|s| s.contains("webhooks")),
-        "{subjects:?}"
-    );
+    for want in ["Deploys", "webhooks", "Reviews"] {
+        assert!(subjects.iter().any(|s| s.contains(want)), "{want}: {subjects:?}");
+    }
     assert!(!has_ref(&sb, &nested, "refs/heads/neo-memory"), "nothing landed in r1/r1");
 }
 
