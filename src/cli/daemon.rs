@@ -27,7 +27,7 @@ use git_neo::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -145,8 +145,13 @@ fn socket_dir(env: Env) -> Option<PathBuf> {
         None => std::env::temp_dir().join(format!("git-neo-{uid}")),
     };
     if !dir.exists() {
-        std::fs::create_dir_all(&dir).ok()?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).ok()?;
+        // Created with its mode in the one mkdir: a directory made first and narrowed after is,
+        // for a moment, too open, and a second command starting then (the client polling a
+        // server that is just starting) would judge it unsafe and give up.
+        let made = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
+        if made.is_err() && !dir.is_dir() {
+            return None;
+        }
     }
     let meta = std::fs::symlink_metadata(&dir).ok()?;
     (meta.is_dir() && meta.uid() == uid && meta.mode() & 0o077 == 0).then_some(dir)
@@ -631,5 +636,36 @@ fn run_one(
         code,
         stdout: String::from_utf8_lossy(&captured.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&captured.stderr.into_inner()).into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Commands starting together (a server coming up while its client polls it) all find the
+    /// socket directory safe: none sees it half made.
+    #[test]
+    fn commands_starting_at_once_all_get_the_socket_directory() {
+        for _ in 0..50 {
+            let home = tempfile::tempdir().unwrap();
+            let run = home.path().join("run").to_string_lossy().into_owned();
+            let barrier = Arc::new(std::sync::Barrier::new(8));
+            let threads: Vec<_> = (0..8)
+                .map(|_| {
+                    let (run, barrier) = (run.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        let env = move |k: &str| (k == "XDG_RUNTIME_DIR").then(|| run.clone());
+                        barrier.wait();
+                        socket_dir(&env)
+                    })
+                })
+                .collect();
+            for t in threads {
+                let dir = t.join().unwrap().expect("a safe socket directory");
+                let mode = std::fs::metadata(&dir).unwrap().mode();
+                assert_eq!(mode & 0o077, 0, "private: {mode:o}");
+            }
+        }
     }
 }
