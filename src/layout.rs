@@ -32,6 +32,12 @@ impl CacheDir {
         self.root.join("sessions").join(name).join("index")
     }
 
+    /// The writers' OS lock, held by a git-neo process for as long as it may hold a memory ref's
+    /// lock file (so a lock file nobody holds it for was abandoned by a killed writer).
+    pub fn ref_write_lock(&self) -> PathBuf {
+        self.root.join("ref-write.lock")
+    }
+
     /// The session scope that `git neo session start` made current in this clone.
     pub fn current_session(&self) -> PathBuf {
         self.root.join("session")

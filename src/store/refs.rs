@@ -51,8 +51,16 @@ impl Store {
             name,
             deref: false,
         };
-        let wait = gix::lock::acquire::Fail::AfterDurationWithBackoff(self.lock_timeout);
-        match self.repo.refs.transaction().prepare([edit], wait, wait).and_then(|t| t.commit(None)) {
+        let lock = self.common_dir().join(format!("{shown}.lock"));
+        let result = self.under_writers_lock(&lock, || {
+            let packed = gix::lock::acquire::Fail::AfterDurationWithBackoff(std::time::Duration::from_secs(1));
+            self.repo
+                .refs
+                .transaction()
+                .prepare([edit.clone()], gix::lock::acquire::Fail::Immediately, packed)
+                .and_then(|t| t.commit(None))
+        })?;
+        match result {
             Ok(_) => Ok(true),
             Err(e) if super::write::is_lost_race(&e) => Ok(false),
             Err(e) => Err(Error::Git { context: format!("deleting {shown}"), source: Box::new(e) }),

@@ -239,20 +239,18 @@ impl Store {
             name: self.ref_name.clone(),
             deref: false,
         };
-        let wait = gix::lock::acquire::Fail::AfterDurationWithBackoff(self.lock_timeout);
-        let in_flight = super::write::InFlight::start();
-        let result =
-            self.repo.refs.transaction().prepare([edit], wait, wait).and_then(|t| t.commit(Some(sig.to_ref(&mut buf))));
-        drop(in_flight);
+        let lock = self.lock_path();
+        let result = self.under_writers_lock(&lock, || {
+            let packed = gix::lock::acquire::Fail::AfterDurationWithBackoff(std::time::Duration::from_secs(1));
+            self.repo
+                .refs
+                .transaction()
+                .prepare([edit.clone()], gix::lock::acquire::Fail::Immediately, packed)
+                .and_then(|t| t.commit(Some(sig.to_ref(&mut buf))))
+        })?;
         match result {
             Ok(_) => Ok(true),
             Err(e) if super::write::is_lost_race(&e) => Ok(false),
-            Err(e) if e.is_retryable() => Err(Error::Locked {
-                ref_name: self.ref_name().into(),
-                lock: self.lock_path(),
-                age_secs: None,
-                waited_ms: self.lock_timeout.as_millis(),
-            }),
             Err(e) => Err(Error::Git { context: format!("updating {}", self.ref_name()), source: Box::new(e) }),
         }
     }

@@ -4,7 +4,14 @@
 //! only the ref update is atomic. On a lost race (`ReferenceOutOfDate`, or `MustNotExist` when a
 //! concurrent writer created the ref first) the tip is re-read and the same records are applied to
 //! the new tree. A held lock is waited for with jittered backoff, up to the lock timeout; a lock
-//! that outlives it (a crashed writer's) becomes a clear [`Error::Locked`], never an endless spin.
+//! that outlives it becomes a clear [`Error::Locked`], never an endless spin.
+//!
+//! A writer killed while it holds a ref's lock file (`kill -9` of the background server in the
+//! middle of a commit) leaves that file behind, and git never removes it. So every git-neo ref
+//! update also holds the writers' OS lock (`neo/ref-write.lock`), which the kernel releases when
+//! its holder dies: a writer holding it that still finds a ref's lock file knows no git-neo
+//! process is inside an update, and once that file has stood for [`ABANDONED_AFTER`] (git's own
+//! ref updates hold theirs for milliseconds) it was abandoned, and is removed.
 
 use super::GitContext;
 use super::Store;
@@ -70,6 +77,17 @@ pub fn ref_updates_in_flight() -> usize {
     REF_UPDATES_IN_FLIGHT.load(Ordering::SeqCst)
 }
 
+/// How long a ref's lock file must have stood, while no git-neo process is updating a ref, before
+/// it counts as abandoned by a killed writer.
+pub(crate) const ABANDONED_AFTER: Duration = Duration::from_secs(2);
+
+/// Held (with the OS lock on `neo/ref-write.lock`) by a process for as long as it may hold a
+/// memory ref's lock file; see the module header.
+pub(crate) struct WritersLock {
+    _file: std::fs::File,
+    _in_flight: InFlight,
+}
+
 /// Marks a ref update in progress for as long as it lives.
 pub(crate) struct InFlight;
 
@@ -112,6 +130,84 @@ pub(crate) fn is_lost_race(err: &gix::Error) -> bool {
 }
 
 impl Store {
+    /// Take the writers' lock, waiting (with jitter) up to the lock timeout for another git-neo
+    /// process's ref update to end.
+    pub(crate) fn writers_lock(&self) -> Result<WritersLock> {
+        let path = self.caches().ref_write_lock();
+        let io = |e: std::io::Error| Error::Io { context: format!("taking the writers' lock {}", path.display()), source: e };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
+        let started = Instant::now();
+        let mut jitter = Jitter::new();
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(WritersLock { _file: file, _in_flight: InFlight::start() }),
+                Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < self.lock_timeout => {
+                    std::thread::sleep(Duration::from_micros(200 + jitter.below(2_000)));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Locked {
+                        ref_name: self.ref_name().to_string(),
+                        lock: path,
+                        age_secs: None,
+                        waited_ms: started.elapsed().as_millis(),
+                    })
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+            }
+        }
+    }
+
+    /// With the writers' lock held: remove `lock` when it was abandoned (see the module header).
+    /// True when it removed one, so the caller tries again at once.
+    pub(crate) fn clear_abandoned_lock(&self, _held: &WritersLock, lock: &std::path::Path) -> bool {
+        let stood = std::fs::metadata(lock).and_then(|m| m.modified()).ok().and_then(|m| m.elapsed().ok());
+        match stood {
+            Some(age) if age >= ABANDONED_AFTER => std::fs::remove_file(lock).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Run one ref transaction (`attempt`, which must not wait for the ref's lock itself) with
+    /// the writers' lock held, clearing an abandoned lock file at `lock` and waiting for a
+    /// foreign one up to the lock timeout. Returns the first outcome that is not a held lock.
+    pub(crate) fn under_writers_lock<T>(
+        &self,
+        lock: &std::path::Path,
+        mut attempt: impl FnMut() -> std::result::Result<T, gix::Error>,
+    ) -> Result<std::result::Result<T, gix::Error>> {
+        let started = Instant::now();
+        let mut jitter = Jitter::new();
+        loop {
+            let held = self.writers_lock()?;
+            match attempt() {
+                Err(err) if err.is_retryable() => {
+                    if self.clear_abandoned_lock(&held, lock) {
+                        continue;
+                    }
+                    drop(held);
+                    if started.elapsed() >= self.lock_timeout {
+                        let age_secs = std::fs::metadata(lock)
+                            .and_then(|m| m.modified())
+                            .ok()
+                            .and_then(|m| m.elapsed().ok())
+                            .map(|d| d.as_secs());
+                        return Err(Error::Locked {
+                            ref_name: self.ref_name().to_string(),
+                            lock: lock.to_path_buf(),
+                            age_secs,
+                            waited_ms: started.elapsed().as_millis(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_micros(500 + jitter.below(5_000)));
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
     /// Write `records` (kind, id, canonical bytes) to the ref in one commit with `message`.
     ///
     /// Records already on the ref are skipped; if all are, nothing is written. The `FORMAT` entry
@@ -253,7 +349,6 @@ impl Store {
         let reflog_message = message.lines().next().unwrap_or("neo: write").to_string();
 
         let started = Instant::now();
-        let mut lock_wait_started: Option<Instant> = None;
         let mut jitter = Jitter::new();
         let mut attempts = 0u32;
         loop {
@@ -313,48 +408,29 @@ impl Store {
                 name: self.ref_name.clone(),
                 deref: false,
             };
-            let in_flight = InFlight::start();
-            let result = repo
-                .refs
-                .transaction()
-                .prepare(
-                    [edit],
-                    gix::lock::acquire::Fail::Immediately,
-                    gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1)),
-                )
-                .and_then(|t| t.commit(Some(sig_ref)));
-            drop(in_flight);
+            let lock = self.lock_path();
+            let result = self.under_writers_lock(&lock, || {
+                repo.refs
+                    .transaction()
+                    .prepare(
+                        [edit.clone()],
+                        gix::lock::acquire::Fail::Immediately,
+                        gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1)),
+                    )
+                    .and_then(|t| t.commit(Some(sig_ref)))
+            })?;
             match result {
                 Ok(_) => {
                     self.maintain_after_write();
                     return Ok(WriteOutcome { commit: Some(commit_id), added, attempts });
                 }
                 Err(err) if is_lost_race(&err) => {
-                    lock_wait_started = None;
                     if started.elapsed() > CONTENTION_BUDGET {
                         return Err(Error::Contention { ref_name, attempts });
                     }
                     if attempts > 3 {
                         std::thread::sleep(Duration::from_micros(jitter.below(2_000 * u64::from(attempts.min(20)))));
                     }
-                }
-                Err(err) if err.is_retryable() => {
-                    let waiting_since = *lock_wait_started.get_or_insert_with(Instant::now);
-                    if waiting_since.elapsed() >= self.lock_timeout {
-                        let lock = self.lock_path();
-                        let age_secs = std::fs::metadata(&lock)
-                            .and_then(|m| m.modified())
-                            .ok()
-                            .and_then(|m| m.elapsed().ok())
-                            .map(|d| d.as_secs());
-                        return Err(Error::Locked {
-                            ref_name,
-                            lock,
-                            age_secs,
-                            waited_ms: waiting_since.elapsed().as_millis(),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_micros(500 + jitter.below(5_000)));
                 }
                 Err(err) => return Err(Error::Git { context: format!("updating {ref_name}"), source: Box::new(err) }),
             }
@@ -462,5 +538,50 @@ impl Store {
             return Err(Error::GitCommand { command: args.join(" "), message: message.trim().to_string() });
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreOptions;
+
+    fn store_at(dir: &std::path::Path, timeout_ms: u64) -> Store {
+        let options = StoreOptions { lock_timeout: Some(Duration::from_millis(timeout_ms)), ..Default::default() };
+        Store::discover(dir, options).expect("open the store")
+    }
+
+    fn write(store: &Store, n: u32) -> Result<WriteOutcome> {
+        let who = Identity { name: "Test".into(), email: "test@example.com".into() };
+        store.write_records(&[], &format!("neo: write {n}"), &who, Timestamp(1_700_000_000 + i64::from(n)), true)
+    }
+
+    #[test]
+    fn a_lock_file_is_cleared_only_when_no_git_neo_writer_holds_the_writers_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
+        assert!(init.expect("git init").success());
+        let store = store_at(dir.path(), 300);
+        let lock = store.lock_path();
+        std::fs::create_dir_all(lock.parent().expect("refs/heads")).expect("refs/heads");
+        std::fs::write(&lock, "").expect("plant a lock");
+        let old = SystemTime::now() - Duration::from_secs(60);
+        std::fs::File::options().write(true).open(&lock).and_then(|f| f.set_modified(old)).expect("age it");
+
+        // Another writer is inside an update (it holds the writers' lock): its lock file is live,
+        // however old, and the write waits and then says which lock it waited for.
+        let held = store.writers_lock().expect("take the writers' lock");
+        let other = std::thread::scope(|s| s.spawn(|| write(&store_at(dir.path(), 300), 1)).join());
+        match other.expect("no panic") {
+            Err(Error::Locked { lock: waited_for, .. }) => assert!(waited_for.ends_with("ref-write.lock")),
+            other => panic!("expected a lock error, got {other:?}"),
+        }
+        assert!(lock.exists(), "never cleared under a live writer");
+        drop(held);
+
+        // Nobody holds it: the lock file was abandoned, and the write clears it and lands.
+        let landed = write(&store, 2).expect("the write lands");
+        assert!(landed.commit.is_some());
+        assert!(!lock.exists());
     }
 }
