@@ -19,11 +19,14 @@
 //! reversed; and text nobody here wrote, the opening sentences of the READMEs in the cargo
 //! registry cache, each crate's in one memory (the same topic, often the same name): any frame
 //! supersession among them is false (similarity ones, near-duplicate sentences, are counted apart).
-//! Then the negative corpus (`-- --negatives-only` for it alone): README sentences and CHANGELOG
+//! Then the negative corpus (`-- --negatives-only` for it alone, `-- --conversations-only` for the conversations): README sentences and CHANGELOG
 //! lines of every crate in the registry cache, the StateBench facts that replace nothing, and, with
 //! `GIT_NEO_DIALOGUE=DIR` (`scripts/dialogue-corpus.sh`), a public dialogue added turn by turn with
 //! and without turn markers: pairs, frame and similarity supersessions, the share of additions
-//! that returned a possible update, and how many facts stayed valid.
+//! that returned a possible update, and how many facts stayed valid. Between the two, each split
+//! as one long conversation added turn by turn (`[Dn:t] Name:` markers, a session per timeline):
+//! how many turns stay valid, and evidence recall@5 (the question's own turns that hold a term
+//! its answer must mention) beside plain BM25 over the same turns.
 
 mod common;
 
@@ -400,10 +403,17 @@ fn main() {
             panic!("the model is needed (scripts/install-model.sh): {why}");
         });
     let tmp = tempfile::tempdir().expect("tempdir");
-    if !args.iter().any(|a| a == "--negatives-only") {
+    let only = |part: &str| args.iter().any(|a| a == part);
+    let all = !only("--negatives-only") && !only("--conversations-only");
+    if all {
         embedder = statebench_tables(&splits, embedder, tmp.path(), pairs);
     }
-    negatives(&splits, embedder, tmp.path(), pairs);
+    if all || only("--conversations-only") {
+        embedder = conversations(&splits, embedder, tmp.path());
+    }
+    if all || only("--negatives-only") {
+        negatives(&splits, embedder, tmp.path(), pairs);
+    }
 }
 
 fn statebench_tables(
@@ -672,4 +682,177 @@ fn dialogue(dir: &Path) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
         }
     }
     (marked, raw)
+}
+
+/// One split's conversation as an agent hears it: every timeline a session (`Dn`), every turn a
+/// line `[Dn:t] Name: text`, in order; and each query with its evidence, the turns of its own
+/// session that hold a term the answer must mention. The timelines are generated from templates,
+/// so many say the same words verbatim; `distinct` keeps only timelines none of whose turns was
+/// said before (every piece of evidence then exists once), otherwise all of them.
+struct Conversation {
+    turns: Vec<String>,
+    /// (prompt, indexes of its evidence turns)
+    questions: Vec<(String, Vec<usize>)>,
+}
+
+fn conversation(path: &Path, distinct: bool) -> Conversation {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (mut turns, mut questions) = (Vec::new(), Vec::new());
+    let mut spoken: std::collections::HashSet<String> = Default::default();
+    for (d, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let t: Value = serde_json::from_str(line).expect("a timeline per line");
+        let said: Vec<&str> = t["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["type"] == "conversation_turn")
+            .filter_map(|e| e["text"].as_str())
+            .collect();
+        if distinct && said.iter().any(|x| spoken.contains(*x)) {
+            continue;
+        }
+        spoken.extend(said.iter().map(|x| x.to_string()));
+        let user = t["initial_state"]["identity_role"]["user_name"].as_str().unwrap_or("User").to_string();
+        let first = turns.len();
+        let mut n = 0;
+        for e in t["events"].as_array().into_iter().flatten() {
+            match e["type"].as_str() {
+                Some("conversation_turn") => {
+                    n += 1;
+                    let who = if e["speaker"] == "assistant" { "Assistant" } else { user.as_str() };
+                    let said = e["text"].as_str().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
+                    turns.push(format!("[D{}:{n}] {who}: {said}", d + 1));
+                }
+                Some("query") => {
+                    let must: Vec<String> =
+                        strings(&e["ground_truth"]["must_mention"]).iter().map(|m| m.to_lowercase()).collect();
+                    let evidence: Vec<usize> = (first..turns.len())
+                        .filter(|&i| {
+                            let turn = turns[i].to_lowercase();
+                            must.iter().any(|m| turn.contains(m.as_str()))
+                        })
+                        .collect();
+                    if !evidence.is_empty() {
+                        questions.push((e["prompt"].as_str().unwrap_or_default().to_string(), evidence));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Conversation { turns, questions }
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// Plain Okapi BM25 (k1 1.2, b 0.75) over `docs`: the indexes of the best `k` for `query`.
+fn bm25_top(docs: &[Vec<String>], query: &str, k: usize) -> Vec<usize> {
+    let n = docs.len() as f64;
+    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n.max(1.0);
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for d in docs {
+        let mut seen: Vec<&str> = d.iter().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for w in seen {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    let q = words(query);
+    let mut scored: Vec<(f64, usize)> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let len = d.len() as f64;
+            let score = q
+                .iter()
+                .map(|w| {
+                    let tf = d.iter().filter(|x| *x == w).count() as f64;
+                    let df = df.get(w.as_str()).copied().unwrap_or(0) as f64;
+                    let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                    idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len / avg))
+                })
+                .sum();
+            (score, i)
+        })
+        .filter(|(s, _)| *s > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(k).map(|(_, i)| i).collect()
+}
+
+/// Each split's conversation added turn by turn through `add` (the frame rule on), then every
+/// question recalled: records valid at the end, and evidence recall@5 beside plain BM25 over the
+/// same turns, in the same run.
+fn conversations(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp: &Path) -> Box<dyn Embedder> {
+    println!();
+    println!("| conversation, added turn by turn | turns | valid at the end | superseded | hinted | questions | evidence recall@5, git-neo | plain BM25 |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for ((name, path), distinct) in splits.iter().flat_map(|s| [(s, false), (s, true)]) {
+        let c = conversation(path, distinct);
+        let name = format!("{name}, {}", if distinct { "distinct timelines" } else { "all timelines" });
+        let mut s = session(tmp, &format!("conversation-{}", name.replace([',', ' '], "-")), embedder, true);
+        let (mut ids, mut superseded, mut hinted) = (HashMap::new(), 0, 0);
+        for (i, turn) in c.turns.iter().enumerate() {
+            s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_600 + i as i64)), s.dir().to_path_buf());
+            // A subject holds at most 200 characters: a longer turn keeps its whole text as the body.
+            let (subject, body) = match turn.char_indices().nth(190) {
+                None => (turn.clone(), String::new()),
+                Some((cut, _)) => (format!("{}…", &turn[..turn[..cut].rfind(' ').unwrap_or(cut)]), turn.clone()),
+            };
+            let out = add(&mut s, "decision", None, &subject, &body, vec![]);
+            superseded += out.superseded.len();
+            hinted += usize::from(!out.possible_updates.is_empty());
+            ids.insert(out.id, i);
+        }
+        let valid = s
+            .memory()
+            .expect("memory")
+            .state()
+            .iter()
+            .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
+            .count();
+        let docs: Vec<Vec<String>> = c.turns.iter().map(|t| words(t)).collect();
+        let (mut ours, mut bm25) = (0.0, 0.0);
+        for (prompt, evidence) in &c.questions {
+            let r = s
+                .recall(&RecallQuery {
+                    query: prompt.clone(),
+                    k: 5,
+                    budget: 20_000,
+                    types: vec![],
+                    area: None,
+                    as_of: None,
+                    front: None,
+                })
+                .expect("recall");
+            let top: Vec<usize> =
+                r.constraints.iter().chain(&r.facts).filter_map(|i| ids.get(&i.id).copied()).take(5).collect();
+            // Timelines are templated: the same words recur in several sessions, and a turn
+            // that says them answers the question as well as the session's own copy. So a turn
+            // counts by what it says (the text after its `[Dn:t] Name:` marker).
+            let said = |i: &usize| c.turns[*i].split_once("] ").map_or("", |(_, rest)| rest).to_string();
+            let wanted: std::collections::BTreeSet<String> = evidence.iter().map(said).collect();
+            let found = |top: &[usize]| {
+                let got: std::collections::BTreeSet<String> = top.iter().map(said).collect();
+                wanted.intersection(&got).count() as f64 / wanted.len() as f64
+            };
+            ours += found(&top);
+            bm25 += found(&bm25_top(&docs, prompt, 5));
+        }
+        let q = c.questions.len().max(1) as f64;
+        println!(
+            "| StateBench {name} | {} | {} | {superseded} | {} | {} | {:.3} | {:.3} |",
+            c.turns.len(),
+            rate(valid, c.turns.len()),
+            rate(hinted, c.turns.len()),
+            c.questions.len(),
+            ours / q,
+            bm25 / q
+        );
+        embedder = s.take_embedder().expect("the session kept the model");
+    }
+    embedder
 }
