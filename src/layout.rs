@@ -1,9 +1,19 @@
 //! PURE. The layout of `<common git dir>/neo/`, the one directory git-neo writes outside the
 //! object database: every derived cache, lock, cursor and local list is named here and nowhere
 //! else. Everything in it is rebuildable or local bookkeeping; none of it is the truth (that is
-//! the memory ref). It sits in the common git directory so linked worktrees share it.
+//! the memory ref). It sits in the common git directory so linked worktrees share it; the one
+//! exception is which session is current ([`current_session`]), kept in each worktree's own git
+//! directory.
 
 use std::path::{Path, PathBuf};
+
+/// The session scope that `git neo session start` made current in the worktree whose own git
+/// directory is `git_dir` (`git rev-parse --git-dir`): kept per worktree, so two agents in two
+/// worktrees of one clone each write to their own session. In the main worktree this is
+/// `<common>/neo/session`, where every session was kept before worktrees had their own.
+pub fn current_session(git_dir: &Path) -> PathBuf {
+    git_dir.join("neo").join("session")
+}
 
 /// The `neo/` directory of one repository.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,10 +48,6 @@ impl CacheDir {
         self.root.join("ref-write.lock")
     }
 
-    /// The session scope that `git neo session start` made current in this clone.
-    pub fn current_session(&self) -> PathBuf {
-        self.root.join("session")
-    }
 
     /// In a user or org memory repository: touched after every successful fetch, so reads can
     /// say how old the cached memory is.

@@ -10,7 +10,17 @@ use crate::scope::{self, Scope};
 use crate::state::Status;
 
 /// The sessions of a clone (name, records) and the current one's name.
-pub type Sessions = (Vec<(String, usize)>, Option<String>);
+pub type Sessions = (Vec<SessionInfo>, Option<String>);
+
+/// One session of this clone.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SessionInfo {
+    pub name: String,
+    /// Records on its ref.
+    pub records: usize,
+    /// The worktrees (their roots) where it is the current session.
+    pub current_in: Vec<std::path::PathBuf>,
+}
 
 /// What `git neo session promote` did.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -115,8 +125,8 @@ impl Session {
         Ok(out)
     }
 
-    /// Start a working session: create its ref and make it this clone's current session (what
-    /// `--scope session` means). The name defaults to one made from the clock.
+    /// Start a working session: create its ref and make it this worktree's current session
+    /// (what `--scope session` means here; another worktree of the clone keeps its own). The name defaults to one made from the clock.
     pub fn start_session(&mut self, name: Option<&str>) -> Result<String> {
         let name = match name {
             Some(n) => n.trim().to_string(),
@@ -128,7 +138,7 @@ impl Session {
         let wc = self.write_context(&store)?;
         let mut memory = self.load_memory_of(&scope)?;
         memory.init(&wc)?;
-        let current = store.caches().current_session();
+        let current = crate::layout::current_session(self.places().project()?.git_dir());
         if let Some(dir) = current.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io { context: format!("creating {}", dir.display()), source: e })?;
@@ -141,11 +151,22 @@ impl Session {
     /// The sessions of this clone, with their record counts, and which is current.
     pub fn sessions(&mut self) -> Result<Sessions> {
         let places = self.places();
+        let worktrees: Vec<(std::path::PathBuf, Option<String>)> = places
+            .project()?
+            .worktrees()
+            .into_iter()
+            .map(|(root, git_dir)| (root, super::scopes::session_named_in(&git_dir)))
+            .collect();
         let mut out = Vec::new();
         for s in places.readable()? {
             if let Scope::Session(name) = &s {
-                let n = self.memory_of(&s)?.state().entries.len();
-                out.push((name.clone(), n));
+                let records = self.memory_of(&s)?.state().entries.len();
+                let current_in = worktrees
+                    .iter()
+                    .filter(|(_, current)| current.as_deref() == Some(name.as_str()))
+                    .map(|(root, _)| root.clone())
+                    .collect();
+                out.push(SessionInfo { name: name.clone(), records, current_in });
             }
         }
         Ok((out, places.current_session()))
@@ -216,10 +237,13 @@ impl Session {
             std::fs::remove_dir_all(session_dir)
                 .map_err(|e| Error::Io { context: format!("removing {}", session_dir.display()), source: e })?;
         }
-        let current = caches.current_session();
-        if std::fs::read_to_string(&current).is_ok_and(|c| c.trim() == name) {
-            std::fs::remove_file(&current)
-                .map_err(|e| Error::Io { context: format!("removing {}", current.display()), source: e })?;
+        // Current nowhere any more: in whichever worktree it was.
+        for (_, git_dir) in store.worktrees() {
+            let current = crate::layout::current_session(&git_dir);
+            if std::fs::read_to_string(&current).is_ok_and(|c| c.trim() == name) {
+                std::fs::remove_file(&current)
+                    .map_err(|e| Error::Io { context: format!("removing {}", current.display()), source: e })?;
+            }
         }
         Ok(true)
     }

@@ -159,18 +159,23 @@ impl Places {
         Ok(out)
     }
 
-    /// The session `git neo session start` made current in this clone, if any.
+    /// The session `git neo session start` made current in this worktree, if any.
     pub fn current_session(&self) -> Option<String> {
         let project = self.project().ok()?;
-        let name = std::fs::read_to_string(project.caches().current_session()).ok()?;
-        let name = name.trim();
-        scope::check_session_name(name).is_ok().then(|| name.to_string())
+        session_named_in(project.git_dir())
     }
 
     /// Parse a `--scope` value (`session` alone is the current session).
     pub fn parse(&self, value: &str) -> Result<Scope> {
         Scope::parse(value, self.current_session().as_deref()).map_err(|m| Error::invalid("scope", m))
     }
+}
+
+/// The session current in the worktree whose own git directory is `git_dir`, if any.
+pub fn session_named_in(git_dir: &std::path::Path) -> Option<String> {
+    let name = std::fs::read_to_string(crate::layout::current_session(git_dir)).ok()?;
+    let name = name.trim();
+    scope::check_session_name(name).is_ok().then(|| name.to_string())
 }
 
 /// When the org or user cache last fetched (the time of its fetch stamp), if ever.

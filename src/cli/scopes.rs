@@ -110,13 +110,22 @@ pub fn session(ctx: &mut Ctx, command: SessionCommand) -> Result<(), Error> {
             if ctx.out.json {
                 let list: Vec<_> = sessions
                     .iter()
-                    .map(|(n, r)| serde_json::json!({"name": n, "records": r, "current": current.as_deref() == Some(n.as_str())}))
+                    .map(|s| {
+                        serde_json::json!({
+                            "name": s.name,
+                            "records": s.records,
+                            "current": current.as_deref() == Some(s.name.as_str()),
+                            "current_in": s.current_in,
+                        })
+                    })
                     .collect();
                 ctx.out.json(&list);
             } else {
-                for (n, r) in sessions {
-                    let mark = if current.as_deref() == Some(n.as_str()) { "*" } else { " " };
-                    ctx.out.line(&format!("{mark} {n} ({r} records)"));
+                for s in sessions {
+                    let mark = if current.as_deref() == Some(s.name.as_str()) { "*" } else { " " };
+                    let places: Vec<String> = s.current_in.iter().map(|p| p.display().to_string()).collect();
+                    let at = if places.is_empty() { String::new() } else { format!(", current in {}", places.join(", ")) };
+                    ctx.out.line(&format!("{mark} {} ({} records{at})", s.name, s.records));
                 }
             }
         }

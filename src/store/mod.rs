@@ -25,7 +25,7 @@ pub use sync::{MergeKind, Push};
 pub use write::{cleanup_tempfiles_signal_safe, ref_updates_in_flight, Identity, WriteOutcome};
 
 use crate::error::{Error, Result};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Who is writing, and when. The front ends fill this (identity from the environment or git
@@ -239,6 +239,44 @@ impl Store {
     /// The repository's common git directory (shared by linked worktrees), where caches live.
     pub fn common_dir(&self) -> &Path {
         self.repo.common_dir()
+    }
+
+    /// This worktree's own git directory (`git rev-parse --git-dir`): the common directory in
+    /// the main worktree, `<common>/worktrees/<name>` in a linked one.
+    pub fn git_dir(&self) -> &Path {
+        self.repo.git_dir()
+    }
+
+    /// Every worktree of the repository as (work tree root, its own git directory): the main one
+    /// first (when the repository is not bare), then each linked one that still exists, read from
+    /// `<common>/worktrees/*/gitdir` the way git records them.
+    pub fn worktrees(&self) -> Vec<(PathBuf, PathBuf)> {
+        // From a linked worktree gix names the common directory relative to its own
+        // (`…/worktrees/<name>/../..`): resolve it before asking for its name.
+        let common = std::fs::canonicalize(self.common_dir()).unwrap_or_else(|_| self.common_dir().to_path_buf());
+        let common = common.as_path();
+        let mut out = Vec::new();
+        if !self.repo.is_bare() {
+            if let Some(main) = common.parent().filter(|_| common.file_name().is_some_and(|n| n == ".git")) {
+                out.push((main.to_path_buf(), common.to_path_buf()));
+            } else if let Some(w) = self.work_dir().filter(|_| self.git_dir() == self.common_dir()) {
+                out.push((w.to_path_buf(), common.to_path_buf()));
+            }
+        }
+        let mut linked: Vec<(PathBuf, PathBuf)> = std::fs::read_dir(common.join("worktrees"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let git_dir = e.path();
+                let dot_git = std::fs::read_to_string(git_dir.join("gitdir")).ok()?;
+                let root = Path::new(dot_git.trim()).parent()?.to_path_buf();
+                root.exists().then_some((root, git_dir))
+            })
+            .collect();
+        linked.sort();
+        out.extend(linked);
+        out
     }
 
     /// The work tree root, if the repository has one.

@@ -305,6 +305,60 @@ fn a_session_holds_working_notes_until_promoted_or_dropped() {
 }
 
 #[test]
+fn two_worktrees_keep_separate_current_sessions_and_write_at_once() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.git(&repo, &["commit", "--allow-empty", "-q", "-m", "init"]);
+    let other = sb.dir.path().join("r-other");
+    sb.git(&repo, &["worktree", "add", "-q", "-b", "other", &other.to_string_lossy()]);
+    ok(&sb, &repo, &["session", "start", "main-work"]);
+    ok(&sb, &other, &["session", "start", "other-work"]);
+
+    // Two agents, one per worktree, each writing to "the current session" at the same time.
+    std::thread::scope(|s| {
+        for (dir, who) in [(&repo, "main"), (&other, "other")] {
+            let sb = &sb;
+            s.spawn(move || {
+                for i in 0..6 {
+                    add(sb, dir, "session", &["-t", "decision", "-s", &format!("{who} worktree note {i}")]);
+                }
+            });
+        }
+    });
+    let subjects = |dir: &Path, scope: &str| -> Vec<String> {
+        json(&ok(&sb, dir, &["--scope", scope, "list", "--json"]))
+            .as_array()
+            .expect("list")
+            .iter()
+            .filter_map(|f| f["record"]["subject"].as_str().map(str::to_string))
+            .collect()
+    };
+    let main_notes = subjects(&repo, "session:main-work");
+    let other_notes = subjects(&repo, "session:other-work");
+    assert_eq!(main_notes.len(), 6, "{main_notes:?}");
+    assert_eq!(other_notes.len(), 6, "{other_notes:?}");
+    assert!(main_notes.iter().all(|n| n.starts_with("main worktree")), "{main_notes:?}");
+    assert!(other_notes.iter().all(|n| n.starts_with("other worktree")), "{other_notes:?}");
+    assert_eq!(subjects(&other, "session"), other_notes, "`session` in the other worktree is its own");
+
+    // Each worktree lists both sessions, marks its own, and says where each is current.
+    let list = json(&ok(&sb, &other, &["session", "list", "--json"]));
+    let by_name = |n: &str| list.as_array().expect("list").iter().find(|s| s["name"] == n).cloned().expect(n);
+    assert_eq!(by_name("other-work")["current"], true);
+    assert_eq!(by_name("main-work")["current"], false);
+    let place = |n: &str| by_name(n)["current_in"][0].as_str().map(|p| std::fs::canonicalize(p).expect("exists"));
+    assert_eq!(place("main-work"), Some(std::fs::canonicalize(&repo).expect("repo")));
+    assert_eq!(place("other-work"), Some(std::fs::canonicalize(&other).expect("worktree")));
+    assert!(ok(&sb, &repo, &["session", "list"]).contains("* main-work"));
+
+    // Dropping a session ends it as current wherever it was, and leaves the other alone.
+    ok(&sb, &repo, &["session", "drop", "other-work"]);
+    let out = neo(&sb, &other, &["--scope", "session", "add", "-t", "decision", "-s", "x"]);
+    assert_eq!(out.status.code(), Some(1), "no current session in the other worktree now");
+    add(&sb, &repo, "session", &["-t", "decision", "-s", "main worktree note 6"]);
+}
+
+#[test]
 fn a_free_form_scope_label_is_an_area_and_old_labels_keep_working() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
