@@ -6,6 +6,7 @@
 
 mod add;
 mod attempt;
+mod completions;
 mod construct;
 mod correct;
 mod curate;
@@ -175,6 +176,8 @@ enum Command {
     Construct(construct::ConstructCommand),
     /// Write man pages for git-neo and each command (so `git neo --help` works).
     InstallManPages(manpages::Args),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions(completions::Args),
     /// The background server that keeps the model and memory warm for recall, add and hooks.
     #[command(subcommand)]
     Daemon(daemon::DaemonCommand),
@@ -483,6 +486,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Setup(a) => setup::setup(ctx, a),
         Command::Hook(c) => setup::hook(ctx, c),
         Command::InstallManPages(a) => manpages::run(ctx, a),
+        Command::Completions(a) => completions::run(ctx, a),
         Command::Daemon(c) => daemon::run(ctx, c),
     };
     ctx.say_notices();

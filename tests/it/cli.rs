@@ -220,6 +220,93 @@ fn outside_a_repository_is_a_user_error() {
     assert!(stderr(&out).contains("not a git repository"), "{}", stderr(&out));
 }
 
+/// `git-neo` installed under `<sandbox>/prefix/bin` (a hard link to the built binary, or a copy),
+/// and a command line for git with that directory first on `PATH`.
+fn installed(sb: &Sandbox) -> (std::path::PathBuf, String) {
+    let bin_dir = sb.path("prefix/bin");
+    std::fs::create_dir_all(&bin_dir).expect("prefix/bin");
+    let exe = bin_dir.join("git-neo");
+    std::fs::hard_link(crate::support::bin(), &exe)
+        .or_else(|_| std::fs::copy(crate::support::bin(), &exe).map(|_| ()))
+        .expect("install the binary");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    (exe, path)
+}
+
+#[test]
+fn after_the_documented_install_git_neo_help_shows_the_manual() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let (exe, path) = installed(&sb);
+    let mut install = std::process::Command::new(&exe);
+    crate::support::hermetic(&mut install, sb.dir.path()).current_dir(&repo).args(["install-man-pages", "--json"]);
+    let out = install.output().expect("run install-man-pages");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = sb.path("prefix/share/man/man1");
+    assert_eq!(json(&String::from_utf8_lossy(&out.stdout))["dir"].as_str().map(std::path::PathBuf::from), Some(dir.clone()));
+    assert!(dir.join("git-neo-help.1").is_file(), "a page for `git neo help`");
+
+    // git hands `--help` to man, and man finds the pages beside the binary on PATH: no MANPATH.
+    for args in [&["neo", "--help"][..], &["help", "neo"][..]] {
+        let mut git = std::process::Command::new("git");
+        crate::support::hermetic(&mut git, sb.dir.path())
+            .current_dir(&repo)
+            .env("PATH", &path)
+            .env_remove("MANPATH")
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "200")
+            .args(args);
+        let out = git.output().expect("run git (and man: .ci/run installs it)");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        assert!(text.contains("SYNOPSIS") && text.contains("git neo") && text.contains("recall"), "git {args:?}: {text}");
+    }
+    // Synopses name the value each option takes.
+    let mut man = std::process::Command::new("man");
+    crate::support::hermetic(&mut man, sb.dir.path())
+        .env("PATH", &path)
+        .env_remove("MANPATH")
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "400")
+        .arg("git-neo-add");
+    let out = man.output().expect("run man");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let synopsis = text.split("DESCRIPTION").next().unwrap_or_default();
+    for want in ["--type TYPE", "--subject SUBJECT", "--supersedes ID"] {
+        assert!(synopsis.contains(want), "{want} in {synopsis}");
+    }
+}
+
+#[test]
+fn completions_complete_git_neo_and_git_neo_through_git() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let script = sb.path("git-neo.bash");
+    std::fs::write(&script, sb.neo_ok(&repo, &["completions", "bash"])).expect("write the script");
+    // What bash's completion asks for, word by word: `git neo …` through git's completion (which
+    // calls `_git_neo`) and `git-neo …` directly.
+    let probe = format!(
+        "source {}\n\
+         COMP_WORDS=(git neo ad); COMP_CWORD=2; _git_neo; echo \"1 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo recall --bud); COMP_CWORD=3; _git_neo; echo \"2 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo session pro); COMP_CWORD=3; _git_neo; echo \"3 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git-neo veri); COMP_CWORD=1; _git__neo git-neo veri git-neo; echo \"4 ${{COMPREPLY[*]}}\"\n",
+        script.display()
+    );
+    let out = std::process::Command::new("bash").arg("-c").arg(&probe).output().expect("run bash");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for want in ["1 add", "2 --budget", "3 promote", "4 verify"] {
+        assert!(text.lines().any(|l| l == want), "{want:?} in {text}");
+    }
+    for shell in ["zsh", "fish"] {
+        let s = sb.neo_ok(&repo, &["completions", shell]);
+        assert!(s.contains("git-neo") && s.contains("recall") && s.contains("budget"), "{shell}: {s}");
+    }
+    let out = sb.neo(&repo, &["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2), "an unknown shell is a usage error");
+}
+
 #[test]
 fn man_pages_are_generated_for_every_command() {
     let sb = Sandbox::new();

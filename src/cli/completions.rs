@@ -1,0 +1,79 @@
+//! `git neo completions bash|zsh|fish`: shell completion scripts generated from the clap
+//! definitions (clap_complete), so they never fall behind the commands. They complete `git-neo`;
+//! the bash script also defines `_git_neo`, which git's own bash completion calls for `git neo …`.
+
+use super::Ctx;
+use clap::CommandFactory;
+use git_neo::Error;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The shell to write the script for.
+    #[arg(value_enum, value_name = "SHELL")]
+    shell: Shell,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// git's bash completion (`git-completion.bash`) completes `git neo …` by calling `_git_neo` with
+/// the whole line in `COMP_WORDS` (`git neo add …`); clap's function expects the line as
+/// `git-neo add …`, so this shim re-indexes the words and hands over.
+const GIT_SHIM: &str = r#"
+# `git neo <TAB>` through git's own completion: re-index the line as `git-neo …`.
+_git_neo() {
+    local COMP_WORDS=("git-neo" "${COMP_WORDS[@]:2}")
+    local COMP_CWORD=$((COMP_CWORD - 1))
+    local prev=""
+    if [[ $COMP_CWORD -gt 0 ]]; then prev="${COMP_WORDS[COMP_CWORD-1]}"; fi
+    _git__neo git-neo "${COMP_WORDS[COMP_CWORD]}" "$prev"
+}
+"#;
+
+/// `cmd` and every subcommand below it renamed for the binary `bin` (`git-neo recall`, …).
+fn named(cmd: clap::Command, bin: &str) -> clap::Command {
+    let cmd = if bin.contains(' ') { cmd.bin_name(bin.to_string()) } else { cmd.name(bin.to_string()).bin_name(bin.to_string()) };
+    cmd.mut_subcommands(|sub| {
+        let path = format!("{bin} {}", sub.get_name());
+        named(sub, &path)
+    })
+}
+
+/// The completion script for `shell`.
+fn script(shell: Shell) -> Vec<u8> {
+    // The root is named `git neo` for the help text; a space in the name would make clap_complete
+    // name the subcommands' cases one way and look them up another.
+    let mut cmd = named(super::Cli::command(), "git-neo");
+    let mut out = Vec::new();
+    let generator = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    clap_complete::generate(generator, &mut cmd, "git-neo", &mut out);
+    if matches!(shell, Shell::Bash) {
+        // clap_complete 4.6 names a subcommand's case from its path with every `-` turned into
+        // its subcommand separator, but looks it up with the binary's `-` turned into `__`: for
+        // `git-neo` the two differ (`git__subcmd__neo__subcmd__add` vs `git__neo__subcmd__add`),
+        // and no option would complete. Use the lookup's spelling.
+        let text = String::from_utf8_lossy(&out).replace("git__subcmd__neo", "git__neo");
+        out = text.into_bytes();
+        out.extend_from_slice(GIT_SHIM.as_bytes());
+    }
+    out
+}
+
+pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
+    let text = String::from_utf8(script(args.shell))
+        .map_err(|_| Error::invalid("shell", "the generated completion script is not UTF-8"))?;
+    if ctx.out.json {
+        ctx.out.json(&serde_json::json!({ "shell": format!("{:?}", args.shell).to_lowercase(), "script": text }));
+    } else {
+        ctx.out.line(text.trim_end());
+    }
+    Ok(())
+}
