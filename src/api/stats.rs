@@ -84,7 +84,10 @@ pub struct Stats {
     pub mean_tokens: f64,
     /// Current facts most often retrieved, most first (at most 10).
     pub most_retrieved: Vec<Retrieved>,
-    /// Current facts never retrieved while telemetry was kept (count, and the 10 oldest).
+    /// Current constraints: shown by every recall whatever it asks, so never "never retrieved".
+    pub constraints_shown: usize,
+    /// Current facts (constraints aside) never retrieved while telemetry was kept (count, and
+    /// the 10 oldest).
     pub never_retrieved: usize,
     pub never_retrieved_oldest: Vec<Retrieved>,
     /// Current facts retrieved at least `neo.curate.demoteAfter` times without a success.
@@ -137,6 +140,7 @@ impl Session {
                 events.iter().map(|e| e.tokens as f64).sum::<f64>() / recalls as f64
             },
             most_retrieved: Vec::new(),
+            constraints_shown: 0,
             never_retrieved: 0,
             never_retrieved_oldest: Vec::new(),
             unhelpful: Vec::new(),
@@ -160,6 +164,10 @@ impl Session {
                     Payload::Fact(f) => {
                         *size.facts.entry(f.fact_type.to_string()).or_default() += 1;
                         size.current_facts += 1;
+                        if f.fact_type == crate::record::FactType::Constraint {
+                            stats.constraints_shown += 1;
+                            continue;
+                        }
                         current.push((
                             e.record.created_at,
                             Retrieved {

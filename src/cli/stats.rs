@@ -55,7 +55,10 @@ pub fn run(ctx: &mut Ctx) -> Result<(), Error> {
     show(ctx, "most retrieved:", &s.most_retrieved);
     show(ctx, &format!("retrieved {}+ times without a success (curate demotes them):", s.demote_after), &s.unhelpful);
     if s.telemetry {
-        ctx.out.line(&format!("never retrieved: {} current facts", s.never_retrieved));
+        if s.constraints_shown > 0 {
+            ctx.out.line(&format!("constraints: {}, shown by every recall", s.constraints_shown));
+        }
+        ctx.out.line(&format!("never retrieved: {} current facts (constraints aside)", s.never_retrieved));
         show(ctx, "  the oldest of them:", &s.never_retrieved_oldest);
     }
     ctx.out.line("memory:");

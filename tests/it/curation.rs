@@ -356,6 +356,19 @@ fn telemetry_off_writes_nothing_and_on_keeps_one_line_per_recall() {
     assert_eq!(stats["hit_rate"], 0.5);
     assert_eq!(stats["most_retrieved"][0]["retrievals"], 1);
     assert_eq!(stats["scopes"][0]["current_facts"], 1);
+    assert_eq!(stats["never_retrieved"], 0);
+
+    // A constraint is shown by every recall: it is counted as shown, never as "never retrieved",
+    // beside a fact that no recall has found yet.
+    sb.neo_ok(&repo, &["add", "-t", "constraint", "-s", "Never log card numbers"]);
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Name migrations by date"]);
+    sb.neo_ok(&repo, &["recall", "payment webhooks"]);
+    let stats = crate::support::json(&sb.neo_ok(&repo, &["stats", "--json"]));
+    assert_eq!(stats["constraints_shown"], 1, "{stats}");
+    assert_eq!(stats["never_retrieved"], 1, "only the migration pattern: {stats}");
+    assert_eq!(stats["never_retrieved_oldest"][0]["subject"], "Name migrations by date");
+    let text = sb.neo_ok(&repo, &["stats"]);
+    assert!(text.contains("constraints: 1, shown by every recall"), "{text}");
 }
 
 #[test]
