@@ -125,3 +125,76 @@ fn log_markdown_renders_each_commit_and_takes_a_range() {
     let plain = sb.neo_ok(&repo, &["log", &format!("{base}..neo-memory")]);
     assert_eq!(plain.lines().filter(|l| !l.starts_with(' ')).count(), 5);
 }
+
+/// The `run:` script of the step called `name` in a workflow file (its block, unindented).
+fn step_script(workflow: &str, name: &str) -> String {
+    let lines: Vec<&str> = workflow.lines().collect();
+    let at = lines.iter().position(|l| l.trim() == format!("- name: {name}")).unwrap_or_else(|| panic!("step {name}"));
+    let run = (at + 1..lines.len()).find(|&i| lines[i].trim_start().starts_with("run:")).expect("a run: key");
+    let first = lines[run].trim_start().trim_start_matches("run:").trim();
+    if first != "|" {
+        return format!("{first}\n");
+    }
+    let indent = lines[run + 1].len() - lines[run + 1].trim_start().len();
+    lines[run + 1..]
+        .iter()
+        .take_while(|l| l.trim().is_empty() || l.len() - l.trim_start().len() >= indent)
+        .map(|l| format!("{}\n", l.get(indent..).unwrap_or("")))
+        .collect()
+}
+
+#[test]
+fn the_example_workflow_verifies_a_fork_pull_request_and_always_writes_its_summary() {
+    let workflow = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/neo-memory-pr.yml"))
+        .expect("the example workflow");
+    // Nothing a pull request controls reaches a script: every `run:` reads refs from `env:`.
+    for name in ["Install git-neo", "Fetch the base and the proposal", "Verify the proposed memory", "Summarise the memory changes"] {
+        assert!(!step_script(&workflow, name).contains("${{"), "step {name} interpolates an expression");
+    }
+    assert!(workflow.contains("permissions:\n  contents: read"), "read-only token");
+    let summary_at = workflow.find("- name: Summarise the memory changes").expect("summary step");
+    assert!(workflow[summary_at..].lines().nth(1).is_some_and(|l| l.trim() == "if: always()"), "summary always runs");
+
+    // The forge holds the memory branch; a fork's proposal is not a branch there, only the commit
+    // GitHub keeps for the pull request (`refs/pull/1/head`).
+    let sb = Sandbox::new();
+    let project = sb.repo("project");
+    sb.neo_ok(&project, &["add", "-t", "decision", "-s", "Payments retry webhooks with backoff"]);
+    let forge = sb.path("forge.git");
+    sb.git(sb.dir.path(), &["init", "-q", "--bare", &forge.to_string_lossy()]);
+    sb.git(&forge, &["config", "uploadpack.allowReachableSHA1InWant", "true"]);
+    sb.git(&project, &["push", "-q", &forge.to_string_lossy(), "refs/heads/neo-memory:refs/heads/neo-memory"]);
+    let fork = sb.path("fork");
+    sb.git(sb.dir.path(), &["clone", "-q", "--branch", "neo-memory", &forge.to_string_lossy(), &fork.to_string_lossy()]);
+    sb.git(&fork, &["update-ref", "refs/heads/neo-memory", "origin/neo-memory"]);
+    sb.neo_ok(&fork, &["add", "-t", "pattern", "-s", "Invoices are rounded half to even"]);
+    let head_sha = sb.git(&fork, &["rev-parse", "refs/heads/neo-memory"]);
+    sb.git(&fork, &["push", "-q", "origin", "refs/heads/neo-memory:refs/pull/1/head"]);
+
+    // What actions/checkout leaves: a clone of the base repository, the proposal's branch absent.
+    let ci = sb.path("ci");
+    sb.git(sb.dir.path(), &["clone", "-q", "--no-local", &forge.to_string_lossy(), &ci.to_string_lossy()]);
+    assert!(!sb.git_output(&ci, &["cat-file", "-e", &head_sha]).status.success(), "the fork's commit is not here yet");
+    let summary = sb.path("summary.md");
+    let bin_dir = Path::new(crate::support::BIN).parent().expect("binary directory");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let run = |name: &str| {
+        let mut cmd = std::process::Command::new("bash");
+        crate::support::hermetic(&mut cmd, sb.dir.path())
+            .current_dir(&ci)
+            .env("PATH", &path)
+            .env("GIT_NEO_EMBEDDER", "hash")
+            .env("BASE_REF", "neo-memory")
+            .env("HEAD_SHA", &head_sha)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .args(["-eo", "pipefail", "-c", &step_script(&workflow, name)]);
+        cmd.output().expect("run the step")
+    };
+    for name in ["Fetch the base and the proposal", "Verify the proposed memory", "Summarise the memory changes"] {
+        let out = run(name);
+        assert!(out.status.success(), "step {name}: {}", crate::support::stderr(&out));
+    }
+    let written = std::fs::read_to_string(&summary).expect("the summary");
+    assert!(written.contains("## Memory changes") && written.contains("Invoices are rounded half to even"), "{written}");
+    assert!(!written.contains("Payments retry webhooks"), "only what the proposal adds: {written}");
+}
