@@ -127,7 +127,7 @@ fn log_markdown_renders_each_commit_and_takes_a_range() {
 }
 
 /// The `run:` script of the step called `name` in a workflow file (its block, unindented).
-fn step_script(workflow: &str, name: &str) -> String {
+pub(crate) fn step_script(workflow: &str, name: &str) -> String {
     let lines: Vec<&str> = workflow.lines().collect();
     let at = lines.iter().position(|l| l.trim() == format!("- name: {name}")).unwrap_or_else(|| panic!("step {name}"));
     let run = (at + 1..lines.len()).find(|&i| lines[i].trim_start().starts_with("run:")).expect("a run: key");

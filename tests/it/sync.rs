@@ -129,30 +129,25 @@ fn propose_pushes_exactly_the_new_records_to_a_proposal_branch() {
     assert_eq!(changed.lines().map(String::from).collect::<Vec<_>>(), expected);
     let v = sb.neo(a, &["verify", "--range", "origin/neo-memory..origin/neo-memory-proposals/review-me"]);
     assert!(v.status.success(), "{}", crate::support::stdout(&v));
-    // The example CI workflow's commands run as written against this proposal.
+    // The example CI workflow's verify and summary steps run as written against this proposal
+    // (the refs reach them through `env:`, as GitHub passes them).
     let workflow = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/neo-memory-pr.yml"))
         .expect("workflow");
-    let commands: Vec<String> = workflow
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("run: "))
-        .filter(|c| c.starts_with("git neo"))
-        .map(|c| {
-            c.replace("${{ github.base_ref }}", "neo-memory")
-                .replace("${{ github.head_ref }}", "neo-memory-proposals/review-me")
-        })
-        .collect();
-    assert_eq!(commands.len(), 2, "{workflow}");
+    let head_sha = sb.git(a, &["rev-parse", "origin/neo-memory-proposals/review-me"]);
     let summary = sb.path("summary.md");
     let bin_dir = std::path::Path::new(crate::support::BIN).parent().expect("bin dir");
-    for c in &commands {
+    for step in ["Verify the proposed memory", "Summarise the memory changes"] {
+        let script = crate::review::step_script(&workflow, step);
         let mut cmd = std::process::Command::new("bash");
         crate::support::hermetic(&mut cmd, sb.dir.path())
             .current_dir(a)
             .env("PATH", format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()))
             .env("GITHUB_STEP_SUMMARY", &summary)
-            .args(["-euo", "pipefail", "-c", c]);
+            .env("BASE_REF", "neo-memory")
+            .env("HEAD_SHA", &head_sha)
+            .args(["-euo", "pipefail", "-c", &script]);
         let out = cmd.output().expect("bash");
-        assert!(out.status.success(), "{c}: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert!(out.status.success(), "{script}: {}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
     }
     let md = std::fs::read_to_string(&summary).expect("summary written");
     assert!(md.contains("Proposed one") && md.contains("2 facts added"), "{md}");
