@@ -566,13 +566,7 @@ fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp:
                     }
                 }
             }
-            valid += s
-                .memory()
-                .expect("memory")
-                .state()
-                .iter()
-                .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
-                .count();
+            valid += valid_facts(&mut s);
             embedder = s.take_embedder().expect("the session kept the model");
         }
         total_pairs += pairs_n;
@@ -743,6 +737,16 @@ fn conversation(path: &Path, distinct: bool) -> Conversation {
     Conversation { turns, questions }
 }
 
+/// How many facts of the session's memory are valid.
+fn valid_facts(s: &mut Session) -> usize {
+    s.memory()
+        .expect("memory")
+        .state()
+        .iter()
+        .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
+        .count()
+}
+
 fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
@@ -807,13 +811,7 @@ fn conversations(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, 
             hinted += usize::from(!out.possible_updates.is_empty());
             ids.insert(out.id, i);
         }
-        let valid = s
-            .memory()
-            .expect("memory")
-            .state()
-            .iter()
-            .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
-            .count();
+        let valid = valid_facts(&mut s);
         let docs: Vec<Vec<String>> = c.turns.iter().map(|t| words(t)).collect();
         let (mut ours, mut bm25) = (0.0, 0.0);
         for (prompt, evidence) in &c.questions {

@@ -52,14 +52,7 @@ impl Store {
             deref: false,
         };
         let lock = self.common_dir().join(format!("{shown}.lock"));
-        let result = self.under_writers_lock(&lock, || {
-            let packed = gix::lock::acquire::Fail::AfterDurationWithBackoff(std::time::Duration::from_secs(1));
-            self.repo
-                .refs
-                .transaction()
-                .prepare([edit.clone()], gix::lock::acquire::Fail::Immediately, packed)
-                .and_then(|t| t.commit(None))
-        })?;
+        let result = self.edit_ref(&edit, &lock, None)?;
         match result {
             Ok(_) => Ok(true),
             Err(e) if super::write::is_lost_race(&e) => Ok(false),

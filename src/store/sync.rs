@@ -240,14 +240,7 @@ impl Store {
             deref: false,
         };
         let lock = self.lock_path();
-        let result = self.under_writers_lock(&lock, || {
-            let packed = gix::lock::acquire::Fail::AfterDurationWithBackoff(std::time::Duration::from_secs(1));
-            self.repo
-                .refs
-                .transaction()
-                .prepare([edit.clone()], gix::lock::acquire::Fail::Immediately, packed)
-                .and_then(|t| t.commit(Some(sig.to_ref(&mut buf))))
-        })?;
+        let result = self.edit_ref(&edit, &lock, Some(sig.to_ref(&mut buf)))?;
         match result {
             Ok(_) => Ok(true),
             Err(e) if super::write::is_lost_race(&e) => Ok(false),

@@ -208,6 +208,26 @@ impl Store {
         }
     }
 
+    /// Apply one ref edit under the writers' lock ([`Store::under_writers_lock`]), with `lock` the
+    /// ref's lock file; `committer` signs the reflog entry. The inner result is git's answer
+    /// (a lost race is the caller's to read).
+    pub(crate) fn edit_ref(
+        &self,
+        edit: &RefEdit,
+        lock: &std::path::Path,
+        committer: Option<gix::actor::SignatureRef<'_>>,
+    ) -> Result<std::result::Result<(), gix::Error>> {
+        self.under_writers_lock(lock, || {
+            let packed = gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1));
+            self.repo
+                .refs
+                .transaction()
+                .prepare([edit.clone()], gix::lock::acquire::Fail::Immediately, packed)
+                .and_then(|t| t.commit(committer))
+                .map(|_| ())
+        })
+    }
+
     /// Write `records` (kind, id, canonical bytes) to the ref in one commit with `message`.
     ///
     /// Records already on the ref are skipped; if all are, nothing is written. The `FORMAT` entry
@@ -409,16 +429,7 @@ impl Store {
                 deref: false,
             };
             let lock = self.lock_path();
-            let result = self.under_writers_lock(&lock, || {
-                repo.refs
-                    .transaction()
-                    .prepare(
-                        [edit.clone()],
-                        gix::lock::acquire::Fail::Immediately,
-                        gix::lock::acquire::Fail::AfterDurationWithBackoff(Duration::from_secs(1)),
-                    )
-                    .and_then(|t| t.commit(Some(sig_ref)))
-            })?;
+            let result = self.edit_ref(&edit, &lock, Some(sig_ref))?;
             match result {
                 Ok(_) => {
                     self.maintain_after_write();
