@@ -416,6 +416,7 @@ mod tests {
                     bytes.pop();
                 }
                 let (replies, delivered) = run_with(&bytes, capacity);
+                prop_assert_eq!(delivered, pings, "every well-formed request reaches the server, once");
                 prop_assert_eq!(replies.len(), answers.len(), "{:?}", replies);
                 for (reply, want) in replies.iter().zip(&answers) {
                     prop_assert!(reply["error"]["code"].is_i64());
