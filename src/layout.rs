@@ -48,7 +48,6 @@ impl CacheDir {
         self.root.join("ref-write.lock")
     }
 
-
     /// In a user or org memory repository: touched after every successful fetch, so reads can
     /// say how old the cached memory is.
     pub fn fetched(&self) -> PathBuf {

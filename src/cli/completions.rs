@@ -36,7 +36,11 @@ _git_neo() {
 
 /// `cmd` and every subcommand below it renamed for the binary `bin` (`git-neo recall`, …).
 fn named(cmd: clap::Command, bin: &str) -> clap::Command {
-    let cmd = if bin.contains(' ') { cmd.bin_name(bin.to_string()) } else { cmd.name(bin.to_string()).bin_name(bin.to_string()) };
+    let cmd = if bin.contains(' ') {
+        cmd.bin_name(bin.to_string())
+    } else {
+        cmd.name(bin.to_string()).bin_name(bin.to_string())
+    };
     cmd.mut_subcommands(|sub| {
         let path = format!("{bin} {}", sub.get_name());
         named(sub, &path)

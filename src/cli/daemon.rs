@@ -648,7 +648,7 @@ mod tests {
     #[test]
     fn commands_starting_at_once_all_get_the_socket_directory() {
         for _ in 0..50 {
-            let home = tempfile::tempdir().unwrap();
+            let home = tempfile::tempdir().expect("a temporary home");
             let run = home.path().join("run").to_string_lossy().into_owned();
             let barrier = Arc::new(std::sync::Barrier::new(8));
             let threads: Vec<_> = (0..8)
@@ -662,8 +662,8 @@ mod tests {
                 })
                 .collect();
             for t in threads {
-                let dir = t.join().unwrap().expect("a safe socket directory");
-                let mode = std::fs::metadata(&dir).unwrap().mode();
+                let dir = t.join().expect("the thread did not panic").expect("a safe socket directory");
+                let mode = std::fs::metadata(&dir).expect("the directory exists").mode();
                 assert_eq!(mode & 0o077, 0, "private: {mode:o}");
             }
         }

@@ -124,7 +124,8 @@ pub fn session(ctx: &mut Ctx, command: SessionCommand) -> Result<(), Error> {
                 for s in sessions {
                     let mark = if current.as_deref() == Some(s.name.as_str()) { "*" } else { " " };
                     let places: Vec<String> = s.current_in.iter().map(|p| p.display().to_string()).collect();
-                    let at = if places.is_empty() { String::new() } else { format!(", current in {}", places.join(", ")) };
+                    let at =
+                        if places.is_empty() { String::new() } else { format!(", current in {}", places.join(", ")) };
                     ctx.out.line(&format!("{mark} {} ({} records{at})", s.name, s.records));
                 }
             }

@@ -134,7 +134,10 @@ impl Store {
     /// process's ref update to end.
     pub(crate) fn writers_lock(&self) -> Result<WritersLock> {
         let path = self.caches().ref_write_lock();
-        let io = |e: std::io::Error| Error::Io { context: format!("taking the writers' lock {}", path.display()), source: e };
+        let io = |e: std::io::Error| Error::Io {
+            context: format!("taking the writers' lock {}", path.display()),
+            source: e,
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }

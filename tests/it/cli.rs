@@ -243,7 +243,10 @@ fn after_the_documented_install_git_neo_help_shows_the_manual() {
     let out = install.output().expect("run install-man-pages");
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = sb.path("prefix/share/man/man1");
-    assert_eq!(json(&String::from_utf8_lossy(&out.stdout))["dir"].as_str().map(std::path::PathBuf::from), Some(dir.clone()));
+    assert_eq!(
+        json(&String::from_utf8_lossy(&out.stdout))["dir"].as_str().map(std::path::PathBuf::from),
+        Some(dir.clone())
+    );
     assert!(dir.join("git-neo-help.1").is_file(), "a page for `git neo help`");
 
     // git hands `--help` to man, and man finds the pages beside the binary on PATH: no MANPATH.
@@ -259,7 +262,10 @@ fn after_the_documented_install_git_neo_help_shows_the_manual() {
         let out = git.output().expect("run git (and man: .ci/run installs it)");
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-        assert!(text.contains("SYNOPSIS") && text.contains("git neo") && text.contains("recall"), "git {args:?}: {text}");
+        assert!(
+            text.contains("SYNOPSIS") && text.contains("git neo") && text.contains("recall"),
+            "git {args:?}: {text}"
+        );
     }
     // Synopses name the value each option takes.
     let mut man = std::process::Command::new("man");

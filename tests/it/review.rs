@@ -148,7 +148,12 @@ fn the_example_workflow_verifies_a_fork_pull_request_and_always_writes_its_summa
     let workflow = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/examples/neo-memory-pr.yml"))
         .expect("the example workflow");
     // Nothing a pull request controls reaches a script: every `run:` reads refs from `env:`.
-    for name in ["Install git-neo", "Fetch the base and the proposal", "Verify the proposed memory", "Summarise the memory changes"] {
+    for name in [
+        "Install git-neo",
+        "Fetch the base and the proposal",
+        "Verify the proposed memory",
+        "Summarise the memory changes",
+    ] {
         assert!(!step_script(&workflow, name).contains("${{"), "step {name} interpolates an expression");
     }
     assert!(workflow.contains("permissions:\n  contents: read"), "read-only token");
@@ -165,7 +170,10 @@ fn the_example_workflow_verifies_a_fork_pull_request_and_always_writes_its_summa
     sb.git(&forge, &["config", "uploadpack.allowReachableSHA1InWant", "true"]);
     sb.git(&project, &["push", "-q", &forge.to_string_lossy(), "refs/heads/neo-memory:refs/heads/neo-memory"]);
     let fork = sb.path("fork");
-    sb.git(sb.dir.path(), &["clone", "-q", "--branch", "neo-memory", &forge.to_string_lossy(), &fork.to_string_lossy()]);
+    sb.git(
+        sb.dir.path(),
+        &["clone", "-q", "--branch", "neo-memory", &forge.to_string_lossy(), &fork.to_string_lossy()],
+    );
     sb.git(&fork, &["update-ref", "refs/heads/neo-memory", "origin/neo-memory"]);
     sb.neo_ok(&fork, &["add", "-t", "pattern", "-s", "Invoices are rounded half to even"]);
     let head_sha = sb.git(&fork, &["rev-parse", "refs/heads/neo-memory"]);
@@ -195,6 +203,9 @@ fn the_example_workflow_verifies_a_fork_pull_request_and_always_writes_its_summa
         assert!(out.status.success(), "step {name}: {}", crate::support::stderr(&out));
     }
     let written = std::fs::read_to_string(&summary).expect("the summary");
-    assert!(written.contains("## Memory changes") && written.contains("Invoices are rounded half to even"), "{written}");
+    assert!(
+        written.contains("## Memory changes") && written.contains("Invoices are rounded half to even"),
+        "{written}"
+    );
     assert!(!written.contains("Payments retry webhooks"), "only what the proposal adds: {written}");
 }
