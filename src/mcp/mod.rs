@@ -5,8 +5,9 @@
 //! example after a write by another process), the embedding model (loaded once), the recall
 //! indexes (caught up incrementally when the tips move) and the Construct library with its
 //! pattern vectors. Every call is validated first (unknown or mistyped arguments are a tool error)
-//! and writes nothing when invalid; every reply is bounded to [`MAX_OUTPUT`] bytes and says when
-//! it was cut.
+//! and writes nothing when invalid. Every tool answers with `structuredContent` matching the
+//! `outputSchema` it lists (recall adds the markdown an agent reads as its text); each part of a
+//! reply is bounded to [`MAX_OUTPUT`] bytes and says when it was cut.
 
 pub mod tools;
 pub mod transport;
@@ -44,7 +45,22 @@ pub struct NeoServer {
     warm: Mutex<Warm>,
 }
 
-type ToolResult = Result<String, String>;
+/// What a tool answers: its structured content (an object matching the tool's `outputSchema`)
+/// and, for recall, the markdown an agent reads; every other tool's text is its structured content
+/// serialised, as the MCP revision asks of a tool with an output schema.
+struct Reply {
+    structured: serde_json::Value,
+    text: Option<String>,
+}
+
+impl Reply {
+    fn of(v: &impl serde::Serialize) -> Result<Reply, String> {
+        let structured = serde_json::to_value(v).map_err(|e| format!("error: cannot encode the reply: {e}"))?;
+        Ok(Reply { structured, text: None })
+    }
+}
+
+type ToolResult = Result<Reply, String>;
 
 fn bounded(mut s: String) -> String {
     if s.len() <= MAX_OUTPUT {
@@ -71,8 +87,62 @@ fn err(e: Error) -> String {
     format!("error: {e}")
 }
 
-fn json(v: &impl serde::Serialize) -> String {
+fn json(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("error: cannot encode the reply: {e}"))
+}
+
+/// Bound structured content to [`MAX_OUTPUT`] bytes as serialised, keeping it valid JSON of the
+/// same shape: the longest strings are cut (each saying how much it lost), then, if that is not
+/// enough, the longest arrays lose their last items.
+fn fit(mut v: serde_json::Value) -> serde_json::Value {
+    fn size(v: &serde_json::Value) -> usize {
+        serde_json::to_string_pretty(v).map_or(0, |s| s.len())
+    }
+    fn longest_string(v: &mut serde_json::Value) -> Option<&mut String> {
+        match v {
+            serde_json::Value::String(s) => Some(s),
+            serde_json::Value::Array(a) => a.iter_mut().filter_map(longest_string).max_by_key(|s| s.len()),
+            serde_json::Value::Object(o) => o.values_mut().filter_map(longest_string).max_by_key(|s| s.len()),
+            _ => None,
+        }
+    }
+    fn longest_array(v: &mut serde_json::Value) -> Option<&mut Vec<serde_json::Value>> {
+        let own_len = |v: &serde_json::Value| v.as_array().map_or(0, Vec::len);
+        match v {
+            serde_json::Value::Array(a) => {
+                if a.iter().all(|x| own_len(x) <= a.len()) {
+                    Some(a)
+                } else {
+                    a.iter_mut().filter_map(longest_array).max_by_key(|a| a.len())
+                }
+            }
+            serde_json::Value::Object(o) => o.values_mut().filter_map(longest_array).max_by_key(|a| a.len()),
+            _ => None,
+        }
+    }
+    for _ in 0..32 {
+        let over = size(&v).saturating_sub(MAX_OUTPUT);
+        if over == 0 {
+            return v;
+        }
+        let Some(s) = longest_string(&mut v).filter(|s| s.len() > 200) else { break };
+        let mut keep = s.len().saturating_sub(over + 120).max(s.len() / 4);
+        while !s.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let rest = s.len() - keep;
+        s.truncate(keep);
+        s.push_str(&format!("\n[cut: {rest} more bytes not shown; narrow the query or lower k, budget or limit]"));
+    }
+    while size(&v) > MAX_OUTPUT {
+        match longest_array(&mut v) {
+            Some(a) if !a.is_empty() => {
+                a.pop();
+            }
+            _ => break,
+        }
+    }
+    v
 }
 
 impl Warm {
@@ -114,7 +184,8 @@ impl Warm {
         if let Some(why) = self.session.semantic_off() {
             text.push_str(&format!("_(semantic recall off: {why})_\n"));
         }
-        Ok(text)
+        let structured = serde_json::to_value(&result).map_err(|e| format!("error: cannot encode the reply: {e}"))?;
+        Ok(Reply { structured, text: Some(text) })
     }
 
     fn add_fact(&mut self, a: tools::AddFactArgs) -> ToolResult {
@@ -141,7 +212,7 @@ impl Warm {
             created_at: None,
             sources: a.sources,
         };
-        Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?))
+        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?)
     }
 
     fn record_attempt(&mut self, a: tools::AttemptArgs) -> ToolResult {
@@ -162,20 +233,20 @@ impl Warm {
             retry_of: None,
             suggestion: a.suggestion,
         };
-        Ok(json(&self.in_scope(a.scope.as_deref(), |s| s.attempt(&req))?))
+        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.attempt(&req))?)
     }
 
     fn mark_outdated(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        Ok(json(&self.session.outdated(&a.id, &a.reason).map_err(err)?))
+        Reply::of(&self.session.outdated(&a.id, &a.reason).map_err(err)?)
     }
 
     fn forget(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        Ok(json(&self.session.forget(&a.id, &a.reason).map_err(err)?))
+        Reply::of(&self.session.forget(&a.id, &a.reason).map_err(err)?)
     }
 
     fn show(&mut self, a: tools::IdArgs) -> ToolResult {
         let memory = self.session.memory().map_err(err)?;
-        Ok(json(&memory.show(&a.id).map_err(err)?))
+        Reply::of(&memory.show(&a.id).map_err(err)?)
     }
 
     fn task_history(&mut self, a: tools::TaskArgs) -> ToolResult {
@@ -205,13 +276,14 @@ impl Warm {
                 })
             })
             .collect();
-        Ok(json(&serde_json::json!({ "task": a.task, "total": total, "shown": rows.len(), "attempts": rows })))
+        Reply::of(&serde_json::json!({ "task": a.task, "total": total, "shown": rows.len(), "attempts": rows }))
     }
 
     fn construct_search(&mut self, a: tools::ConstructArgs) -> ToolResult {
         let hits = self.session.construct_search(&a.query, a.k.unwrap_or(5).clamp(1, 20)).map_err(err)?;
         self.session.take_notices();
-        Ok(json(&hits))
+        // Structured content is an object: the hits under `hits`.
+        Reply::of(&serde_json::json!({ "hits": hits }))
     }
 
     fn call(&mut self, name: &str, raw: Option<serde_json::Map<String, serde_json::Value>>) -> Option<ToolResult> {
@@ -270,7 +342,13 @@ impl ServerHandler for NeoServer {
             }
         };
         Ok(match result {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(bounded(text))]),
+            Ok(reply) => {
+                let structured = fit(reply.structured);
+                let text = reply.text.map_or_else(|| json(&structured), bounded);
+                let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+                r.structured_content = Some(structured);
+                r
+            }
             Err(text) => CallToolResult::error(vec![ContentBlock::text(bounded(text))]),
         }
         .into())

@@ -1,5 +1,5 @@
-//! The MCP tools: names, descriptions, strict input schemas and annotations, and the typed
-//! arguments each call is parsed into (unknown fields are refused, so a typo is an error, not a
+//! The MCP tools: names, descriptions, strict input schemas, output schemas (what each tool's
+//! `structuredContent` holds) and annotations, and the typed arguments each call is parsed into (unknown fields are refused, so a typo is an error, not a
 //! silently ignored option).
 //!
 //! Descriptions are short on purpose: an agent pays for `tools/list` in every session. The test
@@ -60,6 +60,27 @@ fn schema(mut properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
     }
 }
 
+/// An output schema: an object with these typed properties, the `required` ones always present
+/// (others appear when they apply; fields not named here may be added in later versions).
+fn output(properties: Value, required: &[&str]) -> Arc<Map<String, Value>> {
+    match json!({"type": "object", "properties": properties, "required": required}) {
+        Value::Object(m) => Arc::new(m),
+        _ => Arc::new(Map::new()),
+    }
+}
+
+fn records() -> Value {
+    json!({"type": "array", "items": {"required": ["id"]}})
+}
+
+/// What every write answers (`add_fact`, `record_attempt`, `mark_outdated`, `forget`).
+fn written() -> Arc<Map<String, Value>> {
+    output(
+        json!({"id": {"type": "string"}, "path": {"type": "string"}, "deduplicated": {"type": "boolean"}}),
+        &["id", "path", "deduplicated"],
+    )
+}
+
 fn id() -> Value {
     json!({"type": "string", "description": "record id or unique prefix (4+ hex digits)"})
 }
@@ -83,7 +104,7 @@ pub fn all() -> Vec<Tool> {
         Tool::new(
             "recall",
             "What the project's memory knows for a task: constraints (always), relevant facts, earlier attempts, \
-             facts no longer true (with replacements), curated patterns. Call first, with the task in your words.",
+             facts no longer true (with replacements), curated patterns. Call first, with the task.",
             schema(
                 json!({
                     "query": {"type": "string", "minLength": 1, "maxLength": 4000},
@@ -97,7 +118,14 @@ pub fn all() -> Vec<Tool> {
                 &["query"],
             ),
         )
-        .annotate(read_only()),
+        .annotate(read_only())
+        .with_raw_output_schema(output(
+            json!({
+                "query": {"type": "string"}, "semantic": {"type": "boolean"},
+                "constraints": records(), "facts": records(), "attempts": records(), "invalidated": records()
+            }),
+            &["query", "semantic", "constraints", "facts", "attempts", "invalidated", "tokens"],
+        )),
         Tool::new(
             "add_fact",
             "Store a lesson as a typed fact. A fact with the same key or slot, a near-identical one, or one this \
@@ -126,7 +154,8 @@ pub fn all() -> Vec<Tool> {
                 &["type", "subject"],
             ),
         )
-        .annotate(additive().idempotent(true)),
+        .annotate(additive().idempotent(true))
+        .with_raw_output_schema(written()),
         Tool::new(
             "record_attempt",
             "Record what you tried on a task: action, what you observed, what you infer, files touched, and the \
@@ -148,25 +177,35 @@ pub fn all() -> Vec<Tool> {
                 &["task", "action", "observation"],
             ),
         )
-        .annotate(additive()),
+        .annotate(additive())
+        .with_raw_output_schema(written()),
         Tool::new(
             "mark_outdated",
             "Mark a fact or attempt as no longer true, with why. It stays in history.",
             schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
         )
-        .annotate(additive()),
+        .annotate(additive())
+        .with_raw_output_schema(written()),
         Tool::new(
             "forget",
             "Hide a wrong or harmful record from memory (a retraction; revertible with git neo revert).",
             schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
         )
-        .annotate(ToolAnnotations::new().read_only(false).destructive(true).open_world(false)),
+        .annotate(ToolAnnotations::new().read_only(false).destructive(true).open_world(false))
+        .with_raw_output_schema(written()),
         Tool::new(
             "show",
             "A record's full text and state: status, confidence, what replaced it, review flags.",
             schema(json!({"id": id()}), &["id"]),
         )
-        .annotate(read_only()),
+        .annotate(read_only())
+        .with_raw_output_schema(output(
+            json!({
+                "id": {"type": "string"}, "path": {"type": "string"}, "text": {"type": "string"},
+                "status": {"type": "string"}, "record": {"type": "object"}
+            }),
+            &["id", "path", "text", "status", "record"],
+        )),
         Tool::new(
             "task_history",
             "Every attempt at a task, oldest first, with check results and whether each check still applies.",
@@ -175,7 +214,14 @@ pub fn all() -> Vec<Tool> {
                 &["task"],
             ),
         )
-        .annotate(read_only()),
+        .annotate(read_only())
+        .with_raw_output_schema(output(
+            json!({
+                "task": {"type": "string"}, "total": {"type": "integer"}, "shown": {"type": "integer"},
+                "attempts": records()
+            }),
+            &["task", "total", "shown", "attempts"],
+        )),
         Tool::new(
             "construct_search",
             "Search curated patterns for working with git and agents (bisecting, reversible migrations, ...).",
@@ -184,7 +230,11 @@ pub fn all() -> Vec<Tool> {
                 &["query"],
             ),
         )
-        .annotate(read_only()),
+        .annotate(read_only())
+        .with_raw_output_schema(output(
+            json!({"hits": {"type": "array", "items": {"required": ["name", "title", "score"]}}}),
+            &["hits"],
+        )),
     ]
 }
 

@@ -79,10 +79,16 @@ impl Client {
 
     /// Call a tool: (is_error, text).
     pub fn call(&mut self, name: &str, arguments: Value) -> (bool, String) {
+        let r = self.call_result(name, arguments);
+        (r["isError"] == true, r["content"][0]["text"].as_str().unwrap_or("").to_string())
+    }
+
+    /// Call a tool: the whole result (content, structuredContent, isError).
+    pub fn call_result(&mut self, name: &str, arguments: Value) -> Value {
         let v = self.request("tools/call", j!({"name": name, "arguments": arguments}));
         let r = &v["result"];
         assert!(r.is_object(), "{name}: {v}");
-        (r["isError"] == true, r["content"][0]["text"].as_str().unwrap_or("").to_string())
+        r.clone()
     }
 }
 
@@ -122,6 +128,8 @@ fn tools_list_stays_small_and_every_tool_is_annotated() {
         let read_only = t["annotations"]["readOnlyHint"] == true;
         let name = t["name"].as_str().unwrap_or("");
         assert_eq!(read_only, ["recall", "show", "task_history", "construct_search"].contains(&name), "{t}");
+        assert_eq!(t["outputSchema"]["type"], "object", "every tool says what its structuredContent holds: {t}");
+        assert!(t["outputSchema"]["required"].as_array().is_some_and(|r| !r.is_empty()), "{t}");
     }
     let forget = tools.iter().find(|t| t["name"] == "forget").expect("forget");
     assert_eq!(forget["annotations"]["destructiveHint"], true);
@@ -188,7 +196,7 @@ fn a_client_does_the_whole_memory_loop_through_the_server() {
 
     let (e, text) = c.call("construct_search", j!({"query": "bisect to find the regression", "k": 2}));
     assert!(!e, "{text}");
-    assert_eq!(json(&text)[0]["name"], "bisect-a-regression", "{text}");
+    assert_eq!(json(&text)["hits"][0]["name"], "bisect-a-regression", "{text}");
 
     // The same loop is visible to the CLI.
     let listed = sb.neo_ok(&repo, &["list", "--all"]);
@@ -242,6 +250,12 @@ fn replies_are_bounded_and_say_when_they_were_cut() {
     assert!(!e);
     assert!(text.len() < 16_200, "{}", text.len());
     assert!(text.contains("[cut:") && text.contains("more bytes not shown"), "{}", &text[text.len() - 200..]);
+    // The structured content is cut inside its strings, so it stays valid JSON of the same shape.
+    let r = c.call_result("show", j!({"id": &big[..10]}));
+    let structured = &r["structuredContent"];
+    assert!(structured["text"].as_str().is_some_and(|t| t.contains("more bytes not shown")), "{structured}");
+    assert_eq!(structured["id"], big.trim(), "short fields are kept whole");
+    assert!(serde_json::to_string_pretty(structured).expect("json").len() <= 16_000);
     let (_, text) = c.call("recall", j!({"query": "payment gateway", "budget": 300}));
     assert!(text.contains("more item(s) not shown") || text.len() < 2_000, "{text}");
 }
@@ -290,4 +304,98 @@ fn a_client_writes_to_a_scope_and_recalls_every_scope_through_one_warm_server() 
     let (_, text) = c.call("recall", j!({"query": "lint level clippy"}));
     assert!(text.contains("Lint with the default clippy lints"), "{text}");
     assert!(!text.contains("Lint with clippy pedantic"), "the project's fact answers the key: {text}");
+}
+
+/// Whether `value` conforms to `schema`, for the keywords the tools' output schemas use (`type`,
+/// `required`, `properties`, `items`): the first mismatch, with where it is.
+fn conforms(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    if let Some(t) = schema["type"].as_str() {
+        let ok = match t {
+            "object" => value.is_object(),
+            "array" => value.is_array(),
+            "string" => value.is_string(),
+            "boolean" => value.is_boolean(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "number" => value.is_number(),
+            _ => return Err(format!("{at}: the schema names an unknown type {t}")),
+        };
+        if !ok {
+            return Err(format!("{at}: {value} is not of type {t}"));
+        }
+    }
+    for r in schema["required"].as_array().into_iter().flatten() {
+        let r = r.as_str().unwrap_or("");
+        if value.get(r).is_none() {
+            return Err(format!("{at}: required property {r} is missing from {value}"));
+        }
+    }
+    if let (Some(props), Some(obj)) = (schema["properties"].as_object(), value.as_object()) {
+        for (k, s) in props {
+            if let Some(v) = obj.get(k) {
+                conforms(s, v, &format!("{at}.{k}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in arr.iter().enumerate() {
+            conforms(items, v, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_tool_answers_with_structured_content_that_matches_its_output_schema() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "hash")]);
+    let list = c.request("tools/list", j!({}));
+    let schemas: std::collections::HashMap<String, Value> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap_or("").to_string(), t["outputSchema"].clone()))
+        .collect();
+    let mut called = std::collections::BTreeSet::new();
+    let mut call = |c: &mut Client, name: &str, args: Value| -> Value {
+        let r = c.call_result(name, args);
+        assert_ne!(r["isError"], true, "{name}: {r}");
+        let structured = &r["structuredContent"];
+        conforms(&schemas[name], structured, name).unwrap_or_else(|e| panic!("{e}"));
+        let text = r["content"][0]["text"].as_str().expect("a text block");
+        if name != "recall" {
+            // The text block is the structured content serialised, for clients that read text only.
+            assert_eq!(&json(text), structured, "{name}");
+        }
+        called.insert(name.to_string());
+        r
+    };
+    let fact = call(&mut c, "add_fact", j!({"type": "decision", "subject": "Releases are cut on Tuesdays"}));
+    let fact_id = fact["structuredContent"]["id"].as_str().expect("id").to_string();
+    let attempt = call(
+        &mut c,
+        "record_attempt",
+        j!({"task": "REL-1", "action": "moved the cut", "observation": "nobody noticed",
+            "check_command": "make release", "check_result": "passed"}),
+    );
+    let attempt_id = attempt["structuredContent"]["id"].as_str().expect("id").to_string();
+    let recalled = call(&mut c, "recall", j!({"query": "when are releases cut"}));
+    assert_eq!(recalled["structuredContent"]["facts"][0]["id"], fact_id.as_str(), "{recalled}");
+    let text = recalled["content"][0]["text"].as_str().unwrap_or("");
+    assert!(text.contains("Releases are cut on Tuesdays") && !text.trim_start().starts_with('{'), "{text}");
+    let shown = call(&mut c, "show", j!({"id": &fact_id[..10]}));
+    assert_eq!(shown["structuredContent"]["status"], "valid");
+    let history = call(&mut c, "task_history", j!({"task": "REL-1"}));
+    assert_eq!(history["structuredContent"]["total"], 1);
+    let hits = call(&mut c, "construct_search", j!({"query": "bisect to find the regression", "k": 2}));
+    assert_eq!(hits["structuredContent"]["hits"][0]["name"], "bisect-a-regression");
+    call(&mut c, "mark_outdated", j!({"id": &attempt_id[..10], "reason": "the cut moved back"}));
+    call(&mut c, "forget", j!({"id": &fact_id[..10], "reason": "wrong team"}));
+    let all: std::collections::BTreeSet<String> = schemas.keys().cloned().collect();
+    assert_eq!(called, all, "every listed tool was called");
+
+    // A tool error carries no structured content (the client validates only successes).
+    let r = c.call_result("show", j!({"id": "0000000000"}));
+    assert_eq!(r["isError"], true);
+    assert!(r.get("structuredContent").is_none(), "{r}");
 }
