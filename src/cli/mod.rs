@@ -21,6 +21,7 @@ mod init;
 mod list;
 mod log;
 mod manpages;
+mod mcp;
 mod outcomes;
 mod output;
 mod purge;
@@ -164,8 +165,8 @@ enum Command {
     /// Install or remove the post-commit and post-merge hooks that scan for outcomes.
     #[command(subcommand)]
     Hooks(outcomes::HooksCommand),
-    /// Serve the memory to agents over MCP (stdio).
-    Mcp,
+    /// Serve the memory to agents over MCP (stdio, or streamable HTTP with --http).
+    Mcp(mcp::McpArgs),
     /// Configure an agent to use this memory (claude-code, agents-md); merges, never overwrites.
     Setup(setup::SetupArgs),
     /// What agent hooks run (see `git neo setup`).
@@ -477,9 +478,9 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Outcomes(a) => outcomes::outcomes(ctx, a),
         Command::Explain(a) => outcomes::explain(ctx, a),
         Command::Hooks(c) => outcomes::hooks(ctx, c),
-        Command::Mcp => {
+        Command::Mcp(a) => {
             match session_options(ctx.dir.clone(), ctx.ref_name.clone(), ctx.scope.as_deref(), &process_env) {
-                Ok(opts) => crate::mcp::serve(Session::new(opts), daemon::fetch_org_in_background),
+                Ok(opts) => mcp::run(ctx, a, Session::new(opts)),
                 Err(e) => Err(e),
             }
         }

@@ -9,6 +9,7 @@
 //! `outputSchema` it lists (recall adds the markdown an agent reads as its text); each part of a
 //! reply is bounded to [`MAX_OUTPUT`] bytes and says when it was cut.
 
+pub mod http;
 pub mod tools;
 pub mod transport;
 
@@ -22,7 +23,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde::de::DeserializeOwned;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The most a reply carries, in bytes.
 pub const MAX_OUTPUT: usize = 16_000;
@@ -40,9 +41,11 @@ struct Warm {
 /// What the server calls, with the work tree, when a read found the org cache stale.
 pub type FetchOrg = fn(&std::path::Path);
 
-/// The server: one warm state behind a lock (calls are handled one at a time).
+/// The server: one warm state behind a lock (calls are handled one at a time). Clones share it:
+/// over HTTP each client session gets a clone, and all of them read one warm memory.
+#[derive(Clone)]
 pub struct NeoServer {
-    warm: Mutex<Warm>,
+    warm: Arc<Mutex<Warm>>,
 }
 
 /// What a tool answers: its structured content (an object matching the tool's `outputSchema`)
@@ -303,7 +306,7 @@ impl Warm {
 
 impl NeoServer {
     pub fn new(session: Session, fetch_org: FetchOrg) -> NeoServer {
-        NeoServer { warm: Mutex::new(Warm { session, fetch_org }) }
+        NeoServer { warm: Arc::new(Mutex::new(Warm { session, fetch_org })) }
     }
 }
 

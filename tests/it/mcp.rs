@@ -399,3 +399,137 @@ fn every_tool_answers_with_structured_content_that_matches_its_output_schema() {
     assert_eq!(r["isError"], true);
     assert!(r.get("structuredContent").is_none(), "{r}");
 }
+
+/// `git neo mcp --http 127.0.0.1:0` in `repo`: the child and the URL it printed (and the token
+/// it printed, when it made one up).
+fn spawn_http(home: &Path, repo: &Path, extra: &[&str]) -> (Child, String, Option<String>) {
+    let mut cmd = Command::new(bin());
+    hermetic(&mut cmd, home)
+        .current_dir(repo)
+        .env("GIT_NEO_EMBEDDER", "hash")
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn git neo mcp --http");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("read the address line");
+    let url = first.trim().rsplit(' ').next().unwrap_or("").to_string();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{first}");
+    let mut second = String::new();
+    out.read_line(&mut second).expect("read the token line");
+    let token = second.trim().strip_prefix("token: ").filter(|t| t.len() == 64).map(str::to_string);
+    (child, url, token)
+}
+
+/// One raw HTTP/1.1 POST of `body` to `url`, with `auth` as the Authorization header: the status.
+fn post(url: &str, auth: Option<&str>, body: &str) -> u16 {
+    use std::io::Read;
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let auth = auth.map(|a| format!("Authorization: {a}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write the request");
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).expect("read the status line");
+    String::from_utf8_lossy(&head[9..12]).parse().expect("a status code")
+}
+
+#[test]
+fn http_refuses_a_request_without_the_token_from_the_file_and_serves_one_with_it() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let token = "a-token-from-a-file-0123456789";
+    let file = sb.dir.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).expect("write the token file");
+    let (mut child, url, printed) = spawn_http(sb.dir.path(), &repo, &["--token-file", file.to_str().unwrap_or("")]);
+    assert_eq!(printed, None, "a token read from a file is never printed");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
+    assert_eq!(post(&url, None, init), 401, "no token");
+    assert_eq!(post(&url, Some("Bearer wrong-token-0123456789abcd"), init), 401, "a wrong token");
+    assert_eq!(post(&url, Some(&format!("Basic {token}")), init), 401, "another scheme");
+    assert_eq!(post(&url, Some(&format!("Bearer {token}")), init), 200, "the token");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Bad flags are refused by name, before anything listens.
+    for (args, needle) in [
+        (vec!["mcp", "--http", "localhost"], "--http"),
+        (vec!["mcp", "--http", "0", "--token-file", "/nonexistent/token"], "--token-file"),
+        (vec!["mcp", "--token-file", "x"], "--http"),
+    ] {
+        let out = sb.neo(&repo, &args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    std::fs::write(&file, "short\n").expect("write");
+    let out = sb.neo(&repo, &["mcp", "--http", "0", "--token-file", file.to_str().unwrap_or("")]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("16"), "{out:?}");
+}
+
+/// Where `.ci/run` installs the MCP Python SDK (`pip install --target`).
+fn python_sdk() -> std::path::PathBuf {
+    std::env::var_os("GIT_NEO_TEST_MCP_SDK")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-sdk"))
+}
+
+fn sdk_client(home: &Path, repo: &Path, args: &[&str]) -> Value {
+    let sdk = python_sdk();
+    assert!(
+        sdk.join("mcp").is_dir(),
+        "the MCP Python SDK is not at {}: run `python3 -m pip install --target {} mcp==2.3.0` (as .ci/run does)",
+        sdk.display(),
+        sdk.display()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/mcp_client.py");
+    let mut cmd = Command::new("python3");
+    hermetic(&mut cmd, home).current_dir(repo).env("PYTHONPATH", &sdk).env("GIT_NEO_EMBEDDER", "hash");
+    let out = cmd.arg(&script).args(args).output().expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    json(stdout.lines().last().unwrap_or(""))
+}
+
+#[test]
+#[ignore = "needs the MCP Python SDK (.ci/run installs it)"]
+fn the_official_python_sdk_lists_and_calls_every_tool_over_stdio_and_over_http() {
+    let sb = Sandbox::new();
+    let every = j!([
+        "recall",
+        "add_fact",
+        "record_attempt",
+        "mark_outdated",
+        "forget",
+        "show",
+        "task_history",
+        "construct_search"
+    ]);
+
+    let repo = sb.repo("stdio");
+    let seen = sdk_client(sb.dir.path(), &repo, &["stdio", &bin()]);
+    assert_eq!(seen["tools"], every, "{seen}");
+    assert_eq!(seen["called"], 8);
+    assert!(seen["k0"].as_str().is_some_and(|t| t.contains("k: 0 is below the minimum")), "{seen}");
+
+    let repo = sb.repo("http");
+    let (mut child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let token = token.expect("a made-up token is printed");
+    let seen = sdk_client(sb.dir.path(), &repo, &["http", &url, &token]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(seen["tools"], every, "{seen}");
+    assert_eq!(seen["called"], 8);
+    assert_eq!(seen["unauthorized"], 401);
+    // What the HTTP client wrote is in the clone's memory, as the CLI sees it.
+    let listed = sb.neo_ok(&repo, &["list", "--all"]);
+    assert!(listed.contains("Releases are cut on Tuesdays") && listed.contains("[retracted]"), "{listed}");
+}

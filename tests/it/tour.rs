@@ -1,31 +1,107 @@
 //! The README's five-minute tour, executed: the block between `<!-- tour:begin -->` and
 //! `<!-- tour:end -->` runs in a fresh repository with `git neo` on PATH, so the README cannot rot.
+//! The completion lines and the MCP-over-HTTP block run the same way.
 
 use crate::support::{hermetic, Sandbox, BIN};
+use std::path::Path;
 use std::process::Command;
+
+/// The shell lines of the README block between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+fn readme_block(name: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("read README.md");
+    let block = readme
+        .split(&format!("<!-- {name}:begin -->"))
+        .nth(1)
+        .and_then(|rest| rest.split(&format!("<!-- {name}:end -->")).next())
+        .unwrap_or_else(|| panic!("README.md has a {name} block"));
+    block.lines().filter(|l| !l.starts_with("```")).map(|l| format!("{l}\n")).collect()
+}
+
+/// bash running `script` in `cwd` with the sandbox's environment and `git neo` on PATH.
+fn bash(sb: &Sandbox, cwd: &Path, script: &str) -> Command {
+    let bin_dir = Path::new(BIN).parent().expect("binary directory");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = Command::new("bash");
+    hermetic(&mut cmd, sb.dir.path()).current_dir(cwd).env("PATH", path).args(["-euo", "pipefail", "-c", script]);
+    cmd
+}
+
+#[test]
+fn the_readme_completion_lines_run_as_written() {
+    let sb = Sandbox::new();
+    let out = bash(&sb, sb.dir.path(), &readme_block("completions")).output().expect("run bash");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let home = sb.dir.path();
+    for (file, needle) in [
+        (".local/share/bash-completion/completions/git-neo", "_git_neo"),
+        (".zfunc/_git-neo", "#compdef git-neo"),
+        (".config/fish/completions/git-neo.fish", "complete -c git-neo"),
+    ] {
+        let text = std::fs::read_to_string(home.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(text.contains(needle), "{file} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn the_readme_mcp_over_http_block_serves_with_its_token_and_refuses_without() {
+    use std::io::{Read, Write};
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    // A free port in place of the README's, so parallel runs do not collide.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let script = readme_block("mcp-http");
+    assert!(script.contains("127.0.0.1:8765"), "{script}");
+    let script = script.replace("8765", &port.to_string());
+    let mut child = bash(&sb, sb.dir.path(), &script)
+        .env("GIT_NEO_EMBEDDER", "hash")
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("run bash");
+    let group = child.id() as i32;
+    let status = |auth: Option<String>| -> Option<u16> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let auth = auth.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
+        write!(
+            s,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: \
+             application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .ok()?;
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head).ok()?;
+        String::from_utf8_lossy(&head[9..12]).parse().ok()
+    };
+    let mut refused = None;
+    for _ in 0..200 {
+        refused = status(None);
+        if refused.is_some() || child.try_wait().ok().flatten().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let token = std::fs::read_to_string(sb.dir.path().join("served/.git/neo-mcp-token")).unwrap_or_default();
+    let served = status(Some(token.trim().to_string()));
+    // The whole group: bash and the server it started.
+    unsafe { libc::kill(-group, libc::SIGTERM) };
+    let _ = child.wait();
+    assert_eq!(refused, Some(401), "a request without the token");
+    assert_eq!(token.trim().len(), 64, "the README's line writes a 256-bit token: {token:?}");
+    assert_eq!(served, Some(200), "a request with the token");
+}
 
 #[test]
 fn the_readme_tour_runs_as_written() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("read README.md");
-    let block = readme
-        .split("<!-- tour:begin -->")
-        .nth(1)
-        .and_then(|rest| rest.split("<!-- tour:end -->").next())
-        .expect("README.md has a tour block");
-    let script: String = block.lines().filter(|l| !l.starts_with("```")).map(|l| format!("{l}\n")).collect();
+    let script = readme_block("tour");
     assert!(script.contains("git neo add"), "the tour adds memory");
 
     let sb = Sandbox::new();
     let work = sb.path("tour");
     std::fs::create_dir_all(&work).expect("mkdir");
-    let bin_dir = std::path::Path::new(BIN).parent().expect("binary directory");
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let mut cmd = Command::new("bash");
-    hermetic(&mut cmd, sb.dir.path())
-        .current_dir(&work)
-        .env("PATH", path)
-        .env_remove("GIT_NEO_NOW")
-        .args(["-euo", "pipefail", "-c", &script]);
+    let mut cmd = bash(&sb, &work, &script);
+    cmd.env_remove("GIT_NEO_NOW");
     let out = cmd.output().expect("run bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,0 +1,183 @@
+//! `git neo mcp --http ADDR`: the same MCP server over the streamable HTTP transport, for an
+//! agent in a container or on another host than the clone whose memory it uses.
+//!
+//! rmcp's `StreamableHttpService` speaks the protocol (sessions, SSE or JSON answers); hyper
+//! serves it over HTTP/1.1 on a tokio listener. In front of it sits one rule of ours: every
+//! request carries `Authorization: Bearer <token>` or is answered `401` without reaching the
+//! service. The token is compared in constant time, never logged, and never part of a reply.
+//!
+//! Bound to a loopback address (the default), rmcp's Host-header check also refuses requests
+//! whose `Host` is not a loopback name (DNS rebinding). Bound to another address on purpose (a
+//! container's port), the Host check is off: the client's name for the host cannot be known in
+//! advance, and the token is what guards the memory.
+
+use super::NeoServer;
+use git_neo::Error;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The address `--http` binds when given only a port, and the host it binds by default.
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+
+/// The path the MCP endpoint is served at.
+pub const PATH: &str = "/mcp";
+
+/// The longest token accepted from a file, in bytes (a token is a line, not a document).
+pub const MAX_TOKEN: usize = 512;
+
+/// Parse `--http`'s value: `HOST:PORT`, `[V6]:PORT` or a bare `PORT` (on [`DEFAULT_HOST`]).
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    let full = if s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty() {
+        format!("{DEFAULT_HOST}:{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse().map_err(|_| {
+        format!("--http: {s:?} is not an address to listen on; give HOST:PORT (e.g. 127.0.0.1:8765, or port 0 for any free one) or a port")
+    })
+}
+
+/// Check a token read from a file or made up: one line of printable ASCII, 16 to [`MAX_TOKEN`] bytes.
+pub fn check_token(token: &str) -> Result<&str, String> {
+    let t = token.trim();
+    if t.len() < 16 {
+        return Err("--token-file: the token is shorter than 16 characters; write a longer random one".into());
+    }
+    if t.len() > MAX_TOKEN {
+        return Err(format!("--token-file: the token is longer than {MAX_TOKEN} bytes; it is one line"));
+    }
+    if !t.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(
+            "--token-file: the token has spaces or non-ASCII characters; use letters, digits and punctuation only"
+                .into(),
+        );
+    }
+    Ok(t)
+}
+
+/// Whether an `Authorization` header value carries `token` as a bearer token, compared in
+/// constant time (in the token's length) so a wrong guess learns nothing from the timing.
+pub fn authorized(header: Option<&[u8]>, token: &str) -> bool {
+    let Some(value) = header else { return false };
+    let Some(given) = value.strip_prefix(b"Bearer ").or_else(|| value.strip_prefix(b"bearer ")) else {
+        return false;
+    };
+    let want = token.as_bytes();
+    if given.len() != want.len() {
+        return false;
+    }
+    given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+}
+
+fn unauthorized() -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
+    let body = serde_json::json!({
+        "error": "unauthorized",
+        "message": "this MCP server needs `Authorization: Bearer <token>`; the token is the one `git neo mcp --http` printed or read from --token-file",
+    });
+    hyper::Response::builder()
+        .status(hyper::StatusCode::UNAUTHORIZED)
+        .header(hyper::header::WWW_AUTHENTICATE, "Bearer realm=\"git-neo\"")
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())).boxed())
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+fn not_found() -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>> {
+    hyper::Response::builder()
+        .status(hyper::StatusCode::NOT_FOUND)
+        .header(hyper::header::CONTENT_TYPE, "text/plain")
+        .body(Full::new(Bytes::from(format!("the MCP endpoint is {PATH}\n"))).boxed())
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
+}
+
+/// Serve `server` on `addr` until the process is stopped. `ready` is called once with the address
+/// actually bound (port 0 picks a free one), before the first request is accepted.
+pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnOnce(SocketAddr)) -> Result<(), Error> {
+    let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| io("starting the MCP server's runtime", e))?;
+    runtime.block_on(async move {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| io(&format!("listening on {addr} (--http)"), e))?;
+        let bound = listener.local_addr().map_err(|e| io("reading the address listened on", e))?;
+        let mut config = StreamableHttpServerConfig::default();
+        if !addr.ip().is_loopback() {
+            config = config.disable_allowed_hosts();
+        }
+        let service =
+            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        let token: Arc<str> = token.into();
+        ready(bound);
+        loop {
+            let (stream, _) = match listener.accept().await {
+                Ok(c) => c,
+                // A connection that failed before it was accepted (reset, out of descriptors for
+                // a moment) is that client's problem, not the server's: keep accepting.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let service = service.clone();
+            let token = token.clone();
+            tokio::spawn(async move {
+                let handler = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                    let service = service.clone();
+                    let token = token.clone();
+                    async move {
+                        let ok =
+                            authorized(req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()), &token);
+                        Ok::<_, std::convert::Infallible>(if !ok {
+                            unauthorized()
+                        } else if req.uri().path() != PATH {
+                            not_found()
+                        } else {
+                            service.handle(req).await
+                        })
+                    }
+                });
+                // A client that hangs up mid-request ends only its own connection.
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
+                    .await;
+            });
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_authorized() {
+        let token = "0123456789abcdef0123";
+        assert!(authorized(Some(b"Bearer 0123456789abcdef0123"), token));
+        assert!(!authorized(None, token));
+        assert!(!authorized(Some(b"Bearer 0123456789abcdef012"), token), "a prefix");
+        assert!(!authorized(Some(b"Bearer 0123456789abcdef01234"), token), "longer");
+        assert!(!authorized(Some(b"Bearer 1123456789abcdef0123"), token), "one byte off");
+        assert!(!authorized(Some(b"Basic 0123456789abcdef0123"), token), "another scheme");
+        assert!(!authorized(Some(b"0123456789abcdef0123"), token), "no scheme");
+    }
+
+    #[test]
+    fn addresses_and_tokens_are_checked_with_the_flag_named() {
+        assert_eq!(parse_addr("8765").unwrap(), "127.0.0.1:8765".parse().unwrap());
+        assert_eq!(parse_addr("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
+        assert_eq!(parse_addr("[::1]:9").unwrap(), "[::1]:9".parse().unwrap());
+        assert!(parse_addr("localhost").unwrap_err().starts_with("--http:"));
+        assert!(parse_addr("").is_err());
+        assert_eq!(check_token("  a-long-enough-token\n").unwrap(), "a-long-enough-token");
+        assert!(check_token("short").unwrap_err().contains("16"));
+        assert!(check_token("a token with spaces in it").unwrap_err().contains("spaces"));
+        assert!(check_token(&"x".repeat(MAX_TOKEN + 1)).is_err());
+    }
+}
