@@ -21,6 +21,8 @@ pub struct Chart {
     pub title: String,
     pub y_label: String,
     pub series: Vec<Series>,
+    /// What the chart says instead of drawing axes when it has no point (why, and what fills it).
+    pub empty: String,
 }
 
 impl Chart {
@@ -100,6 +102,10 @@ pub fn html(data: &ReportData) -> String {
             esc(&c.id),
             c.points()
         ));
+        if c.points() == 0 {
+            body.push_str(&format!("<p class=\"empty\">{}</p></section>\n", esc(&c.empty)));
+            continue;
+        }
         body.push_str("<details><summary>data</summary><table><tr><th>series</th><th>points</th><th>last</th></tr>");
         for s in &c.series {
             let last = s.points.last().map(|p| format!("{:.3}", p.1)).unwrap_or_default();
@@ -112,6 +118,9 @@ pub fn html(data: &ReportData) -> String {
         data.chains.iter().map(Vec::len).sum::<usize>(),
         40 + 28 * data.chains.len().max(1)
     ));
+    if data.chains.is_empty() {
+        body.push_str("</ol><p class=\"empty\">No fact has been replaced yet.</p><ol>");
+    }
     for chain in &data.chains {
         let names: Vec<String> = chain.iter().map(|v| esc(&v.subject)).collect();
         body.push_str(&format!("<li>{}</li>", names.join(" &rarr; ")));
@@ -149,7 +158,7 @@ const STYLE: &str =
     "body{font:14px/1.45 system-ui,sans-serif;max-width:780px;margin:2em auto;color:#222;padding:0 1em;overflow-wrap:anywhere}\
 h2{font-size:1.1em;margin-top:2em}.gen{color:#777}dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}\
 dt{color:#555}dd{margin:0}svg.chart{width:100%;background:#fafafa;border:1px solid #ddd}table{border-collapse:collapse}\
-td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}.legend{font-size:11px}\
+td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}.legend{font-size:11px}.empty{color:#777}\
 circle.pt{stroke:#fff;stroke-width:.5}details{overflow-x:auto}th,td:first-child,td:nth-child(2){white-space:nowrap;overflow-wrap:normal}pre{white-space:pre-wrap}";
 
 /// Draws every chart from the embedded data: axes, a polyline and one circle per point for each
@@ -163,18 +172,25 @@ function el(name,attrs,parent){var e=document.createElementNS(NS,name);for(var k
 function day(t){return new Date(t*1000).toISOString().slice(0,10);}
 // Axis ends: the day, or the minute when the whole chart spans less than two days.
 function when(t,span){var s=new Date(t*1000).toISOString();return span<2*86400?s.slice(0,16).replace('T',' '):s.slice(0,10);}
+// A "nice" axis top at or above v (1, 2, 2.5 or 5 times a power of ten), and labels with at most
+// two decimals (none from 10 up), so an axis never reads 2500.37.
+function nice(v){if(!(v>0)){return 1;}var e=Math.pow(10,Math.floor(Math.log(v)/Math.LN10)),f=v/e+1e-9;return (f<=1?1:f<=2?2:f<=2.5?2.5:f<=5?5:10)*e;}
+function num(v){return v>=10?String(Math.round(v)):String(Math.round(v*100)/100);}
 data.charts.forEach(function(c){
   var svg=document.querySelector('svg[data-chart="'+c.id+'"]');if(!svg){return;}
   var xs=[],ys=[0];c.series.forEach(function(s){s.points.forEach(function(p){xs.push(p[0]);ys.push(p[1]);});});
-  var x0=Math.min.apply(null,xs.length?xs:[0]),x1=Math.max.apply(null,xs.length?xs:[1]),y1=Math.max.apply(null,ys);
-  if(x1===x0){x1=x0+1;} if(y1<=0){y1=1;}
+  // Nothing to draw: no axes (an empty axis would start in 1970), just what fills the chart.
+  // (the paragraph under it says so, scripts on or off).
+  if(!xs.length){svg.setAttribute('data-empty','yes');svg.style.display='none';return;}
+  var x0=Math.min.apply(null,xs),x1=Math.max.apply(null,xs),y1=nice(Math.max.apply(null,ys));
+  // One moment only: an hour either side, the point in the middle.
+  if(x1===x0){x0-=3600;x1+=3600;}
   var L=50,R=560,T=15,B=225;
   function X(v){return L+(v-x0)/(x1-x0)*(R-L);} function Y(v){return B-v/y1*(B-T);}
   el('line',{x1:L,y1:B,x2:R,y2:B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:B,stroke:'#999'},svg);
-  var t=el('text',{x:L-5,y:T+4,'text-anchor':'end','font-size':10},svg);t.textContent=(Math.round(y1*100)/100);
-  t=el('text',{x:L-5,y:B+4,'text-anchor':'end','font-size':10},svg);t.textContent='0';
-  t=el('text',{x:L,y:B+16,'font-size':10},svg);t.textContent=when(x0,x1-x0);
-  t=el('text',{x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=when(x1,x1-x0);
+  [0,y1/2,y1].forEach(function(v){var t=el('text',{'class':'ylab',x:L-5,y:Y(v)+4,'text-anchor':'end','font-size':10},svg);t.textContent=num(v);});
+  var t=el('text',{'class':'xlab',x:L,y:B+16,'font-size':10},svg);t.textContent=when(x0,x1-x0);
+  t=el('text',{'class':'xlab',x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=when(x1,x1-x0);
   t=el('text',{x:12,y:(T+B)/2,'font-size':10,transform:'rotate(-90 12 '+(T+B)/2+')','text-anchor':'middle'},svg);t.textContent=c.y_label;
   c.series.forEach(function(s,i){
     var col=colours[i%colours.length];
@@ -189,12 +205,22 @@ var svg=document.querySelector('svg[data-chart="chains"]');
 if(svg){
   var all=[];data.chains.forEach(function(ch){ch.forEach(function(v){all.push(v.at);});});
   var a0=Math.min.apply(null,all.length?all:[0]),a1=Math.max.apply(null,all.length?all:[1]);if(a1===a0){a1=a0+1;}
+  if(!data.chains.length){svg.setAttribute('data-empty','yes');svg.style.display='none';}
+  var L=20,R=700,GAP=10;
   data.chains.forEach(function(ch,row){
-    var y=30+row*28,L=20,R=700;function X(v){return L+(v-a0)/(a1-a0)*(R-L);}
-    el('line',{x1:X(ch[0].at),y1:y,x2:X(ch[ch.length-1].at),y2:y,stroke:'#bbb'},svg);
+    var y=30+row*28;
+    // By time, but never closer than GAP (versions minutes apart stay apart); a chain that then
+    // runs past the edge is spaced evenly by order, with smaller circles when it is long.
+    var xs=ch.map(function(v){return L+(v.at-a0)/(a1-a0)*(R-L);});
+    for(var i=1;i<xs.length;i++){if(xs[i]<xs[i-1]+GAP){xs[i]=xs[i-1]+GAP;}}
+    var r=4;
+    if(xs[xs.length-1]>R){var step=(R-L)/Math.max(1,ch.length-1);xs=ch.map(function(v,i){return L+i*step;});r=Math.max(1,Math.min(4,step/2.5));}
+    el('line',{x1:xs[0],y1:y,x2:xs[xs.length-1],y2:y,stroke:'#bbb'},svg);
     var g=el('g',{'data-chain':row},svg);
-    ch.forEach(function(v,i){var d=el('circle',{'class':'pt',cx:X(v.at),cy:y,r:4,fill:i===ch.length-1?'#2ca02c':'#999'},g);el('title',{},d).textContent=day(v.at)+' '+v.subject+(v.reason?' (replaced: '+v.reason+')':'');});
-    var t=el('text',{x:X(ch[ch.length-1].at),y:y-7,'font-size':10,'text-anchor':'end'},svg);t.textContent=ch[ch.length-1].subject.slice(0,60);
+    ch.forEach(function(v,i){var d=el('circle',{'class':'pt',cx:xs[i],cy:y,r:r,fill:i===ch.length-1?'#2ca02c':'#999'},g);el('title',{},d).textContent=day(v.at)+' '+v.subject+(v.reason?' (replaced: '+v.reason+')':'');});
+    // The newest subject, kept inside the chart: on the side of its circle with room for it.
+    var last=xs[xs.length-1],sub=ch[ch.length-1].subject,label=sub.length>60?sub.slice(0,59)+'\u2026':sub;
+    var t=el('text',{'class':'chainlab',x:last,y:y-7,'font-size':10,'text-anchor':last>(L+R)/2?'end':'start'},svg);t.textContent=label;el('title',{},t).textContent=sub;
   });
 }
 document.body.setAttribute('data-drawn','yes');
@@ -218,6 +244,7 @@ mod tests {
                 title: "Size".into(),
                 y_label: "facts".into(),
                 series: vec![Series { name: "pattern".into(), points: vec![(0, 1.0), (86_400, 2.0)] }],
+                empty: "no facts yet".into(),
             }],
             chains: vec![],
             curation: None,

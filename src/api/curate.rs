@@ -150,7 +150,12 @@ impl Session {
             memory_commit: None,
             plan,
         };
-        if opts.dry_run || records.is_empty() {
+        if opts.dry_run {
+            return Ok(report);
+        }
+        if records.is_empty() {
+            // A run that found nothing to change is still the last curation the report shows.
+            keep_last_curation(&project, &report);
             return Ok(report);
         }
         for r in &records {
@@ -179,13 +184,18 @@ impl Session {
         let outcome = memory.write_all(records, message, &wc)?;
         report.proposed = outcome.proposed;
         report.memory_commit = outcome.commit;
-        // Kept for `git neo report` (what the last curation did); bookkeeping, never the truth.
-        let path = project.caches().last_curation();
-        if let Ok(bytes) = serde_json::to_vec_pretty(&report) {
-            let _ = std::fs::create_dir_all(path.parent().expect("has a parent"));
-            let _ = std::fs::write(&path, bytes);
-        }
+        keep_last_curation(&project, &report);
         Ok(report)
+    }
+}
+
+/// Keep what this curation did for `git neo report`: bookkeeping in the clone's cache, never the
+/// truth (that is the memory ref), so a failure to write it is not an error.
+fn keep_last_curation(project: &crate::store::Store, report: &CurateReport) {
+    let path = project.caches().last_curation();
+    if let (Ok(bytes), Some(dir)) = (serde_json::to_vec_pretty(report), path.parent()) {
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::write(&path, bytes);
     }
 }
 

@@ -126,46 +126,53 @@ impl Session {
         let mut charts = Vec::new();
         let t0 = lives.iter().map(|l| l.2).min();
         let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max();
-        if let (Some(t0), Some(t1)) = (t0, t1) {
-            let times = sample_times(t0, t1, SIZE_POINTS);
-            let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
-                lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
-            };
-            let types: Vec<String> =
-                lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-            let scopes: Vec<String> =
-                lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-            charts.push(Chart {
-                id: "size-type".into(),
-                title: "Current facts over time, by type (every scope)".into(),
-                y_label: "facts".into(),
-                series: types
-                    .iter()
-                    .map(|ty| Series {
-                        name: ty.clone(),
-                        points: times.iter().map(|&t| (t, count(&|l| &l.1 == ty, t))).collect(),
-                    })
-                    .collect(),
-            });
-            charts.push(Chart {
-                id: "size-scope".into(),
-                title: "Current facts over time, by scope".into(),
-                y_label: "facts".into(),
-                series: scopes
-                    .iter()
-                    .map(|sc| Series {
-                        name: sc.clone(),
-                        points: times.iter().map(|&t| (t, count(&|l| &l.0 == sc, t))).collect(),
-                    })
-                    .collect(),
-            });
-        }
+        // No fact yet: the charts are there, empty, saying so (never an axis from 1970).
+        let times = match (t0, t1) {
+            (Some(t0), Some(t1)) => sample_times(t0, t1, SIZE_POINTS),
+            _ => Vec::new(),
+        };
+        let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
+            lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
+        };
+        let types: Vec<String> =
+            lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let scopes: Vec<String> =
+            lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+        let no_facts = "No facts yet: they appear here once `git neo add` or `git neo import` writes some.";
+        charts.push(Chart {
+            id: "size-type".into(),
+            title: "Current facts over time, by type (every scope)".into(),
+            y_label: "facts".into(),
+            series: types
+                .iter()
+                .map(|ty| Series {
+                    name: ty.clone(),
+                    points: times.iter().map(|&t| (t, count(&|l| &l.1 == ty, t))).collect(),
+                })
+                .collect(),
+            empty: no_facts.into(),
+        });
+        charts.push(Chart {
+            id: "size-scope".into(),
+            title: "Current facts over time, by scope".into(),
+            y_label: "facts".into(),
+            series: scopes
+                .iter()
+                .map(|sc| Series {
+                    name: sc.clone(),
+                    points: times.iter().map(|&t| (t, count(&|l| &l.0 == sc, t))).collect(),
+                })
+                .collect(),
+            empty: no_facts.into(),
+        });
         trajectories.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
         charts.push(Chart {
             id: "confidence".into(),
             title: format!("Confidence of the {TRAJECTORIES} facts outcomes moved most"),
             y_label: "confidence".into(),
             series: trajectories.into_iter().take(TRAJECTORIES).map(|(_, s)| s).collect(),
+            empty: "No outcome has moved a fact's confidence yet: `git neo outcomes` reads later commits for evidence."
+                .into(),
         });
 
         let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
@@ -177,6 +184,7 @@ impl Session {
                 name: "latency".into(),
                 points: latest.iter().map(|e| (e.at, e.latency_ms)).collect(),
             }],
+            empty: telemetry_empty(tel.on).into(),
         });
         let mut days: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
         for e in &events {
@@ -193,6 +201,7 @@ impl Session {
                 name: "hit rate".into(),
                 points: days.iter().skip(skip).map(|(d, (n, h))| (d * 86_400, *h as f64 / *n as f64)).collect(),
             }],
+            empty: telemetry_empty(tel.on).into(),
         });
         if !events.is_empty() {
             let stats = super::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
@@ -228,6 +237,15 @@ impl Session {
             chains: all_chains,
             curation: last_curation(&project.caches().last_curation()),
         })
+    }
+}
+
+/// What the recall charts say when no recall was kept.
+fn telemetry_empty(on: bool) -> &'static str {
+    if on {
+        "No recall kept yet: every `git neo recall`, prompt hook and MCP recall adds a point."
+    } else {
+        "Telemetry is off (neo.telemetry), so no recall is kept."
     }
 }
 
@@ -268,8 +286,9 @@ fn last_curation(path: &std::path::Path) -> Option<(String, Vec<CurationRow>)> {
             detail: format!("{n} near-duplicates merged into one"),
         });
     }
+    let nothing = if rows.is_empty() { "; nothing needed changing" } else { "" };
     let head = format!(
-        "{} on the {} memory: {} current facts before, {} after (cap {}){}",
+        "{} on the {} memory: {} current facts before, {} after (cap {}){}{nothing}",
         s(&v, "at"),
         s(&v, "scope"),
         v.get("before").and_then(|x| x.as_u64()).unwrap_or(0),

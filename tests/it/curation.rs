@@ -474,14 +474,85 @@ fn curation_is_reviewable_revertible_and_proposed_in_review_mode() {
     assert!(twice["pending_in_review"].as_u64().expect("count") >= 1);
 }
 
-/// The page's charts, drawn by a real browser: circles per chart as the data says.
-#[test]
-#[ignore = "needs a headless browser: chromium (installed by .ci/run)"]
-fn the_report_renders_its_charts_in_a_headless_browser() {
+/// The report of `repo`, written and opened in a real headless browser: what `report --json`
+/// said, and the DOM after the page's script drew it.
+fn report_dom(sb: &Sandbox, repo: &std::path::Path, name: &str) -> (serde_json::Value, String) {
     let browser = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|b| std::process::Command::new(b).arg("--version").output().is_ok_and(|o| o.status.success()))
         .expect("no chromium on PATH: install it (apt-get install chromium)");
+    let repo = repo.to_path_buf();
+    let out_dir = sb.path(&format!("report-{name}"));
+    let written =
+        crate::support::json(&sb.neo_ok(&repo, &["report", "--json", "--out", out_dir.to_str().expect("utf-8")]));
+    let page = out_dir.join("index.html");
+    assert!(page.exists(), "{written}");
+    let dom = std::process::Command::new(browser)
+        // No network here or in CI: the background services' connections would only be refused.
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=800,600",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", sb.path(&format!("chromium-{name}")).display()))
+        .arg(format!("file://{}", page.display()))
+        .env("HOME", sb.dir.path())
+        .output()
+        .expect("run the browser");
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    assert!(dom.contains("data-drawn=\"yes\""), "the page's script did not run: {}", &dom[..dom.len().min(500)]);
+    // A long unbroken subject (a URL) wraps instead of making the page scroll sideways.
+    assert!(dom.contains("data-fits=\"yes\""), "the page is wider than the browser's window");
+    let x = texts(&dom, "xlab");
+    assert!(x.iter().all(|l| !l.starts_with("1970")), "no axis starts at the epoch: {x:?}");
+    (written, dom)
+}
+
+/// The text of every `<text class="CLASS">` in `dom`.
+fn texts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {
+    dom.match_indices(&format!("<text class=\"{class}\""))
+        .filter_map(|(i, _)| {
+            let rest = &dom[i..];
+            let open = rest.find('>')? + 1;
+            rest[open..].find('<').map(|close| &rest[open..open + close])
+        })
+        .collect()
+}
+
+/// Every y-axis label is a number with at most two decimals (none from 10 up), and each chart's
+/// top is 1, 2, 2.5 or 5 times a power of ten.
+fn assert_nice_axes(dom: &str) {
+    let labels = texts(dom, "ylab");
+    assert!(!labels.is_empty(), "no y-axis labels drawn");
+    for l in &labels {
+        let v: f64 = l.parse().unwrap_or_else(|_| panic!("y label {l:?} is not a number"));
+        let decimals = l.split('.').nth(1).map_or(0, str::len);
+        assert!(decimals <= 2 && (v < 10.0 || decimals == 0), "y label {l:?}");
+    }
+    for top in labels.chunks(3).filter_map(|c| c.last()).map(|l| l.parse::<f64>().unwrap_or(0.0)) {
+        let m = top / 10f64.powf(top.log10().floor());
+        assert!([1.0, 2.0, 2.5, 5.0, 10.0].iter().any(|n| (m - n).abs() < 1e-6), "axis top {top} is not a nice number");
+    }
+}
+
+fn circles(dom: &str, chart: &str) -> usize {
+    let start = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
+    let end = dom[start..].find("</svg>").expect("closed") + start;
+    dom[start..end].matches("<circle class=\"pt\"").count()
+}
+
+/// The page's charts, drawn by a real browser, on an empty, a one-day and a long history:
+/// circles per chart as the data says, no 1970 axis, nice axis labels, long chains kept inside
+/// the chart, and the last curation named even when it changed nothing.
+#[test]
+#[ignore = "needs a headless browser: chromium (installed by .ci/run)"]
+fn the_report_renders_its_charts_in_a_headless_browser() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     // Three types of facts over three days, a replacement chain, recalls over two days.
@@ -518,45 +589,74 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
     ] {
         assert!(sb.neo_cmd(&repo).env("GIT_NEO_NOW", at).args(["recall", q]).output().expect("run").status.success());
     }
-    let out_dir = sb.path("report");
-    let written =
-        crate::support::json(&sb.neo_ok(&repo, &["report", "--json", "--out", out_dir.to_str().expect("utf-8")]));
-    let page = out_dir.join("index.html");
-    assert!(page.exists(), "{written}");
-    let dom = std::process::Command::new(browser)
-        // No network here or in CI: the background services' connections would only be refused.
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=800,600",
-            "--dump-dom",
-        ])
-        .arg(format!("--user-data-dir={}", sb.path("chromium-profile").display()))
-        .arg(format!("file://{}", page.display()))
-        .env("HOME", sb.dir.path())
-        .output()
-        .expect("run the browser");
-    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
-    assert!(dom.contains("data-drawn=\"yes\""), "the page's script did not run: {}", &dom[..dom.len().min(500)]);
-    // A long unbroken subject (a URL) wraps instead of making the page scroll sideways.
-    assert!(dom.contains("data-fits=\"yes\""), "the page is wider than the browser's window");
-    let circles = |chart: &str| {
-        let start = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
-        let end = dom[start..].find("</svg>").expect("closed") + start;
-        dom[start..end].matches("<circle class=\"pt\"").count()
-    };
-    // Types: pattern, decision, failure, 40 samples each; scopes: project, 40 samples.
-    assert_eq!(circles("size-type"), 3 * 40);
-    assert_eq!(circles("size-scope"), 40);
-    assert_eq!(circles("latency"), 3);
-    assert_eq!(circles("hit-rate"), 2, "two days of recalls");
-    assert_eq!(circles("chains"), 2, "one chain of two versions");
-    for c in written["charts"].as_array().expect("charts") {
-        assert_eq!(circles(c["id"].as_str().expect("id")), c["points"].as_u64().expect("points") as usize);
+    // A long chain: fourteen more versions, a minute apart.
+    let mut prev = crate::support::json(&sb.neo_ok(&repo, &["list", "--json", "--type", "failure"]))[0]["id"]
+        .as_str()
+        .expect("the current failure")
+        .to_string();
+    for i in 0..14 {
+        let at = format!("2026-03-05T13:{i:02}:00Z");
+        let subject = format!("Redis timed out under load, revision {i}");
+        let out = sb
+            .neo_cmd(&repo)
+            .env("GIT_NEO_NOW", &at)
+            .args(["add", "--json", "-t", "failure", "-s", &subject, "--supersedes", &prev])
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{}", crate::support::stderr(&out));
+        prev = crate::support::json(&crate::support::stdout(&out))["id"].as_str().expect("id").to_string();
     }
+    let (written, dom) = report_dom(&sb, &repo, "long");
+    // Types: pattern, decision, failure, 40 samples each; scopes: project, 40 samples.
+    assert_eq!(circles(&dom, "size-type"), 3 * 40);
+    assert_eq!(circles(&dom, "size-scope"), 40);
+    assert_eq!(circles(&dom, "latency"), 3);
+    assert_eq!(circles(&dom, "hit-rate"), 2, "two days of recalls");
+    assert_eq!(circles(&dom, "chains"), 16, "one chain of sixteen versions");
+    for c in written["charts"].as_array().expect("charts") {
+        assert_eq!(circles(&dom, c["id"].as_str().expect("id")), c["points"].as_u64().expect("points") as usize);
+    }
+    assert_nice_axes(&dom);
+    // Every version of the chain is drawn apart from its neighbours and inside the chart.
+    let chain = &dom[dom.find("data-chain=\"0\"").expect("the chain")..];
+    let xs: Vec<f64> = chain[..chain.find("</g>").expect("closed")]
+        .match_indices("cx=\"")
+        .filter_map(|(i, m)| chain[i + m.len()..].split('"').next()?.parse().ok())
+        .collect();
+    assert_eq!(xs.len(), 16);
+    assert!(xs.windows(2).all(|w| w[1] - w[0] >= 6.0), "versions overlap: {xs:?}");
+    assert!(xs.iter().all(|x| (20.0..=700.0).contains(x)), "a version is outside the chart: {xs:?}");
+    assert_eq!(texts(&dom, "chainlab"), vec!["Redis timed out under load, revision 13"]);
+    assert!(dom.contains("No curation has run"), "none ran here");
+
+    // An empty memory: every chart says it is empty, none draws an axis.
+    let empty = sb.repo("empty");
+    let (_, dom) = report_dom(&sb, &empty, "empty");
+    for chart in ["size-type", "size-scope", "confidence", "latency", "hit-rate", "chains"] {
+        let at = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
+        let tag = &dom[dom[..at].rfind('<').expect("tag")..at + dom[at..].find('>').expect("tag")];
+        assert!(tag.contains("data-empty=\"yes\""), "{chart}: {tag}");
+    }
+    assert!(texts(&dom, "ylab").is_empty() && texts(&dom, "xlab").is_empty(), "an empty chart drew an axis");
+    assert!(dom.contains("No facts yet") && dom.contains("No fact has been replaced yet"));
+
+    // One day: minutes on the time axis, and a curation that changed nothing is still named.
+    let day = sb.repo("day");
+    for (at, s) in [("12:00", "Retry webhooks"), ("12:05", "Use Postgres"), ("12:10", "Deploy on Tuesdays")] {
+        let out = sb
+            .neo_cmd(&day)
+            .env("GIT_NEO_NOW", format!("2026-03-01T{at}:00Z"))
+            .args(["add", "-t", "pattern", "-s", s])
+            .output()
+            .expect("run");
+        assert!(out.status.success());
+    }
+    let curated = crate::support::json(&sb.neo_ok(&day, &["curate", "--json"]));
+    assert_eq!(curated["records"], 0, "{curated}");
+    let (_, dom) = report_dom(&sb, &day, "day");
+    assert_eq!(circles(&dom, "size-type"), 40);
+    let x = texts(&dom, "xlab");
+    assert!(x.contains(&"2026-03-01 12:00") && x.contains(&"2026-03-01 12:10"), "{x:?}");
+    assert_nice_axes(&dom);
+    assert!(!dom.contains("No curation has run") && dom.contains("nothing needed changing"), "the curation is named");
 }
