@@ -10,6 +10,11 @@
 //! sentences from the READMEs in the cargo registry cache; the index is caught up before timing.
 //! Then the same memory with a user memory (1k facts) and an org memory (5k facts) beside it:
 //! recall reads all three scopes, ranked together (docs/scopes.md).
+//!
+//! `-- --first`: only the first command in a fresh clone. Ten times over, a new repository whose
+//! ref holds 100 facts (as a clone receives them: no index, no server yet) answers `git neo
+//! recall` (the first, which starts the server), then a second and, once the server is up, a
+//! warm one through it.
 
 mod common;
 
@@ -124,6 +129,47 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
     }
 }
 
+/// The first recall in a fresh clone of a 100-fact memory, then the second and a warm one (p50
+/// over ten fresh clones, each with its own server, stopped after).
+fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
+    let (mut first, mut second, mut warm) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..10 {
+        let repo = new_repo(root, &format!("first-{name}-{round}"));
+        let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+        let batch: Vec<_> = (0..100)
+            .map(|i| {
+                fact(
+                    i,
+                    subject(i),
+                    "project".into(),
+                    vec![],
+                    format!("Incident {i}: keep the {} bounded.\n", W[i % W.len()]),
+                )
+            })
+            .collect();
+        store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
+        let recall = |q: &str| {
+            let mut c = neo(exe, &repo, true, run);
+            c.args(["recall", q, "--json"]);
+            ok(c)
+        };
+        first.push(recall("how do retries behave under load"));
+        second.push(recall("tenant sharding and quotas"));
+        wait_for_server(exe, &repo, run);
+        let _ = recall("what blocks the ledger");
+        warm.push(recall("schema migration locks"));
+        let mut stop = neo(exe, &repo, false, run);
+        stop.args(["daemon", "stop"]);
+        ok(stop);
+    }
+    println!(
+        "| 100 | {name} | first `git neo recall` in a fresh clone | {} | no index or server yet |",
+        ms(median(first))
+    );
+    println!("| 100 | {name} | second `git neo recall` | {} | |", ms(median(second)));
+    println!("| 100 | {name} | `git neo recall`, through the warm server | {} | |", ms(median(warm)));
+}
+
 /// The data directory commands are given (user memory, org caches).
 static DATA: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
 
@@ -210,6 +256,16 @@ fn main() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let run = tmp.path().join("run");
     println!("| records | binary | command | p50 | notes |\n|---|---|---|---|---|");
+    if args.iter().any(|a| a == "--first") {
+        let mut binaries = vec![("this", this.clone())];
+        if let Some(b) = &baseline {
+            binaries.insert(0, ("baseline", b.clone()));
+        }
+        for (name, exe) in &binaries {
+            first_command(exe, name, tmp.path(), &run);
+        }
+        return;
+    }
     for &n in &sizes {
         let repo = new_repo(tmp.path(), &format!("r{n}"));
         let store = Store::discover(&repo, StoreOptions::default()).expect("store");
