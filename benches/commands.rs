@@ -129,6 +129,21 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
     }
 }
 
+/// Facts `range` of the project's memory.
+fn project_facts(range: std::ops::Range<usize>) -> Vec<(git_neo::record::Kind, git_neo::record::RecordId, Vec<u8>)> {
+    range
+        .map(|i| {
+            fact(
+                i,
+                subject(i),
+                "project".into(),
+                vec![],
+                format!("Incident {i}: keep the {} bounded.\n", W[i % W.len()]),
+            )
+        })
+        .collect()
+}
+
 /// The first recall in a fresh clone of a 100-fact memory, then the second and a warm one (p50
 /// over ten fresh clones, each with its own server, stopped after).
 fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
@@ -136,17 +151,7 @@ fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
     for round in 0..10 {
         let repo = new_repo(root, &format!("first-{name}-{round}"));
         let store = Store::discover(&repo, StoreOptions::default()).expect("store");
-        let batch: Vec<_> = (0..100)
-            .map(|i| {
-                fact(
-                    i,
-                    subject(i),
-                    "project".into(),
-                    vec![],
-                    format!("Incident {i}: keep the {} bounded.\n", W[i % W.len()]),
-                )
-            })
-            .collect();
+        let batch = project_facts(0..100);
         store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
         let recall = |q: &str| {
             let mut c = neo(exe, &repo, true, run);
@@ -270,17 +275,7 @@ fn main() {
         let repo = new_repo(tmp.path(), &format!("r{n}"));
         let store = Store::discover(&repo, StoreOptions::default()).expect("store");
         for start in (0..n).step_by(10_000) {
-            let batch: Vec<_> = (start..(start + 10_000).min(n))
-                .map(|i| {
-                    fact(
-                        i,
-                        subject(i),
-                        "project".into(),
-                        vec![],
-                        format!("Incident {i}: keep the {} bounded.\n", W[i % W.len()]),
-                    )
-                })
-                .collect();
+            let batch = project_facts(start..(start + 10_000).min(n));
             store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
         }
         git(&repo, &["repack", "-adq"], None);

@@ -99,11 +99,7 @@ fn not_found() -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, st
 /// actually bound (port 0 picks a free one), before the first request is accepted.
 pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnOnce(SocketAddr)) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| io("starting the MCP server's runtime", e))?;
-    runtime.block_on(async move {
+    super::runtime()?.block_on(async move {
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| io(&format!("listening on {addr} (--http)"), e))?;
         let bound = listener.local_addr().map_err(|e| io("reading the address listened on", e))?;

@@ -358,14 +358,18 @@ impl ServerHandler for NeoServer {
     }
 }
 
+/// The single-threaded runtime either transport serves on (calls are handled one at a time).
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io { context: "starting the MCP server's runtime".into(), source: e })
+}
+
 /// Serve on stdin/stdout until the client closes the connection.
 pub fn serve(session: Session, fetch_org: FetchOrg) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| io("starting the MCP server's runtime", e))?;
-    runtime.block_on(async move {
+    runtime()?.block_on(async move {
         let running = NeoServer::new(session, fetch_org)
             .serve(transport::Stdio::new())
             .await

@@ -99,6 +99,10 @@ impl Drop for Client {
     }
 }
 
+/// Every tool the server lists, in its order.
+const TOOLS: [&str; 8] =
+    ["recall", "add_fact", "record_attempt", "mark_outdated", "forget", "show", "task_history", "construct_search"];
+
 #[test]
 fn tools_list_stays_small_and_every_tool_is_annotated() {
     let sb = Sandbox::new();
@@ -109,19 +113,7 @@ fn tools_list_stays_small_and_every_tool_is_annotated() {
     assert!(size < 8_000, "tools/list is {size} bytes; keep it under about 2,000 tokens");
     let tools = list["result"]["tools"].as_array().expect("tools");
     let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(
-        names,
-        vec![
-            "recall",
-            "add_fact",
-            "record_attempt",
-            "mark_outdated",
-            "forget",
-            "show",
-            "task_history",
-            "construct_search"
-        ]
-    );
+    assert_eq!(names, TOOLS);
     for t in tools {
         assert_eq!(t["inputSchema"]["additionalProperties"], false, "{t}");
         assert!(t["description"].as_str().is_some_and(|d| d.len() < 300), "{t}");
@@ -503,16 +495,7 @@ fn sdk_client(home: &Path, repo: &Path, args: &[&str]) -> Value {
 #[ignore = "needs the MCP Python SDK (.ci/run installs it)"]
 fn the_official_python_sdk_lists_and_calls_every_tool_over_stdio_and_over_http() {
     let sb = Sandbox::new();
-    let every = j!([
-        "recall",
-        "add_fact",
-        "record_attempt",
-        "mark_outdated",
-        "forget",
-        "show",
-        "task_history",
-        "construct_search"
-    ]);
+    let every = j!(TOOLS);
 
     let repo = sb.repo("stdio");
     let seen = sdk_client(sb.dir.path(), &repo, &["stdio", &bin()]);
