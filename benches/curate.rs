@@ -90,6 +90,7 @@ fn run(name: &str, corpus: &[(String, String, String)]) {
             scope: None,
             data_dir: None,
             config: Vec::new(),
+            defer_vectors: false,
         })
     };
     // Build the index once, outside the timings.

@@ -208,6 +208,8 @@ fn receive<T: for<'de> Deserialize<'de>>(stream: &UnixStream) -> std::io::Result
 pub struct Fallback {
     pub stdin: Option<String>,
     pub why: Option<String>,
+    /// No server answered and one was started in the background for the next command.
+    pub started_server: bool,
 }
 
 /// How long a client waits for the server's answer before running the command itself
@@ -241,7 +243,7 @@ pub fn try_run(
     reads_stdin: bool,
 ) -> Result<i32, Fallback> {
     use std::io::IsTerminal;
-    let no_server = |why: Option<String>| Fallback { stdin: None, why };
+    let no_server = |why: Option<String>| Fallback { stdin: None, why, started_server: false };
     // The server resolves `-C` against this, so it is sent absolute.
     let Ok(cwd) = std::env::current_dir() else { return Err(no_server(Some("no current directory".into()))) };
     let dir = cwd.join(dir);
@@ -250,7 +252,7 @@ pub fn try_run(
         Ok(s) => s,
         Err(_) => {
             start_in_background(&tree, ref_name);
-            return Err(no_server(None));
+            return Err(Fallback { stdin: None, why: None, started_server: true });
         }
     };
     let stdin = if reads_stdin {
@@ -282,13 +284,20 @@ pub fn try_run(
             let _ = std::io::stderr().write_all(stderr.as_bytes());
             Ok(code)
         }
-        Ok(Response::Declined { why }) => Err(Fallback { stdin, why: Some(format!("the server declined: {why}")) }),
-        Ok(_) => Err(Fallback { stdin, why: Some("the server answered something else".into()) }),
+        Ok(Response::Declined { why }) => {
+            Err(Fallback { stdin, why: Some(format!("the server declined: {why}")), started_server: false })
+        }
+        Ok(_) => Err(Fallback { stdin, why: Some("the server answered something else".into()), started_server: false }),
         Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(Fallback {
             stdin,
+            started_server: false,
             why: Some(format!("the server did not answer within {:.1} s", timeout.as_secs_f64())),
         }),
-        Err(e) => Err(Fallback { stdin, why: Some(format!("the exchange with the server broke: {e}")) }),
+        Err(e) => Err(Fallback {
+            stdin,
+            why: Some(format!("the exchange with the server broke: {e}")),
+            started_server: false,
+        }),
     }
 }
 

@@ -250,6 +250,7 @@ impl Ctx {
                     .out
                     .note("note: semantic recall is off (no embedding model); run scripts/install-model.sh to enable it"),
                 Notice::SemanticOff(NoEmbedder::Disabled) => {}
+                Notice::SemanticOff(NoEmbedder::Deferred) => self.out.note(&format!("note: {}", NoEmbedder::Deferred)),
                 Notice::SemanticOff(NoEmbedder::Failed(e)) => {
                     self.out.warn(&format!("{e}; falling back to lexical recall"))
                 }
@@ -347,7 +348,17 @@ pub fn session_options(
         Some("none") => EmbedderChoice::Off,
         _ => EmbedderChoice::Model { cache_root: cache_root(&env) },
     };
-    let mut opts = SessionOptions { dir, ref_name, identity, clock, embedder, scope: None, data_dir, config };
+    let mut opts = SessionOptions {
+        dir,
+        ref_name,
+        identity,
+        clock,
+        embedder,
+        scope: None,
+        data_dir,
+        config,
+        defer_vectors: false,
+    };
     if let Some(s) = scope {
         opts.scope = Some(opts.places().parse(s)?);
     }
@@ -386,6 +397,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     // The per-prompt commands go through the warm background server when one answers.
     let mut stdin = None;
+    let mut started_server = false;
     if daemon::eligible(&cli) && daemon::enabled(&process_env) {
         let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
         if let Some(argv) = argv {
@@ -397,13 +409,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                         let _ = writeln!(std::io::stderr(), "git-neo: running in this process: {why}");
                     }
                     stdin = fallback.stdin;
+                    started_server = fallback.started_server;
                 }
             }
         }
     }
     let mut out = Out::new(cli.json);
     let opts = match session_options(dir.clone(), cli.ref_name.clone(), cli.scope.as_deref(), &process_env) {
-        Ok(o) => o,
+        // The server just started builds the vector index; this command does not wait for it.
+        Ok(o) => SessionOptions { defer_vectors: started_server, ..o },
         Err(e) => {
             out.error(&e);
             return exit_code(&e);

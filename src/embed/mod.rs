@@ -118,6 +118,9 @@ pub enum NoEmbedder {
     NotInstalled,
     /// It is installed but does not load, or it failed while embedding.
     Failed(String),
+    /// Not loaded for this command: the memory has no vector index yet, and the background
+    /// server this command just started builds it ([`crate::api::SessionOptions::defer_vectors`]).
+    Deferred,
 }
 
 impl std::fmt::Display for NoEmbedder {
@@ -128,6 +131,9 @@ impl std::fmt::Display for NoEmbedder {
                 f.write_str("no embedding model is installed (scripts/install-model.sh installs one)")
             }
             NoEmbedder::Failed(e) => write!(f, "the embedding model does not load: {e}"),
+            NoEmbedder::Deferred => f.write_str(
+                "this answer is lexical: the vector index is being built by the background server, and the next recalls are semantic",
+            ),
         }
     }
 }

@@ -221,6 +221,15 @@ impl Indexes {
         self.catch_up(state, &tips, added, embedder, lexical, progress)
     }
 
+    /// Whether the caches in `dir` hold vectors (of some model, in this cache format): without
+    /// them the first semantic open embeds every record.
+    pub fn has_vectors(dir: &Path) -> bool {
+        std::fs::read(Self::stamp_path(dir))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Stamp>(&b).ok())
+            .is_some_and(|s| s.format == CACHE_FORMAT && s.model.is_some())
+    }
+
     fn stamp_path(dir: &Path) -> PathBuf {
         dir.join("stamp.json")
     }

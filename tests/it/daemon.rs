@@ -144,11 +144,12 @@ fn a_command_with_no_server_runs_itself_and_starts_one_for_the_next() {
     cmd.env("GIT_NEO_EMBEDDER", "hash").env("GIT_NEO_DAEMON", "on").env("GIT_NEO_DAEMON_IDLE", "30");
     let first = cmd.args(["recall", "where do deploys go"]).output().expect("recall");
     assert!(first.status.success());
-    assert!(String::from_utf8_lossy(&first.stdout).contains("Deploys go to Fly.io"));
+    // No vector index yet: the first answer is lexical while the new server builds it.
+    let said = String::from_utf8_lossy(&first.stdout);
+    assert!(said.contains("Deploys go to Fly.io") && said.contains("being built in the background"), "{said}");
     let s = wait_until_running(&sb, &repo);
     assert!(s["pid"].as_u64().is_some(), "{s}");
     let second = neo(&sb, &repo, true, &["recall", "where do deploys go"]);
-    assert_eq!(second.stdout, first.stdout, "the server's answer is the process's");
     assert!(neo(&sb, &repo, false, &["daemon", "stop"]).status.success());
     let start = Instant::now();
     while status(&sb, &repo)["running"] == true {
@@ -157,5 +158,49 @@ fn a_command_with_no_server_runs_itself_and_starts_one_for_the_next() {
     }
     // With the server gone (its socket removed or stale), commands still answer by themselves.
     let third = text(&neo(&sb, &repo, false, &["recall", "where do deploys go"]));
-    assert_eq!(third.0, String::from_utf8_lossy(&first.stdout));
+    assert_eq!(third.0, String::from_utf8_lossy(&second.stdout), "the server's answer is the process's");
+}
+
+#[test]
+fn the_first_recall_of_a_fresh_clone_answers_lexically_while_the_new_server_builds_the_vectors() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let lines: String = (0..40)
+        .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
+        .collect();
+    std::fs::write(repo.join("facts.jsonl"), lines).expect("write");
+    // Written without a model, as a clone receives a memory: records, no vector index.
+    let mut import = sb.neo_cmd(&repo);
+    import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
+    assert!(import.output().expect("import").status.success());
+    let recall = |daemon: bool| {
+        let mut cmd = sb.neo_cmd(&repo);
+        cmd.env("GIT_NEO_EMBEDDER", "hash")
+            .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
+            .env("GIT_NEO_DAEMON_IDLE", "30")
+            .args(["recall", "--json", "retry queue of service 7"]);
+        text(&cmd.output().expect("recall"))
+    };
+    let (stdout, stderr, code) = recall(true);
+    assert_eq!(code, Some(0), "{stderr}");
+    let first = json(&stdout);
+    assert_eq!(first["semantic"], false, "no model was loaded for the first answer: {first}");
+    assert!(stderr.contains("the vector index is being built by the background server"), "{stderr}");
+    assert!(stdout.contains("Service 7 keeps its retry queue bounded"), "the lexical answer finds it: {stdout}");
+    wait_until_running(&sb, &repo);
+    let (stdout, stderr, _) = recall(true);
+    assert_eq!(json(&stdout)["semantic"], true, "the server answers semantically: {stderr}");
+    assert!(!stderr.contains("being built"), "{stderr}");
+    assert!(neo(&sb, &repo, false, &["daemon", "stop"]).status.success());
+
+    // Without a server to build them, a command embeds what it needs itself, as it always has.
+    let fresh = sb.repo("fresh");
+    std::fs::copy(repo.join("facts.jsonl"), fresh.join("facts.jsonl")).expect("copy");
+    let mut import = sb.neo_cmd(&fresh);
+    import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
+    assert!(import.output().expect("import").status.success());
+    let mut cmd = sb.neo_cmd(&fresh);
+    cmd.env("GIT_NEO_EMBEDDER", "hash").env("GIT_NEO_DAEMON", "off").args(["recall", "--json", "retry queue"]);
+    let (stdout, stderr, _) = text(&cmd.output().expect("recall"));
+    assert_eq!(json(&stdout)["semantic"], true, "{stderr}");
 }

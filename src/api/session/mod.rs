@@ -81,6 +81,8 @@ struct Warm {
     library: Option<Library>,
     notices: Vec<Notice>,
     progress: Progress,
+    /// [`SessionOptions::defer_vectors`].
+    defer_vectors: bool,
 }
 
 fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> Result<WriteContext> {
@@ -132,6 +134,16 @@ impl Warm {
         choice: &EmbedderChoice,
         lexical: bool,
     ) -> Result<()> {
+        // A recall that would embed every record (no vector index yet) while a background server
+        // is starting to do just that: answer lexically, without even loading the model.
+        if lexical
+            && self.defer_vectors
+            && self.embedder.is_none()
+            && self.no_embedder.is_none()
+            && !crate::index::Indexes::has_vectors(&memory.index_dir())
+        {
+            self.no_embedder = Some(NoEmbedder::Deferred);
+        }
         self.ensure_embedder(choice);
         let tips = memory.tip_ids();
         if slot.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
@@ -242,6 +254,7 @@ impl Warm {
 
 impl Session {
     pub fn new(opts: SessionOptions) -> Session {
+        let defer_vectors = opts.defer_vectors;
         Session {
             opts,
             parts: BTreeMap::new(),
@@ -250,6 +263,7 @@ impl Session {
                 embedder: None,
                 no_embedder: None,
                 said_semantic_off: false,
+                defer_vectors,
                 library: None,
                 notices: Vec::new(),
                 progress: Box::new(|_, _, _| {}),
