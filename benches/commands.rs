@@ -121,7 +121,8 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
         let mut c = neo(exe, repo, false, run);
         c.args(["daemon", "status", "--json"]);
         let out = c.output().expect("status");
-        if String::from_utf8_lossy(&out.stdout).contains("\"running\": true") {
+        let said = String::from_utf8_lossy(&out.stdout);
+        if said.contains("\"running\": true") && said.contains("\"warming\": false") {
             return;
         }
         assert!(start.elapsed() < Duration::from_secs(120), "the server did not start");

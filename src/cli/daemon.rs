@@ -30,7 +30,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -107,7 +107,13 @@ enum Response {
         uptime_secs: u64,
         commands: u64,
         work_tree: PathBuf,
+        /// Still loading the model and the memory (and building the vector index).
+        #[serde(default)]
+        warming: bool,
     },
+    /// Still warming up: the client runs the command itself, and its recall does not embed what
+    /// the server is already embedding.
+    Warming,
     Stopping,
 }
 
@@ -208,7 +214,8 @@ fn receive<T: for<'de> Deserialize<'de>>(stream: &UnixStream) -> std::io::Result
 pub struct Fallback {
     pub stdin: Option<String>,
     pub why: Option<String>,
-    /// No server answered and one was started in the background for the next command.
+    /// A server for this work tree is starting (this client started it, or it is still warming
+    /// up): it builds the vector index, so this command's recall need not.
     pub started_server: bool,
 }
 
@@ -286,6 +293,9 @@ pub fn try_run(
         }
         Ok(Response::Declined { why }) => {
             Err(Fallback { stdin, why: Some(format!("the server declined: {why}")), started_server: false })
+        }
+        Ok(Response::Warming) => {
+            Err(Fallback { stdin, why: Some("the server is still warming up".into()), started_server: true })
         }
         Ok(_) => Err(Fallback { stdin, why: Some("the server answered something else".into()), started_server: false }),
         Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(Fallback {
@@ -376,8 +386,9 @@ pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
                 receive::<Response>(&s)
             });
             let running = match answer {
-                Ok(Response::Status { pid, uptime_secs, commands, work_tree }) => Some(serde_json::json!({
+                Ok(Response::Status { pid, uptime_secs, commands, work_tree, warming }) => Some(serde_json::json!({
                     "running": true, "pid": pid, "uptime_secs": uptime_secs, "commands": commands, "work_tree": work_tree,
+                    "warming": warming,
                 })),
                 Ok(_) => Some(serde_json::json!({ "running": true, "stopping": true })),
                 Err(_) => None,
@@ -391,11 +402,12 @@ pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
                 ctx.out.line("the server is stopping");
             } else {
                 ctx.out.line(&format!(
-                    "server {} for {}: up {} s, {} commands served",
+                    "server {} for {}: up {} s, {} commands served{}",
                     value["pid"],
                     tree.display(),
                     value["uptime_secs"],
-                    value["commands"]
+                    value["commands"],
+                    if value["warming"] == true { " (warming up)" } else { "" }
                 ));
             }
             Ok(())
@@ -472,8 +484,9 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
         });
     }
     let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    let warming = Arc::new(AtomicBool::new(true));
     {
-        let (busy, last, commands) = (busy.clone(), last.clone(), commands.clone());
+        let (busy, last, commands, warming) = (busy.clone(), last.clone(), commands.clone(), warming.clone());
         let tree = tree.to_path_buf();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -482,10 +495,10 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
                     continue; // dropped: that client runs its command itself
                 }
                 busy.fetch_add(1, Ordering::SeqCst);
-                let (jobs, busy, last, commands, tree) =
-                    (jobs.clone(), busy.clone(), last.clone(), commands.clone(), tree.clone());
+                let (jobs, busy, last, commands, tree, warming) =
+                    (jobs.clone(), busy.clone(), last.clone(), commands.clone(), tree.clone(), warming.clone());
                 std::thread::spawn(move || {
-                    connection(stream, &jobs, &commands, started, &tree);
+                    connection(stream, &jobs, &commands, started, &tree, &warming);
                     last.store(started.elapsed().as_secs(), Ordering::SeqCst);
                     busy.fetch_sub(1, Ordering::SeqCst);
                 });
@@ -512,6 +525,7 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
             let _ = s.take_notices();
             s
         });
+    warming.store(false, Ordering::SeqCst);
     for job in queue {
         let Job::Run(RunJob { request: RunRequest { argv, cwd, tree: client_tree, env, stdin, colour }, answer }) = job
         else {
@@ -544,6 +558,7 @@ fn connection(
     commands: &AtomicU64,
     started: Instant,
     tree: &Path,
+    warming: &AtomicBool,
 ) {
     let _ = stream.set_read_timeout(Some(CLIENT_IO));
     let _ = stream.set_write_timeout(Some(CLIENT_IO));
@@ -553,12 +568,16 @@ fn connection(
             uptime_secs: started.elapsed().as_secs(),
             commands: commands.load(Ordering::SeqCst),
             work_tree: tree.to_path_buf(),
+            warming: warming.load(Ordering::SeqCst),
         },
         Ok(Request::Stop) => {
             let _ = send(&mut stream, &Response::Stopping);
             let _ = jobs.send(Job::Stop);
             return;
         }
+        // A command never waits for the warm-up (the model load, the vectors of a fresh clone):
+        // its client runs it, as fast as it would without a server.
+        Ok(Request::Run(_)) if warming.load(Ordering::SeqCst) => Response::Warming,
         Ok(Request::Run(request)) => {
             let (answer, answered) = std::sync::mpsc::channel();
             let job = Job::Run(RunJob { request, answer });
@@ -651,6 +670,44 @@ fn run_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// While the server warms up, a command is handed straight back to its client (never queued
+    /// behind the model load); once warm, it is queued for the session as always.
+    #[test]
+    fn a_command_during_the_warm_up_is_handed_back_and_queued_after_it() {
+        let run = || {
+            Request::Run(RunRequest {
+                argv: vec!["git-neo".into(), "recall".into(), "x".into()],
+                cwd: PathBuf::from("/"),
+                tree: PathBuf::from("/"),
+                env: BTreeMap::new(),
+                stdin: None,
+                colour: false,
+            })
+        };
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (commands, warming) = (AtomicU64::new(0), AtomicBool::new(true));
+        let (mut client, server) = UnixStream::pair().expect("a socket pair");
+        send(&mut client, &run()).expect("send");
+        connection(server, &jobs, &commands, Instant::now(), Path::new("/"), &warming);
+        assert!(matches!(receive::<Response>(&client), Ok(Response::Warming)));
+        assert!(queue.try_recv().is_err(), "nothing was queued");
+
+        warming.store(false, Ordering::SeqCst);
+        let (mut client, server) = UnixStream::pair().expect("a socket pair");
+        send(&mut client, &run()).expect("send");
+        let handler = std::thread::spawn(move || {
+            connection(server, &jobs, &commands, Instant::now(), Path::new("/"), &warming);
+        });
+        match queue.recv_timeout(Duration::from_secs(5)) {
+            Ok(Job::Run(job)) => {
+                let _ = job.answer.send(Response::Declined { why: "test".into() });
+            }
+            _ => panic!("a warm server queues the command"),
+        }
+        let _ = handler.join();
+        assert!(matches!(receive::<Response>(&client), Ok(Response::Declined { .. })));
+    }
 
     /// Commands starting together (a server coming up while its client polls it) all find the
     /// socket directory safe: none sees it half made.

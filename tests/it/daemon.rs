@@ -25,7 +25,8 @@ fn wait_until_running(sb: &Sandbox, repo: &Path) -> serde_json::Value {
     let start = Instant::now();
     loop {
         let s = status(sb, repo);
-        if s["running"] == true {
+        // Up and warm: until then it hands commands back to their clients.
+        if s["running"] == true && s["warming"] == false {
             return s;
         }
         assert!(start.elapsed() < Duration::from_secs(60), "no server came up: {s}");

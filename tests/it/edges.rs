@@ -46,8 +46,13 @@ impl Server {
         let child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start the server");
         let server = Server { child, home: sb.dir.path().to_path_buf(), repo: repo.to_path_buf() };
         let start = Instant::now();
-        while server.status(sb, env)["running"] != true {
-            assert!(start.elapsed() < Duration::from_secs(60), "no server came up");
+        // Up and warm (until then it hands commands back to their clients).
+        loop {
+            let s = server.status(sb, env);
+            if s["running"] == true && s["warming"] == false {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no server came up: {s}");
             std::thread::sleep(Duration::from_millis(50));
         }
         server
