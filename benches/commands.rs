@@ -122,7 +122,8 @@ fn wait_for_server(exe: &Path, repo: &Path, run: &Path) {
         c.args(["daemon", "status", "--json"]);
         let out = c.output().expect("status");
         let said = String::from_utf8_lossy(&out.stdout);
-        if said.contains("\"running\": true") && said.contains("\"warming\": false") {
+        // Up and warm (an older binary does not say `warming`).
+        if said.contains("\"running\": true") && !said.contains("\"warming\": true") {
             return;
         }
         assert!(start.elapsed() < Duration::from_secs(120), "the server did not start");
