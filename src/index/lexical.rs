@@ -1,17 +1,28 @@
 //! The lexical index: tantivy with BM25, one document per fact or attempt (and the Construct's
-//! in-memory index of patterns). Text is split into words, lowercased, and common English function
-//! words are dropped, so that a query's "how", "to" and "the" do not match every record.
+//! in-memory index of patterns).
+//!
+//! The analyser ([`terms`]) reads prose and code alike. Words are runs of letters, digits and
+//! `_`, lowercased; common English function words are dropped, so that a query's "how", "to" and
+//! "the" do not match every record. Each word is indexed as it is and, when it differs, as its
+//! English stem ("commits" also as "commit"), so a stem matches any inflection while the exact
+//! form, which matches twice, still ranks first. An identifier is indexed whole and by its parts
+//! (`parse_config` and `parseConfig` also as `parse` and `config`; `path::segments` also whole),
+//! so "parse config" finds either spelling. A query is analysed the same way and every term it
+//! yields is one clause of a BM25 OR query (no query syntax: any text is a valid query).
 
 use std::path::Path;
 use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, INDEXED, STORED};
-use tantivy::tokenizer::{LowerCaser, RemoveLongFilter, SimpleTokenizer, StopWordFilter, TextAnalyzer};
-use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument};
+use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
 /// The analyzer's name in the schema: a cache built with another analyzer fails the schema
-/// check in [`Lexical::open`] and is rebuilt.
-const ANALYZER: &str = "neo_en";
+/// check in [`Lexical::open`] and is rebuilt (`neo_en`, before stems and identifier parts, is).
+const ANALYZER: &str = "neo_en_stem_code";
+
+/// Words longer than this (in bytes) are not indexed: hashes, base64, minified code.
+const MAX_WORD: usize = 40;
 
 /// Words too common to tell records apart (Lucene's English list, plus the question words and
 /// pronouns that queries are made of).
@@ -23,11 +34,142 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(40))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::remove(STOP_WORDS.iter().map(|w| w.to_string())))
-        .build()
+    TextAnalyzer::builder(NeoTokenizer).build()
+}
+
+/// The parts of an identifier: split at `_` and at case changes (`parseConfig` -> parse, config;
+/// `HTTPServer` -> http, server), lowercased; nothing when it is a single part.
+fn identifier_parts(word: &str) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '_' {
+            if !cur.is_empty() {
+                parts.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = c.is_uppercase()
+            && prev.is_some_and(|p| {
+                p.is_lowercase() || p.is_ascii_digit() || (p.is_uppercase() && next.is_some_and(char::is_lowercase))
+            });
+        if boundary && !cur.is_empty() {
+            parts.push(std::mem::take(&mut cur));
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    if parts.len() < 2 {
+        return Vec::new();
+    }
+    parts
+}
+
+fn stemmer() -> &'static rust_stemmers::Stemmer {
+    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+}
+
+/// One index term: its byte span in the text, its word position (every term of one word shares
+/// it) and its text.
+pub type IndexTerm = (usize, usize, usize, String);
+
+/// Add `term` unless it is a stop word, too long, or already there for this word.
+fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: String) {
+    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.3 == term);
+    if term.len() <= MAX_WORD && !STOP_WORDS.contains(&term.as_str()) && !repeated {
+        out.push((span.0, span.1, position, term));
+    }
+}
+
+/// The index terms of `text` (see the module docs).
+pub fn terms(text: &str) -> Vec<IndexTerm> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    let mut position = 0;
+    // Where the current `a::b::c` compound began (a word index), if the previous word joined it.
+    let mut compound_from: Option<usize> = None;
+    for (n, &(from, to)) in words.iter().enumerate() {
+        let word = &text[from..to];
+        let lower = word.to_lowercase();
+        let before = out.len();
+        push(&mut out, (from, to), position, lower.clone());
+        let parts = identifier_parts(word);
+        for part in &parts {
+            push(&mut out, (from, to), position, part.clone());
+        }
+        // A prose word (letters only) also by its stem; an identifier by its parts' stems.
+        for w in std::iter::once(lower.as_str()).chain(parts.iter().map(String::as_str)) {
+            if w.chars().all(char::is_alphabetic) {
+                let stem = stemmer().stem(w);
+                if stem != w {
+                    push(&mut out, (from, to), position, stem.into_owned());
+                }
+            }
+        }
+        // `path::segments`: the compound as a whole too, with its last word.
+        let joined = n > 0 && &text[words[n - 1].1..from] == "::";
+        compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
+        if let Some(first) = compound_from {
+            let span = (words[first].0, to);
+            push(&mut out, span, position, text[span.0..span.1].to_lowercase());
+        }
+        if out.len() > before {
+            position += 1;
+        }
+    }
+    out
+}
+
+/// [`terms`] as a tantivy tokenizer.
+#[derive(Clone)]
+struct NeoTokenizer;
+
+struct Terms {
+    terms: std::vec::IntoIter<IndexTerm>,
+    token: Token,
+}
+
+impl Tokenizer for NeoTokenizer {
+    type TokenStream<'a> = Terms;
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> Terms {
+        Terms { terms: terms(text).into_iter(), token: Token::default() }
+    }
+}
+
+impl TokenStream for Terms {
+    fn advance(&mut self) -> bool {
+        match self.terms.next() {
+            Some((from, to, position, text)) => {
+                self.token = Token { offset_from: from, offset_to: to, position, text, position_length: 1 };
+                true
+            }
+            None => false,
+        }
+    }
+    fn token(&self) -> &Token {
+        &self.token
+    }
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.token
+    }
 }
 
 /// A tantivy index of record texts keyed by ordinal.
@@ -99,10 +241,21 @@ impl Lexical {
         self.reader.searcher().num_docs()
     }
 
-    /// BM25 search; the query is parsed leniently, so any text is a valid query.
+    /// BM25 search: every term the query's text yields is one clause of an OR query.
     pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<(u64, f32)>> {
-        let parser = QueryParser::for_index(&self.index, vec![self.text]);
-        let (q, _errors) = parser.parse_query_lenient(query);
+        let mut seen = std::collections::HashSet::new();
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms(query)
+            .into_iter()
+            .filter(|t| seen.insert(t.3.clone()))
+            .map(|t| {
+                let term = Term::from_field_text(self.text, &t.3);
+                (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)) as Box<dyn Query>)
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = BooleanQuery::new(clauses);
         let searcher = self.reader.searcher();
         let top = searcher.search(&q, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
         let mut out = Vec::with_capacity(top.len());
@@ -113,5 +266,57 @@ impl Lexical {
             }
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        terms(text).into_iter().map(|t| t.3).collect()
+    }
+
+    #[test]
+    fn words_are_kept_as_written_and_by_their_stem_and_identifiers_by_their_parts() {
+        assert_eq!(words("Small commits"), ["small", "commits", "commit"]);
+        assert_eq!(words("parse_config"), ["parse_config", "parse", "config", "pars"]);
+        assert_eq!(words("parseConfig"), ["parseconfig", "parse", "config", "pars"]);
+        assert_eq!(words("HTTPServer"), ["httpserver", "http", "server"]);
+        assert_eq!(words("std::io::stdout"), ["std", "io", "std::io", "stdout", "std::io::stdout"]);
+        assert_eq!(words("how to retry the requests"), ["retry", "retri", "requests", "request"]);
+        assert!(words(&"x".repeat(MAX_WORD + 1)).is_empty(), "a word past the limit is dropped");
+        // Every term of a word shares its position; the next word takes the next one.
+        let t = terms("parse_config now");
+        assert!(t[..4].iter().all(|t| t.2 == 0) && t[4].2 == 1, "{t:?}");
+    }
+
+    fn index(docs: &[&str]) -> Lexical {
+        let mut l = Lexical::in_memory().expect("index");
+        let docs: Vec<(crate::record::RecordId, String)> =
+            docs.iter().map(|d| (crate::record::RecordId([0; 32]), d.to_string())).collect();
+        l.add(0, &docs).expect("add");
+        l
+    }
+
+    #[test]
+    fn a_stem_finds_its_inflections_and_an_identifier_finds_its_words() {
+        let l =
+            index(&["Keep small commits", "parse the config at start", "fn parseConfig(path) loads it", "unrelated"]);
+        let hits = |q: &str| l.search(q, 10).expect("search").into_iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(hits("commit"), [0], "\"commit\" finds \"small commits\"");
+        assert_eq!(hits("committing"), [0]);
+        let config = hits("parse_config");
+        assert!(config.contains(&1) && config.contains(&2), "parse_config finds both spellings: {config:?}");
+        assert!(hits("parse config").contains(&2), "words find the identifier");
+        assert!(hits("how is it done?").is_empty(), "stop words and punctuation alone match nothing");
+        assert!(hits("AND OR \"( title:").is_empty(), "no query syntax: any text is a valid query");
+    }
+
+    #[test]
+    fn the_exact_form_ranks_above_a_stem_only_match() {
+        let l = index(&["the service was configured", "the service configuration"]);
+        let top = l.search("configuration", 2).expect("search");
+        assert_eq!(top[0].0, 1, "{top:?}");
     }
 }
