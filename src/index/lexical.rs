@@ -3,23 +3,30 @@
 //!
 //! The analyser ([`terms`]) reads prose and code alike. Words are runs of letters, digits and
 //! `_`, lowercased; common English function words are dropped, so that a query's "how", "to" and
-//! "the" do not match every record. Each word is indexed as it is and, when it differs, as its
-//! English stem ("commits" also as "commit"), so a stem matches any inflection while the exact
-//! form, which matches twice, still ranks first. An identifier is indexed whole and by its parts
-//! (`parse_config` and `parseConfig` also as `parse` and `config`; `path::segments` also whole),
-//! so "parse config" finds either spelling. A query is analysed the same way and every term it
-//! yields is one clause of a BM25 OR query (no query syntax: any text is a valid query).
+//! "the" do not match every record. Each word is indexed as written (field `text`) and, in a
+//! second field (`derived`), by its English stem ("commits" as "commit") and, for an identifier,
+//! by its parts and theirs (`parse_config` and `parseConfig` as `parse` and `config`;
+//! `path::segments` also whole). So a stem matches any inflection and "parse config" finds either
+//! spelling, while the word as written, which matches in both fields, ranks first; and stems never
+//! make a record look longer to the words' BM25. A query is analysed the same way and every term
+//! it yields is one clause of a BM25 OR query (no query syntax: any text is a valid query).
 
 use std::path::Path;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, INDEXED, STORED};
 use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
 use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
 
 /// The analyzer's name in the schema: a cache built with another analyzer fails the schema
 /// check in [`Lexical::open`] and is rebuilt (`neo_en`, before stems and identifier parts, is).
-const ANALYZER: &str = "neo_en_stem_code";
+const ANALYZER: &str = "neo_words";
+/// The derived field's analyzer.
+const DERIVED: &str = "neo_derived";
+
+/// The weight of a query's derived terms (stems, identifier parts) beside its words: a record
+/// with another inflection or spelling matches, one with the very word ranks above it.
+pub const STEM_WEIGHT: f32 = 0.5;
 
 /// Words longer than this (in bytes) are not indexed: hashes, base64, minified code.
 const MAX_WORD: usize = 40;
@@ -33,8 +40,8 @@ const STOP_WORDS: &[&str] = &[
     "you", "your", "can", "should", "would", "could", "has", "have", "had", "been", "from", "so", "its",
 ];
 
-fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(NeoTokenizer).build()
+fn analyzer(derived: bool) -> TextAnalyzer {
+    TextAnalyzer::builder(NeoTokenizer { derived }).build()
 }
 
 /// The parts of an identifier: split at `_` and at case changes (`parseConfig` -> parse, config;
@@ -76,14 +83,15 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 }
 
 /// One index term: its byte span in the text, its word position (every term of one word shares
-/// it) and its text.
-pub type IndexTerm = (usize, usize, usize, String);
+/// it), its text, and whether it is derived (a stem, an identifier part, a compound) rather than
+/// the word as written.
+pub type IndexTerm = (usize, usize, usize, String, bool);
 
-/// Add `term` unless it is a stop word, too long, or already there for this word.
-fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: String) {
-    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.3 == term);
+/// Add `term` unless it is a stop word, too long, or already there for this word (of its kind).
+fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: String, derived: bool) {
+    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.3 == term && t.4 == derived);
     if term.len() <= MAX_WORD && !STOP_WORDS.contains(&term.as_str()) && !repeated {
-        out.push((span.0, span.1, position, term));
+        out.push((span.0, span.1, position, term, derived));
     }
 }
 
@@ -110,18 +118,17 @@ pub fn terms(text: &str) -> Vec<IndexTerm> {
         let word = &text[from..to];
         let lower = word.to_lowercase();
         let before = out.len();
-        push(&mut out, (from, to), position, lower.clone());
+        push(&mut out, (from, to), position, lower.clone(), false);
         let parts = identifier_parts(word);
+        // Derived: every word once, by its stem when it is prose (letters only), so the field's
+        // length is the words' count as in `text`; then an identifier's parts and their stems.
+        let stem =
+            if lower.chars().all(char::is_alphabetic) { stemmer().stem(&lower).into_owned() } else { lower.clone() };
+        push(&mut out, (from, to), position, stem, true);
         for part in &parts {
-            push(&mut out, (from, to), position, part.clone());
-        }
-        // A prose word (letters only) also by its stem; an identifier by its parts' stems.
-        for w in std::iter::once(lower.as_str()).chain(parts.iter().map(String::as_str)) {
-            if w.chars().all(char::is_alphabetic) {
-                let stem = stemmer().stem(w);
-                if stem != w {
-                    push(&mut out, (from, to), position, stem.into_owned());
-                }
+            push(&mut out, (from, to), position, part.clone(), true);
+            if part.chars().all(char::is_alphabetic) {
+                push(&mut out, (from, to), position, stemmer().stem(part).into_owned(), true);
             }
         }
         // `path::segments`: the compound as a whole too, with its last word.
@@ -129,7 +136,7 @@ pub fn terms(text: &str) -> Vec<IndexTerm> {
         compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
         if let Some(first) = compound_from {
             let span = (words[first].0, to);
-            push(&mut out, span, position, text[span.0..span.1].to_lowercase());
+            push(&mut out, span, position, text[span.0..span.1].to_lowercase(), true);
         }
         if out.len() > before {
             position += 1;
@@ -138,9 +145,11 @@ pub fn terms(text: &str) -> Vec<IndexTerm> {
     out
 }
 
-/// [`terms`] as a tantivy tokenizer.
+/// [`terms`] of one kind (as written, or derived) as a tantivy tokenizer.
 #[derive(Clone)]
-struct NeoTokenizer;
+struct NeoTokenizer {
+    derived: bool,
+}
 
 struct Terms {
     terms: std::vec::IntoIter<IndexTerm>,
@@ -150,14 +159,16 @@ struct Terms {
 impl Tokenizer for NeoTokenizer {
     type TokenStream<'a> = Terms;
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Terms {
-        Terms { terms: terms(text).into_iter(), token: Token::default() }
+        let derived = self.derived;
+        let mine: Vec<IndexTerm> = terms(text).into_iter().filter(|t| t.4 == derived).collect();
+        Terms { terms: mine.into_iter(), token: Token::default() }
     }
 }
 
 impl TokenStream for Terms {
     fn advance(&mut self) -> bool {
         match self.terms.next() {
-            Some((from, to, position, text)) => {
+            Some((from, to, position, text, _)) => {
                 self.token = Token { offset_from: from, offset_to: to, position, text, position_length: 1 };
                 true
             }
@@ -172,50 +183,58 @@ impl TokenStream for Terms {
     }
 }
 
-/// A tantivy index of record texts keyed by ordinal.
+/// A tantivy index of record texts keyed by ordinal: the words as written in `text`, the derived
+/// terms in `derived` (each field normalised by its own length, so stems do not make a record
+/// look longer to the words' BM25).
 pub struct Lexical {
     index: Index,
     reader: IndexReader,
     key: Field,
     text: Field,
+    derived: Field,
 }
 
-fn schema() -> (Schema, Field, Field) {
+fn schema() -> (Schema, Field, Field, Field) {
     let mut b = Schema::builder();
     let key = b.add_u64_field("key", INDEXED | STORED);
-    let indexing =
-        TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
-    let text = b.add_text_field("text", TextOptions::default().set_indexing_options(indexing));
-    (b.build(), key, text)
+    let field = |name: &str| {
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer(name).set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
+    };
+    let text = b.add_text_field("text", field(ANALYZER));
+    let derived = b.add_text_field("derived", field(DERIVED));
+    (b.build(), key, text, derived)
 }
 
 impl Lexical {
     pub fn create(dir: &Path) -> tantivy::Result<Lexical> {
         std::fs::create_dir_all(dir)?;
-        let (schema, key, text) = schema();
+        let (schema, key, text, derived) = schema();
         let index = Index::create_in_dir(dir, schema)?;
-        Self::with(index, key, text)
+        Self::with(index, key, text, derived)
     }
 
     /// An index held in memory (the construct library: a few dozen documents).
     pub fn in_memory() -> tantivy::Result<Lexical> {
-        let (schema, key, text) = schema();
-        Self::with(Index::create_in_ram(schema), key, text)
+        let (schema, key, text, derived) = schema();
+        Self::with(Index::create_in_ram(schema), key, text, derived)
     }
 
     pub fn open(dir: &Path) -> tantivy::Result<Lexical> {
         let index = Index::open_in_dir(dir)?;
-        let (expected, key, text) = schema();
+        let (expected, key, text, derived) = schema();
         if index.schema() != expected {
             return Err(tantivy::TantivyError::SchemaError("the schema changed".into()));
         }
-        Self::with(index, key, text)
+        Self::with(index, key, text, derived)
     }
 
-    fn with(index: Index, key: Field, text: Field) -> tantivy::Result<Lexical> {
-        index.tokenizers().register(ANALYZER, analyzer());
+    fn with(index: Index, key: Field, text: Field, derived: Field) -> tantivy::Result<Lexical> {
+        index.tokenizers().register(ANALYZER, analyzer(false));
+        index.tokenizers().register(DERIVED, analyzer(true));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Lexical { index, reader, key, text })
+        Ok(Lexical { index, reader, key, text, derived })
     }
 
     /// Add documents with keys `first_key`, `first_key + 1`, … and commit.
@@ -225,7 +244,9 @@ impl Lexical {
         }
         let mut writer: tantivy::IndexWriter = self.index.writer_with_num_threads(1, 32_000_000)?;
         for (i, (_, text)) in docs.iter().enumerate() {
-            writer.add_document(doc!(self.key => first_key + i as u64, self.text => text.as_str()))?;
+            writer.add_document(
+                doc!(self.key => first_key + i as u64, self.text => text.as_str(), self.derived => text.as_str()),
+            )?;
         }
         writer.commit()?;
         // Let the merge policy's merges finish: a writer dropped at once cancels them, and every
@@ -241,15 +262,19 @@ impl Lexical {
         self.reader.searcher().num_docs()
     }
 
-    /// BM25 search: every term the query's text yields is one clause of an OR query.
+    /// BM25 search: every term the query's text yields is one clause of an OR query, on the
+    /// field of its kind; a derived term's at [`STEM_WEIGHT`].
     pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<(u64, f32)>> {
         let mut seen = std::collections::HashSet::new();
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms(query)
             .into_iter()
-            .filter(|t| seen.insert(t.3.clone()))
-            .map(|t| {
-                let term = Term::from_field_text(self.text, &t.3);
-                (Occur::Should, Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)) as Box<dyn Query>)
+            .filter(|t| seen.insert((t.3.clone(), t.4)))
+            .map(|(_, _, _, text, derived)| {
+                let field = if derived { self.derived } else { self.text };
+                let q: Box<dyn Query> =
+                    Box::new(TermQuery::new(Term::from_field_text(field, &text), IndexRecordOption::WithFreqs));
+                let q: Box<dyn Query> = if derived { Box::new(BoostQuery::new(q, STEM_WEIGHT)) } else { q };
+                (Occur::Should, q)
             })
             .collect();
         if clauses.is_empty() {
@@ -273,22 +298,29 @@ impl Lexical {
 mod tests {
     use super::*;
 
-    fn words(text: &str) -> Vec<String> {
-        terms(text).into_iter().map(|t| t.3).collect()
+    /// (words as written, derived terms).
+    fn words(text: &str) -> (Vec<String>, Vec<String>) {
+        let t = terms(text);
+        let of = |d: bool| t.iter().filter(|t| t.4 == d).map(|t| t.3.clone()).collect();
+        (of(false), of(true))
     }
 
     #[test]
     fn words_are_kept_as_written_and_by_their_stem_and_identifiers_by_their_parts() {
-        assert_eq!(words("Small commits"), ["small", "commits", "commit"]);
-        assert_eq!(words("parse_config"), ["parse_config", "parse", "config", "pars"]);
-        assert_eq!(words("parseConfig"), ["parseconfig", "parse", "config", "pars"]);
-        assert_eq!(words("HTTPServer"), ["httpserver", "http", "server"]);
-        assert_eq!(words("std::io::stdout"), ["std", "io", "std::io", "stdout", "std::io::stdout"]);
-        assert_eq!(words("how to retry the requests"), ["retry", "retri", "requests", "request"]);
-        assert!(words(&"x".repeat(MAX_WORD + 1)).is_empty(), "a word past the limit is dropped");
+        let w = |a: &[&str], d: &[&str]| -> (Vec<String>, Vec<String>) {
+            (a.iter().map(|s| s.to_string()).collect(), d.iter().map(|s| s.to_string()).collect())
+        };
+        assert_eq!(words("Small commits"), w(&["small", "commits"], &["small", "commit"]));
+        assert_eq!(words("parse_config"), w(&["parse_config"], &["parse_config", "parse", "pars", "config"]));
+        assert_eq!(words("parseConfig"), w(&["parseconfig"], &["parseconfig", "parse", "pars", "config"]));
+        assert_eq!(words("HTTPServer"), w(&["httpserver"], &["httpserver", "http", "server"]));
+        assert_eq!(words("std::io::stdout").1, ["std", "io", "std::io", "stdout", "std::io::stdout"]);
+        assert_eq!(words("port 8080").1, ["port", "8080"], "every word once in the derived field");
+        assert_eq!(words("how to retry the requests"), w(&["retry", "requests"], &["retri", "request"]));
+        assert!(words(&"x".repeat(MAX_WORD + 1)).0.is_empty(), "a word past the limit is dropped");
         // Every term of a word shares its position; the next word takes the next one.
         let t = terms("parse_config now");
-        assert!(t[..4].iter().all(|t| t.2 == 0) && t[4].2 == 1, "{t:?}");
+        assert!(t[..5].iter().all(|t| t.2 == 0) && t[5].2 == 1, "{t:?}");
     }
 
     fn index(docs: &[&str]) -> Lexical {
