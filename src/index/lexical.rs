@@ -1,15 +1,16 @@
 //! The lexical index: tantivy with BM25, one document per fact or attempt (and the Construct's
 //! in-memory index of patterns).
 //!
-//! The analyser ([`terms`]) reads prose and code alike. Words are runs of letters, digits and
-//! `_`, lowercased; common English function words are dropped, so that a query's "how", "to" and
-//! "the" do not match every record. Each word is indexed as written (field `text`) and, in a
-//! second field (`derived`), by its English stem ("commits" as "commit") and, for an identifier,
-//! by its parts and theirs (`parse_config` and `parseConfig` as `parse` and `config`;
-//! `path::segments` also whole). So a stem matches any inflection and "parse config" finds either
-//! spelling, while the word as written, which matches in both fields, ranks first; and stems never
-//! make a record look longer to the words' BM25. A query is analysed the same way and every term
-//! it yields is one clause of a BM25 OR query (no query syntax: any text is a valid query).
+//! The analyser ([`terms`]) reads prose and code alike. Words are runs of letters and digits,
+//! lowercased; common English function words are dropped, so that a query's "how", "to" and
+//! "the" do not match every record. Each word is indexed as written (field `text`, whose BM25 is
+//! what it was before stems) and, in a second field (`derived`), once more by its English stem
+//! ("commits" as "commit"), with its case-change parts (`parseConfig` as `parse`, `config`) and
+//! the whole of a `_` or `::` compound (`parse_config`, `path::segments`). So a stem matches any
+//! inflection and "parse config" finds either spelling, while the word as written, which matches
+//! in both fields, ranks first; and stems never make a record look longer to the words' BM25. A
+//! query is analysed the same way and every term it yields is one clause of a BM25 OR query (no
+//! query syntax: any text is a valid query).
 
 use std::path::Path;
 use tantivy::collector::TopDocs;
@@ -44,8 +45,8 @@ fn analyzer(derived: bool) -> TextAnalyzer {
     TextAnalyzer::builder(NeoTokenizer { derived }).build()
 }
 
-/// The parts of an identifier: split at `_` and at case changes (`parseConfig` -> parse, config;
-/// `HTTPServer` -> http, server), lowercased; nothing when it is a single part.
+/// The parts of a word at its case changes (`parseConfig` -> parse, config; `HTTPServer` -> http,
+/// server), lowercased; nothing when it is a single part. (`_` already separates words.)
 fn identifier_parts(word: &str) -> Vec<String> {
     let chars: Vec<char> = word.chars().collect();
     let mut parts: Vec<String> = Vec::new();
@@ -97,7 +98,9 @@ fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: S
 
 /// The index terms of `text` (see the module docs).
 pub fn terms(text: &str) -> Vec<IndexTerm> {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    // Words are runs of letters and digits, as tantivy's simple tokenizer cut them, so `text`
+    // scores prose and snake_case exactly as before; `_` and `::` join words into compounds.
+    let is_word = |c: char| c.is_alphanumeric();
     let mut words: Vec<(usize, usize)> = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
@@ -131,8 +134,8 @@ pub fn terms(text: &str) -> Vec<IndexTerm> {
                 push(&mut out, (from, to), position, stemmer().stem(part).into_owned(), true);
             }
         }
-        // `path::segments`: the compound as a whole too, with its last word.
-        let joined = n > 0 && &text[words[n - 1].1..from] == "::";
+        // `parse_config`, `path::segments`: the compound as a whole too, with its last word.
+        let joined = n > 0 && matches!(&text[words[n - 1].1..from], "::" | "_" | "__");
         compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
         if let Some(first) = compound_from {
             let span = (words[first].0, to);
@@ -311,7 +314,7 @@ mod tests {
             (a.iter().map(|s| s.to_string()).collect(), d.iter().map(|s| s.to_string()).collect())
         };
         assert_eq!(words("Small commits"), w(&["small", "commits"], &["small", "commit"]));
-        assert_eq!(words("parse_config"), w(&["parse_config"], &["parse_config", "parse", "pars", "config"]));
+        assert_eq!(words("parse_config"), w(&["parse", "config"], &["pars", "config", "parse_config"]));
         assert_eq!(words("parseConfig"), w(&["parseconfig"], &["parseconfig", "parse", "pars", "config"]));
         assert_eq!(words("HTTPServer"), w(&["httpserver"], &["httpserver", "http", "server"]));
         assert_eq!(words("std::io::stdout").1, ["std", "io", "std::io", "stdout", "std::io::stdout"]);
@@ -319,7 +322,7 @@ mod tests {
         assert_eq!(words("how to retry the requests"), w(&["retry", "requests"], &["retri", "request"]));
         assert!(words(&"x".repeat(MAX_WORD + 1)).0.is_empty(), "a word past the limit is dropped");
         // Every term of a word shares its position; the next word takes the next one.
-        let t = terms("parse_config now");
+        let t = terms("parseConfig now");
         assert!(t[..5].iter().all(|t| t.2 == 0) && t[5].2 == 1, "{t:?}");
     }
 
