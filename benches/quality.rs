@@ -99,13 +99,15 @@ fn cosqa(dir: &Path) -> (Vec<Doc>, Vec<Query>) {
             Doc { key: idx.to_string(), subject: line(doc.unwrap_or(first)), body: code }
         })
         .collect();
-    let queries: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("cosqa/cosqa-retrieval-dev-500.json")).expect("queries"))
-            .expect("a JSON list");
+    let queries: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("cosqa/cosqa-retrieval-dev-500.json")).expect("queries"),
+    )
+    .expect("a JSON list");
     let queries = queries
         .into_iter()
         .filter_map(|q| {
-            let idx = q["retrieval_idx"].as_str().map(str::to_string).or_else(|| Some(q["retrieval_idx"].to_string()))?;
+            let idx =
+                q["retrieval_idx"].as_str().map(str::to_string).or_else(|| Some(q["retrieval_idx"].to_string()))?;
             Some(Query { text: q["doc"].as_str()?.to_string(), relevant: HashSet::from([idx]) })
         })
         .collect();
@@ -153,9 +155,11 @@ fn score(s: &mut Session, keys: &HashMap<RecordId, String>, queries: &[Query]) -
         let t = Instant::now();
         let result = s.recall(&query).expect("recall");
         times.push(t.elapsed());
-        let ranked: Vec<&str> = result.facts.iter().filter_map(|i| keys.get(&i.id).map(String::as_str)).take(10).collect();
+        let ranked: Vec<&str> =
+            result.facts.iter().filter_map(|i| keys.get(&i.id).map(String::as_str)).take(10).collect();
         let hit = |d: &&str| q.relevant.contains(*d);
-        let dcg: f64 = ranked.iter().enumerate().filter(|(_, d)| hit(d)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+        let dcg: f64 =
+            ranked.iter().enumerate().filter(|(_, d)| hit(d)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
         let idcg: f64 = (0..q.relevant.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
         ndcg += dcg / idcg;
         mrr += ranked.iter().position(hit).map_or(0.0, |p| 1.0 / (p as f64 + 1.0));
