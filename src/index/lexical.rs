@@ -98,6 +98,12 @@ fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: S
 
 /// The index terms of `text` (see the module docs).
 pub fn terms(text: &str) -> Vec<IndexTerm> {
+    analyse(text, true)
+}
+
+/// [`terms`], or with `derived` false only the words as written: the `text` field's tokenizer
+/// then skips the stemming and splitting it would throw away.
+fn analyse(text: &str, derived: bool) -> Vec<IndexTerm> {
     // Words are runs of letters and digits, as tantivy's simple tokenizer cut them, so `text`
     // scores prose and snake_case exactly as before; `_` and `::` join words into compounds.
     let is_word = |c: char| c.is_alphanumeric();
@@ -122,6 +128,12 @@ pub fn terms(text: &str) -> Vec<IndexTerm> {
         let lower = word.to_lowercase();
         let before = out.len();
         push(&mut out, (from, to), position, lower.clone(), false);
+        if !derived {
+            if out.len() > before {
+                position += 1;
+            }
+            continue;
+        }
         let parts = identifier_parts(word);
         // Derived: every word once, by its stem when it is prose (letters only), so the field's
         // length is the words' count as in `text`; then an identifier's parts and their stems.
@@ -163,7 +175,7 @@ impl Tokenizer for NeoTokenizer {
     type TokenStream<'a> = Terms;
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Terms {
         let derived = self.derived;
-        let mine: Vec<IndexTerm> = terms(text).into_iter().filter(|t| t.4 == derived).collect();
+        let mine: Vec<IndexTerm> = analyse(text, derived).into_iter().filter(|t| t.4 == derived).collect();
         Terms { terms: mine.into_iter(), token: Token::default() }
     }
 }
@@ -321,6 +333,10 @@ mod tests {
         assert_eq!(words("port 8080").1, ["port", "8080"], "every word once in the derived field");
         assert_eq!(words("how to retry the requests"), w(&["retry", "requests"], &["retri", "request"]));
         assert!(words(&"x".repeat(MAX_WORD + 1)).0.is_empty(), "a word past the limit is dropped");
+        for text in ["Small commits", "parse_config parseConfig", "std::io::stdout", "how was it done"] {
+            let only: Vec<String> = analyse(text, false).into_iter().map(|t| t.3).collect();
+            assert_eq!(only, words(text).0, "the words field's tokenizer yields the same words");
+        }
         // Every term of a word shares its position; the next word takes the next one.
         let t = terms("parseConfig now");
         assert!(t[..5].iter().all(|t| t.2 == 0) && t[5].2 == 1, "{t:?}");
