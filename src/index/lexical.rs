@@ -128,7 +128,8 @@ fn analyse(text: &str, derived: bool) -> Vec<IndexTerm> {
         let lower = word.to_lowercase();
         let before = out.len();
         push(&mut out, (from, to), position, lower.clone(), false);
-        if !derived {
+        // A function word has no derived terms either ("was" would stem to "wa", "does" to "doe").
+        if !derived || STOP_WORDS.contains(&lower.as_str()) {
             if out.len() > before {
                 position += 1;
             }
@@ -333,6 +334,11 @@ mod tests {
         assert_eq!(words("port 8080").1, ["port", "8080"], "every word once in the derived field");
         assert_eq!(words("how to retry the requests"), w(&["retry", "requests"], &["retri", "request"]));
         assert!(words(&"x".repeat(MAX_WORD + 1)).0.is_empty(), "a word past the limit is dropped");
+        assert!(
+            words("how was it done, does it").1 == ["done"],
+            "function words have no stems: {:?}",
+            words("how was it done, does it")
+        );
         for text in ["Small commits", "parse_config parseConfig", "std::io::stdout", "how was it done"] {
             let only: Vec<String> = analyse(text, false).into_iter().map(|t| t.3).collect();
             assert_eq!(only, words(text).0, "the words field's tokenizer yields the same words");
