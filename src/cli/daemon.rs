@@ -216,7 +216,7 @@ pub struct Fallback {
     pub why: Option<String>,
     /// A server for this work tree is starting (this client started it, or it is still warming
     /// up): it builds the vector index, so this command's recall need not.
-    pub started_server: bool,
+    pub server_starting: bool,
 }
 
 /// How long a client waits for the server's answer before running the command itself
@@ -250,7 +250,7 @@ pub fn try_run(
     reads_stdin: bool,
 ) -> Result<i32, Fallback> {
     use std::io::IsTerminal;
-    let no_server = |why: Option<String>| Fallback { stdin: None, why, started_server: false };
+    let no_server = |why: Option<String>| Fallback { stdin: None, why, server_starting: false };
     // The server resolves `-C` against this, so it is sent absolute.
     let Ok(cwd) = std::env::current_dir() else { return Err(no_server(Some("no current directory".into()))) };
     let dir = cwd.join(dir);
@@ -259,7 +259,7 @@ pub fn try_run(
         Ok(s) => s,
         Err(_) => {
             start_in_background(&tree, ref_name);
-            return Err(Fallback { stdin: None, why: None, started_server: true });
+            return Err(Fallback { stdin: None, why: None, server_starting: true });
         }
     };
     let stdin = if reads_stdin {
@@ -292,21 +292,23 @@ pub fn try_run(
             Ok(code)
         }
         Ok(Response::Declined { why }) => {
-            Err(Fallback { stdin, why: Some(format!("the server declined: {why}")), started_server: false })
+            Err(Fallback { stdin, why: Some(format!("the server declined: {why}")), server_starting: false })
         }
         Ok(Response::Warming) => {
-            Err(Fallback { stdin, why: Some("the server is still warming up".into()), started_server: true })
+            Err(Fallback { stdin, why: Some("the server is still warming up".into()), server_starting: true })
         }
-        Ok(_) => Err(Fallback { stdin, why: Some("the server answered something else".into()), started_server: false }),
+        Ok(_) => {
+            Err(Fallback { stdin, why: Some("the server answered something else".into()), server_starting: false })
+        }
         Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => Err(Fallback {
             stdin,
-            started_server: false,
+            server_starting: false,
             why: Some(format!("the server did not answer within {:.1} s", timeout.as_secs_f64())),
         }),
         Err(e) => Err(Fallback {
             stdin,
             why: Some(format!("the exchange with the server broke: {e}")),
-            started_server: false,
+            server_starting: false,
         }),
     }
 }

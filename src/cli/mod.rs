@@ -397,7 +397,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     // The per-prompt commands go through the warm background server when one answers.
     let mut stdin = None;
-    let mut started_server = false;
+    let mut server_starting = false;
     if daemon::eligible(&cli) && daemon::enabled(&process_env) {
         let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
         if let Some(argv) = argv {
@@ -409,7 +409,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                         let _ = writeln!(std::io::stderr(), "git-neo: running in this process: {why}");
                     }
                     stdin = fallback.stdin;
-                    started_server = fallback.started_server;
+                    server_starting = fallback.server_starting;
                 }
             }
         }
@@ -417,7 +417,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let mut out = Out::new(cli.json);
     let opts = match session_options(dir.clone(), cli.ref_name.clone(), cli.scope.as_deref(), &process_env) {
         // The server just started builds the vector index; this command does not wait for it.
-        Ok(o) => SessionOptions { defer_vectors: started_server, ..o },
+        Ok(o) => SessionOptions { defer_vectors: server_starting, ..o },
         Err(e) => {
             out.error(&e);
             return exit_code(&e);
