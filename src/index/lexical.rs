@@ -33,31 +33,46 @@ pub const STEM_WEIGHT: f32 = 0.5;
 const MAX_WORD: usize = 40;
 
 /// Words too common to tell records apart (Lucene's English list, plus the question words and
-/// pronouns that queries are made of).
+/// pronouns that queries are made of), sorted so that a look-up is a binary search.
 const STOP_WORDS: &[&str] = &[
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
-    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
-    "do", "does", "did", "how", "what", "where", "when", "which", "who", "why", "we", "our", "us", "i", "my", "me",
-    "you", "your", "can", "should", "would", "could", "has", "have", "had", "been", "from", "so", "its",
+    "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do", "does", "for", "from",
+    "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not", "of", "on", "or",
+    "our", "should", "so", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "us", "was",
+    "we", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
 ];
+
+/// A word of at most eight ASCII bytes as one number, so a stop-word look-up compares integers.
+fn packed(word: &str) -> Option<u64> {
+    (word.len() <= 8 && word.is_ascii()).then(|| {
+        let mut b = [0u8; 8];
+        b[..word.len()].copy_from_slice(word.as_bytes());
+        u64::from_be_bytes(b)
+    })
+}
+
+fn is_stop(word: &str) -> bool {
+    static KEYS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
+    // Big-endian packing keeps the words' order, so the sorted list packs to a sorted list.
+    let keys = KEYS.get_or_init(|| STOP_WORDS.iter().filter_map(|w| packed(w)).collect());
+    packed(word).is_some_and(|k| keys.binary_search(&k).is_ok())
+}
 
 fn analyzer(derived: bool) -> TextAnalyzer {
     TextAnalyzer::builder(NeoTokenizer { derived }).build()
 }
 
 /// The parts of a word at its case changes (`parseConfig` -> parse, config; `HTTPServer` -> http,
-/// server), lowercased; nothing when it is a single part. (`_` already separates words.)
+/// server), lowercased; nothing when it is a single part (most words: the test for that is a scan
+/// of its bytes, with no allocation).
 fn identifier_parts(word: &str) -> Vec<String> {
+    // Only a capital after the first character can start a second part.
+    if !word.char_indices().skip(1).any(|(_, c)| c.is_uppercase()) {
+        return Vec::new();
+    }
     let chars: Vec<char> = word.chars().collect();
     let mut parts: Vec<String> = Vec::new();
     let mut cur = String::new();
     for (i, &c) in chars.iter().enumerate() {
-        if c == '_' {
-            if !cur.is_empty() {
-                parts.push(std::mem::take(&mut cur));
-            }
-            continue;
-        }
         let prev = i.checked_sub(1).map(|j| chars[j]);
         let next = chars.get(i + 1).copied();
         let boundary = c.is_uppercase()
@@ -78,9 +93,38 @@ fn identifier_parts(word: &str) -> Vec<String> {
     parts
 }
 
-fn stemmer() -> &'static rust_stemmers::Stemmer {
-    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
-    STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+/// The English (Porter 2) stem of a lowercased word of letters. Stemming is the analyser's
+/// dearest step and words repeat (a corpus of 5,000 abstracts has 1.3 million words and 30,000
+/// distinct ones), so each thread keeps the stems it made, up to a bound.
+fn stem(word: &str) -> String {
+    const KEPT: usize = 100_000;
+    thread_local! {
+        static STEMS: std::cell::RefCell<std::collections::HashMap<String, String>> = Default::default();
+    }
+    STEMS.with(|cell| {
+        let mut stems = cell.borrow_mut();
+        if let Some(s) = stems.get(word) {
+            return s.clone();
+        }
+        static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+        let s = STEMMER
+            .get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
+            .stem(word)
+            .into_owned();
+        if stems.len() >= KEPT {
+            stems.clear();
+        }
+        stems.insert(word.to_string(), s.clone());
+        s
+    })
+}
+
+fn lowercase(word: &str) -> String {
+    if word.is_ascii() {
+        word.to_ascii_lowercase()
+    } else {
+        word.to_lowercase()
+    }
 }
 
 /// One index term: its byte span in the text, its word position (every term of one word shares
@@ -88,29 +132,40 @@ fn stemmer() -> &'static rust_stemmers::Stemmer {
 /// the word as written.
 pub type IndexTerm = (usize, usize, usize, String, bool);
 
+/// Which terms [`analyse`] yields.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Yield {
+    Words,
+    Derived,
+    Both,
+}
+
 /// Add `term` unless it is a stop word, too long, or already there for this word (of its kind).
 fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: String, derived: bool) {
-    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.3 == term && t.4 == derived);
-    if term.len() <= MAX_WORD && !STOP_WORDS.contains(&term.as_str()) && !repeated {
+    if term.len() > MAX_WORD || is_stop(&term) {
+        return;
+    }
+    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.4 == derived && t.3 == term);
+    if !repeated {
         out.push((span.0, span.1, position, term, derived));
     }
 }
 
 /// The index terms of `text` (see the module docs).
 pub fn terms(text: &str) -> Vec<IndexTerm> {
-    analyse(text, true)
+    analyse(text, Yield::Both)
 }
 
-/// [`terms`], or with `derived` false only the words as written: the `text` field's tokenizer
-/// then skips the stemming and splitting it would throw away.
-fn analyse(text: &str, derived: bool) -> Vec<IndexTerm> {
+/// [`terms`], or only the words as written (the `text` field's tokenizer), or only the derived
+/// terms (the `derived` field's): each tokenizer skips the work the other field needs. A word's
+/// position is the same in every case, since it counts the words that yielded a term as written.
+fn analyse(text: &str, what: Yield) -> Vec<IndexTerm> {
     // Words are runs of letters and digits, as tantivy's simple tokenizer cut them, so `text`
     // scores prose and snake_case exactly as before; `_` and `::` join words into compounds.
-    let is_word = |c: char| c.is_alphanumeric();
     let mut words: Vec<(usize, usize)> = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
-        match (is_word(c), start) {
+        match (c.is_alphanumeric(), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
                 words.push((s, i));
@@ -119,44 +174,46 @@ fn analyse(text: &str, derived: bool) -> Vec<IndexTerm> {
             _ => {}
         }
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(words.len() * if what == Yield::Both { 2 } else { 1 });
     let mut position = 0;
     // Where the current `a::b::c` compound began (a word index), if the previous word joined it.
     let mut compound_from: Option<usize> = None;
     for (n, &(from, to)) in words.iter().enumerate() {
         let word = &text[from..to];
-        let lower = word.to_lowercase();
-        let before = out.len();
-        push(&mut out, (from, to), position, lower.clone(), false);
-        // A function word has no derived terms either ("was" would stem to "wa", "does" to "doe").
-        if !derived || STOP_WORDS.contains(&lower.as_str()) {
-            if out.len() > before {
-                position += 1;
-            }
+        let lower = lowercase(word);
+        // A word too long or a function word takes no position and has no derived terms ("was"
+        // would stem to "wa", "does" to "doe").
+        if lower.len() > MAX_WORD || is_stop(&lower) {
+            compound_from = None;
             continue;
         }
-        let parts = identifier_parts(word);
+        let joined = n > 0 && matches!(&text[words[n - 1].1..from], "::" | "_" | "__");
+        compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
+        if what == Yield::Words {
+            out.push((from, to, position, lower, false));
+            position += 1;
+            continue;
+        }
         // Derived: every word once, by its stem when it is prose (letters only), so the field's
         // length is the words' count as in `text`; then an identifier's parts and their stems.
-        let stem =
-            if lower.chars().all(char::is_alphabetic) { stemmer().stem(&lower).into_owned() } else { lower.clone() };
-        push(&mut out, (from, to), position, stem, true);
-        for part in &parts {
-            push(&mut out, (from, to), position, part.clone(), true);
-            if part.chars().all(char::is_alphabetic) {
-                push(&mut out, (from, to), position, stemmer().stem(part).into_owned(), true);
+        let stemmed = if lower.chars().all(char::is_alphabetic) { stem(&lower) } else { lower.clone() };
+        if what == Yield::Both {
+            out.push((from, to, position, lower, false));
+        }
+        push(&mut out, (from, to), position, stemmed, true);
+        for part in identifier_parts(word) {
+            let part_stem = part.chars().all(char::is_alphabetic).then(|| stem(&part));
+            push(&mut out, (from, to), position, part, true);
+            if let Some(s) = part_stem {
+                push(&mut out, (from, to), position, s, true);
             }
         }
         // `parse_config`, `path::segments`: the compound as a whole too, with its last word.
-        let joined = n > 0 && matches!(&text[words[n - 1].1..from], "::" | "_" | "__");
-        compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
         if let Some(first) = compound_from {
             let span = (words[first].0, to);
-            push(&mut out, span, position, text[span.0..span.1].to_lowercase(), true);
+            push(&mut out, span, position, lowercase(&text[span.0..span.1]), true);
         }
-        if out.len() > before {
-            position += 1;
-        }
+        position += 1;
     }
     out
 }
@@ -175,8 +232,7 @@ struct Terms {
 impl Tokenizer for NeoTokenizer {
     type TokenStream<'a> = Terms;
     fn token_stream<'a>(&'a mut self, text: &'a str) -> Terms {
-        let derived = self.derived;
-        let mine: Vec<IndexTerm> = analyse(text, derived).into_iter().filter(|t| t.4 == derived).collect();
+        let mine = analyse(text, if self.derived { Yield::Derived } else { Yield::Words });
         Terms { terms: mine.into_iter(), token: Token::default() }
     }
 }
@@ -215,7 +271,7 @@ fn schema() -> (Schema, Field, Field, Field) {
     let key = b.add_u64_field("key", INDEXED | STORED);
     let field = |name: &str| {
         TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default().set_tokenizer(name).set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            TextFieldIndexing::default().set_tokenizer(name).set_index_option(IndexRecordOption::WithFreqs),
         )
     };
     let text = b.add_text_field("text", field(ANALYZER));
@@ -258,7 +314,10 @@ impl Lexical {
         if docs.is_empty() {
             return Ok(());
         }
-        let mut writer: tantivy::IndexWriter = self.index.writer_with_num_threads(1, 32_000_000)?;
+        // A rebuild (thousands of documents) analyses on two threads, which halves its wait on
+        // two cores; a catch-up of a few writes stays on one, with no thread to start.
+        let threads = if docs.len() >= 1_000 { 2 } else { 1 };
+        let mut writer: tantivy::IndexWriter = self.index.writer_with_num_threads(threads, 32_000_000)?;
         for (i, (_, text)) in docs.iter().enumerate() {
             writer.add_document(
                 doc!(self.key => first_key + i as u64, self.text => text.as_str(), self.derived => text.as_str()),
@@ -340,8 +399,13 @@ mod tests {
             words("how was it done, does it")
         );
         for text in ["Small commits", "parse_config parseConfig", "std::io::stdout", "how was it done"] {
-            let only: Vec<String> = analyse(text, false).into_iter().map(|t| t.3).collect();
-            assert_eq!(only, words(text).0, "the words field's tokenizer yields the same words");
+            let only: Vec<(usize, String)> = analyse(text, Yield::Words).into_iter().map(|t| (t.2, t.3)).collect();
+            let both = terms(text);
+            let words: Vec<(usize, String)> = both.iter().filter(|t| !t.4).map(|t| (t.2, t.3.clone())).collect();
+            assert_eq!(only, words, "the words field's tokenizer yields the same words at the same positions");
+            let derived: Vec<(usize, String)> = both.iter().filter(|t| t.4).map(|t| (t.2, t.3.clone())).collect();
+            let alone: Vec<(usize, String)> = analyse(text, Yield::Derived).into_iter().map(|t| (t.2, t.3)).collect();
+            assert_eq!(alone, derived, "the derived field's tokenizer yields the same derived terms");
         }
         // Every term of a word shares its position; the next word takes the next one.
         let t = terms("parseConfig now");
@@ -368,6 +432,14 @@ mod tests {
         assert!(hits("parse config").contains(&2), "words find the identifier");
         assert!(hits("how is it done?").is_empty(), "stop words and punctuation alone match nothing");
         assert!(hits("AND OR \"( title:").is_empty(), "no query syntax: any text is a valid query");
+    }
+
+    #[test]
+    fn the_stop_words_are_sorted_and_short_enough_to_pack() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+        assert!(STOP_WORDS.iter().all(|w| w.len() <= 8 && is_stop(w)));
+        assert!(!is_stop("a\u{e9}") && !is_stop("andrew") && !is_stop(""));
+        assert!(!is_stop("commit") && !is_stop("shoulder"));
     }
 
     #[test]
