@@ -1,14 +1,21 @@
-//! Recall quality on public retrieval sets nobody here wrote, printed as a table
-//! (`cargo bench --bench quality -- [--data DIR] [--lexical] [--limit N]`).
+//! Recall quality on public sets nobody here wrote, printed as a table
+//! (`cargo bench --bench quality -- [--data DIR] [--statebench DIR] [--lexical] [--limit N]
+//! [--baseline BIN] [--configs neo.recall.fusion=rrf,neo.recall.expand=false]`).
 //!
 //! Sets (see the README in the data directory, by default `../shared/data/retrieval` beside the
 //! repository): SciFact (5,183 abstracts, title as subject, abstract as body; the 809 train
 //! claims; nDCG@10) and CoSQA (6,267 Python functions, the docstring's first line or the first
-//! line as subject, the code as body; the 500 dev queries; MRR@10). For each set it prints
-//! nDCG@10, MRR@10, recall@5 and @10 and the p50 of an in-process recall, for lexical recall
-//! (BM25 with git-neo's analyser, no model) and, unless `--lexical`, for hybrid recall with the
-//! real model, in the same run. Records are written as one import, the way `git neo import`
-//! lands them; the index is built before timing.
+//! line as subject, the code as body; the 500 dev queries; MRR@10); and a conversation per
+//! StateBench split (`../shared/data/statebench`: every timeline a session of `[Dn:t] Name:`
+//! turns, one record per turn; each query's evidence is its session's turns that hold a term the
+//! answer must mention, judged by what a turn says, since templated timelines repeat turns;
+//! recall@5). For each set it prints nDCG@10, MRR@10, recall@5 and @10 and the p50 of one recall,
+//! for lexical recall (BM25 with git-neo's analyser, no model), hybrid recall with the real model
+//! (unless `--lexical`), plain Okapi BM25 (conversations), and with `--baseline BIN` another
+//! git-neo binary's recall through its own server on the same records, and with `--configs` each
+//! listed variant of the recall settings on the same indexes, all in the same run.
+//! Records are written as one import, the way `git neo import` lands them; the index is built
+//! before timing.
 
 mod common;
 
@@ -19,9 +26,11 @@ use git_neo::record::{Fact, FactType, Kind, Payload, Record, RecordId, Timestamp
 use git_neo::store::{Store, StoreOptions};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-/// One document to store and the key it is judged by.
+/// One document to store and the key it is judged by (documents may share a key: turns that say
+/// the same thing).
 struct Doc {
     key: String,
     subject: String,
@@ -114,6 +123,33 @@ fn cosqa(dir: &Path) -> (Vec<Doc>, Vec<Query>) {
     (docs, queries)
 }
 
+/// A StateBench split as one conversation: a record per turn, keyed by what the turn says.
+fn conversation_set(path: &Path) -> (Vec<Doc>, Vec<Query>) {
+    let c = common::conversation::conversation(path, false);
+    let said = |t: &str| t.split_once("] ").map_or(t, |(_, rest)| rest).to_string();
+    let docs = c
+        .turns
+        .iter()
+        .map(|t| {
+            // A subject holds at most 200 characters: a longer turn keeps its whole text as the body.
+            let (subject, body) = match t.char_indices().nth(190) {
+                None => (t.clone(), String::new()),
+                Some((cut, _)) => (format!("{}…", &t[..t[..cut].rfind(' ').unwrap_or(cut)]), t.clone()),
+            };
+            Doc { key: said(t), subject, body }
+        })
+        .collect();
+    let queries = c
+        .questions
+        .iter()
+        .map(|(prompt, evidence)| Query {
+            text: prompt.clone(),
+            relevant: evidence.iter().map(|&i| said(&c.turns[i])).collect(),
+        })
+        .collect();
+    (docs, queries)
+}
+
 /// The documents as one import into a new repository: its directory and record id -> key.
 fn write(root: &Path, name: &str, docs: &[Doc]) -> (PathBuf, HashMap<RecordId, String>) {
     let repo = new_repo(root, name);
@@ -138,37 +174,117 @@ fn write(root: &Path, name: &str, docs: &[Doc]) -> (PathBuf, HashMap<RecordId, S
     (repo, keys)
 }
 
-/// Mean nDCG@10, MRR@10, recall@5, recall@10, and the p50 recall time over `queries`.
-fn score(s: &mut Session, keys: &HashMap<RecordId, String>, queries: &[Query]) -> [f64; 5] {
-    let (mut ndcg, mut mrr, mut r5, mut r10) = (0.0, 0.0, 0.0, 0.0);
+/// nDCG@10, MRR@10, recall@5 and recall@10 of one ranking (keys, best first). A key counts
+/// once, where it first appears.
+fn judge(ranked: &[&str], relevant: &HashSet<String>) -> [f64; 4] {
+    let mut seen = HashSet::new();
+    let gains: Vec<bool> = ranked.iter().take(10).map(|d| relevant.contains(*d) && seen.insert(*d)).collect();
+    let dcg: f64 = gains.iter().enumerate().filter(|(_, g)| **g).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let idcg: f64 = (0..relevant.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
+    let mrr = gains.iter().position(|g| *g).map_or(0.0, |p| 1.0 / (p as f64 + 1.0));
+    let found = |n: usize| gains.iter().take(n).filter(|g| **g).count() as f64 / relevant.len() as f64;
+    [dcg / idcg, mrr, found(5), found(10)]
+}
+
+/// Mean nDCG@10, MRR@10, recall@5, recall@10 over `queries` of the rankings `rank` gives, and
+/// the p50 of its time.
+fn score(queries: &[Query], mut rank: impl FnMut(&str) -> Vec<String>) -> [f64; 5] {
+    let mut sums = [0.0; 4];
     let mut times = Vec::new();
     for q in queries {
-        let query = RecallQuery {
-            query: q.text.clone(),
-            k: 10,
-            budget: 50_000,
-            types: Vec::new(),
-            area: None,
-            as_of: None,
-            front: None,
-        };
         let t = Instant::now();
-        let result = s.recall(&query).expect("recall");
+        let ranked = rank(&q.text);
         times.push(t.elapsed());
-        let ranked: Vec<&str> =
-            result.facts.iter().filter_map(|i| keys.get(&i.id).map(String::as_str)).take(10).collect();
-        let hit = |d: &&str| q.relevant.contains(*d);
-        let dcg: f64 =
-            ranked.iter().enumerate().filter(|(_, d)| hit(d)).map(|(i, _)| 1.0 / (i as f64 + 2.0).log2()).sum();
-        let idcg: f64 = (0..q.relevant.len().min(10)).map(|i| 1.0 / (i as f64 + 2.0).log2()).sum();
-        ndcg += dcg / idcg;
-        mrr += ranked.iter().position(hit).map_or(0.0, |p| 1.0 / (p as f64 + 1.0));
-        let found = |n: usize| ranked.iter().take(n).filter(|d| hit(d)).count() as f64 / q.relevant.len() as f64;
-        r5 += found(5);
-        r10 += found(10);
+        let ranked: Vec<&str> = ranked.iter().map(String::as_str).collect();
+        for (s, v) in sums.iter_mut().zip(judge(&ranked, &q.relevant)) {
+            *s += v;
+        }
     }
     let n = queries.len().max(1) as f64;
-    [ndcg / n, mrr / n, r5 / n, r10 / n, median(times).as_secs_f64() * 1000.0]
+    [sums[0] / n, sums[1] / n, sums[2] / n, sums[3] / n, median(times).as_secs_f64() * 1000.0]
+}
+
+fn query(text: &str) -> RecallQuery {
+    RecallQuery {
+        query: text.to_string(),
+        k: 10,
+        budget: 50_000,
+        types: Vec::new(),
+        area: None,
+        as_of: None,
+        front: None,
+    }
+}
+
+/// In-process recall: the keys of the facts it returns.
+fn ours(s: &mut Session, keys: &HashMap<RecordId, String>, text: &str) -> Vec<String> {
+    let result = s.recall(&query(text)).expect("recall");
+    result.facts.iter().filter_map(|i| keys.get(&i.id).cloned()).take(10).collect()
+}
+
+/// A `git neo` command of another binary, with the model unless `lexical`, in `repo`.
+fn other(exe: &Path, repo: &Path, scratch: &Path, daemon: bool, lexical: bool) -> Command {
+    let mut c = Command::new(exe);
+    c.current_dir(repo)
+        .env("GIT_NEO_DATA_DIR", scratch.join("data"))
+        .env("GIT_NEO_CACHE_DIR", cache_root())
+        .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
+        .env("XDG_RUNTIME_DIR", scratch)
+        .stdin(Stdio::null());
+    if lexical {
+        c.env("GIT_NEO_EMBEDDER", "none");
+    }
+    c
+}
+
+/// Another binary's recall through its own warm server: its index is built first (`reindex`),
+/// then every query is one `git neo recall --json` (a process, as an agent runs it).
+fn baseline(
+    exe: &Path,
+    repo: &Path,
+    scratch: &Path,
+    lexical: bool,
+    keys: &HashMap<RecordId, String>,
+    queries: &[Query],
+) -> [f64; 5] {
+    let status =
+        other(exe, repo, scratch, false, lexical).arg("reindex").stdout(Stdio::null()).status().expect("reindex");
+    assert!(status.success(), "the baseline's reindex failed");
+    let mut server = other(exe, repo, scratch, false, lexical)
+        .args(["daemon", "run", "--idle", "600"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the baseline's server");
+    let start = Instant::now();
+    loop {
+        let out =
+            other(exe, repo, scratch, false, lexical).args(["daemon", "status", "--json"]).output().expect("status");
+        let said = String::from_utf8_lossy(&out.stdout);
+        if said.contains("\"running\": true") && !said.contains("\"warming\": true") {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "the baseline's server did not start");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let result = score(queries, |text| {
+        let out = other(exe, repo, scratch, true, lexical)
+            .args(["recall", text, "--json", "-k", "10", "--budget", "50000"])
+            .output()
+            .expect("recall");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("recall --json");
+        v["facts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|f| keys.get(&RecordId::from_hex(f["id"].as_str()?)?).cloned())
+            .take(10)
+            .collect()
+    });
+    let _ = other(exe, repo, scratch, false, lexical).args(["daemon", "stop"]).status();
+    let _ = server.wait();
+    result
 }
 
 fn session(repo: &Path, embedder: EmbedderChoice) -> Session {
@@ -188,43 +304,80 @@ fn session(repo: &Path, embedder: EmbedderChoice) -> Session {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
-    let data = value("--data")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/retrieval"));
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data");
+    let data = value("--data").map(PathBuf::from).unwrap_or_else(|| shared.join("retrieval"));
+    let statebench = value("--statebench").map(PathBuf::from).unwrap_or_else(|| shared.join("statebench"));
     let limit: usize = value("--limit").and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
     let lexical_only = args.iter().any(|a| a == "--lexical");
+    let base = value("--baseline").map(PathBuf::from);
+    let configs = value("--configs");
     if !data.join("scifact").is_dir() {
         eprintln!("no retrieval sets at {} (give --data DIR)", data.display());
         std::process::exit(2);
     }
     let tmp = tempfile::tempdir().expect("tempdir");
+    let mut sets = vec![("SciFact train", scifact(&data)), ("CoSQA dev", cosqa(&data))];
+    for (name, file) in [
+        ("StateBench train conversation", "train-supersession.jsonl"),
+        ("StateBench dev conversation", "dev-supersession.jsonl"),
+    ] {
+        if statebench.join(file).is_file() {
+            sets.push((name, conversation_set(&statebench.join(file))));
+        }
+    }
     println!("| set | recall | nDCG@10 | MRR@10 | recall@5 | recall@10 | p50 |\n|---|---|---|---|---|---|---|");
-    for (name, (docs, mut queries)) in [("SciFact train", scifact(&data)), ("CoSQA dev", cosqa(&data))] {
+    for (name, (docs, mut queries)) in sets {
         queries.truncate(limit);
         let (repo, keys) = write(tmp.path(), &name.replace(' ', "-"), &docs);
+        let row = |mode: &str, [ndcg, mrr, r5, r10, p50]: [f64; 5]| {
+            println!(
+                "| {name} ({} docs, {} queries) | {mode} | {ndcg:.4} | {mrr:.4} | {r5:.4} | {r10:.4} | {} |",
+                docs.len(),
+                queries.len(),
+                ms(Duration::from_secs_f64(p50 / 1000.0))
+            )
+        };
+        if name.contains("conversation") {
+            let words: Vec<Vec<String>> =
+                docs.iter().map(|d| common::conversation::words(&format!("{} {}", d.subject, d.body))).collect();
+            row(
+                "plain Okapi BM25",
+                score(&queries, |text| {
+                    common::conversation::bm25_top(&words, text, 10).into_iter().map(|i| docs[i].key.clone()).collect()
+                }),
+            );
+        }
         let mut modes = vec![("lexical (BM25, no model)", EmbedderChoice::Off)];
         if !lexical_only {
             modes.push(("hybrid (model)", EmbedderChoice::Model { cache_root: cache_root() }));
         }
         for (mode, choice) in modes {
-            let mut s = session(&repo, choice);
-            // Build the caches first (the embedding is not what is timed).
-            let _ = s.recall(&RecallQuery {
-                query: "warm up".into(),
-                k: 1,
-                budget: 200,
-                types: Vec::new(),
-                area: None,
-                as_of: None,
-                front: None,
-            });
-            let [ndcg, mrr, r5, r10, p50] = score(&mut s, &keys, &queries);
-            println!(
-                "| {name} ({} docs, {} queries) | {mode} | {ndcg:.4} | {mrr:.4} | {r5:.4} | {r10:.4} | {} |",
-                docs.len(),
-                queries.len(),
-                ms(std::time::Duration::from_secs_f64(p50 / 1000.0))
-            );
+            let lexical = matches!(choice, EmbedderChoice::Off);
+            if let Some(exe) = &base {
+                let scratch = tempfile::tempdir().expect("scratch");
+                let label = format!("{mode}, baseline binary through its server");
+                row(&label, baseline(exe, &repo, scratch.path(), lexical, &keys, &queries));
+            }
+            // The defaults, then each `--configs` variant on the same indexes (`key=value`, joined
+            // by `+`), unless lexical (the recall settings tried are the hybrid's).
+            let mut variants = vec![String::new()];
+            if let (Some(list), false) = (&configs, lexical) {
+                variants.extend(list.split(',').map(str::to_string));
+            }
+            for variant in variants {
+                let settings: Vec<(&str, &str)> = variant.split('+').filter_map(|kv| kv.split_once('=')).collect();
+                for (k, v) in &settings {
+                    common::git(&repo, &["config", k, v], None);
+                }
+                let mut s = session(&repo, choice.clone());
+                // Build the caches first (the embedding is not what is timed).
+                let _ = s.recall(&RecallQuery { k: 1, budget: 200, ..query("warm up") });
+                let label = if variant.is_empty() { mode.to_string() } else { format!("{mode}, {variant}") };
+                row(&label, score(&queries, |text| ours(&mut s, &keys, text)));
+                for (k, _) in &settings {
+                    common::git(&repo, &["config", "--unset-all", k], None);
+                }
+            }
         }
     }
 }

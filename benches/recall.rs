@@ -187,6 +187,8 @@ fn main() {
                     now: Timestamp(1_780_000_000),
                     as_of: None,
                     origins: None,
+                    fusion: Default::default(),
+                    expand: false,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
                 lat.push(t.elapsed());

@@ -2,6 +2,8 @@
 //! record builder, medians and formatting. (Not every binary uses every helper.)
 #![allow(dead_code)]
 
+pub mod conversation;
+
 use git_neo::record::{Fact, FactType, Kind, Payload, Record, RecordId, Timestamp};
 use git_neo::store::Identity;
 use std::io::Write;

@@ -4,10 +4,12 @@
 //! a question answered deep inside it cannot find it. A body too long for one window is split on
 //! its markdown structure (pulldown-cmark's top-level blocks: headings, paragraphs, lists, code
 //! blocks, quotes, tables; an oversized list is split between its items, never a code block),
-//! grouped into passages of about [`TARGET_BYTES`]. Each passage starts with the record's subject
+//! grouped into passages of about [`TARGET_BYTES`]. A paragraph longer than that (an abstract,
+//! notes pasted as one block) is cut between its sentences ([`sentences`]), so it becomes
+//! windows of whole sentences rather than one vector of its first 256 tokens. Each passage starts with the record's subject
 //! and the heading it sits under, so it reads on its own, and repeats the previous passage's last
 //! block when that block is short (a little overlap, so a sentence that leads into the next block
-//! is not cut from it). Line ranges are 1-based and inclusive, within the body.
+//! is not cut from it; inside a long paragraph, windows overlap by their boundary sentence). Line ranges are 1-based and inclusive, within the body.
 //!
 //! The split is a function of the text alone, so recall can say which lines matched without
 //! storing them.
@@ -135,6 +137,13 @@ fn blocks(body: &str) -> Vec<Block> {
                     let heading = matches!(tag, TagEnd::Heading(_));
                     match list.take() {
                         Some((s, items)) if range.end - s > TARGET_BYTES && !items.is_empty() => out.extend(items),
+                        _ if matches!(tag, TagEnd::Paragraph) && range.end - start > TARGET_BYTES => {
+                            out.extend(sentences(&body[start..range.end]).map(|(a, b)| Block {
+                                start: start + a,
+                                end: start + b,
+                                heading: false,
+                            }))
+                        }
                         _ => out.push(Block { start, end: range.end, heading }),
                     }
                 }
@@ -145,6 +154,60 @@ fn blocks(body: &str) -> Vec<Block> {
         }
     }
     out
+}
+
+/// The sentences of a paragraph as byte ranges that together cover it: a sentence ends at `.`,
+/// `?` or `!` (and any closing quote or bracket) before white space and a capital, a digit or an
+/// opening bracket, so "e.g. the" and "3.5 mg" do not end one. A paragraph with no such end is
+/// one sentence.
+fn sentences(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while start < bytes.len() {
+            if i >= bytes.len() {
+                let piece = (start, bytes.len());
+                start = bytes.len();
+                return Some(piece);
+            }
+            let b = bytes[i];
+            i += 1;
+            if !matches!(b, b'.' | b'?' | b'!') {
+                continue;
+            }
+            let mut end = i;
+            while end < bytes.len() && matches!(bytes[end], b'"' | b'\'' | b')' | b']') {
+                end += 1;
+            }
+            let mut next = end;
+            while next < bytes.len() && bytes[next].is_ascii_whitespace() {
+                next += 1;
+            }
+            let starts_sentence = next < bytes.len()
+                && (bytes[next].is_ascii_uppercase()
+                    || bytes[next].is_ascii_digit()
+                    || matches!(bytes[next], b'(' | b'"'));
+            if next > end && starts_sentence && !abbreviation(&text[start..i - 1]) {
+                let piece = (start, end);
+                start = next;
+                i = next;
+                return Some(piece);
+            }
+        }
+        None
+    })
+}
+
+/// Whether `before` (the text up to a period) ends in an abbreviation that a number or a name
+/// usually follows ("Fig. 2", "et al. Smith", "Dr. Lee").
+fn abbreviation(before: &str) -> bool {
+    const ABBREVIATIONS: &[&str] = &[
+        "al", "approx", "cf", "dr", "eq", "eqs", "fig", "figs", "mr", "mrs", "ms", "no", "nos", "ref", "refs", "st",
+        "vol", "vs",
+    ];
+    let word = before.rsplit(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or_default();
+    ABBREVIATIONS.iter().any(|a| a.eq_ignore_ascii_case(word))
 }
 
 #[cfg(test)]
@@ -202,6 +265,43 @@ mod tests {
         let passages = split("Multi-byte", &body);
         assert!(passages.len() > 1);
         assert_eq!(passages.last().map(|p| p.lines.1), Some(body.lines().count()));
+    }
+
+    #[test]
+    fn sentences_end_before_a_capital_not_inside_abbreviations_or_numbers() {
+        let text = "Dose was 3.5 mg, e.g. twice. Results (n = 12) held! \"Why?\" Asked. (Fig. 2) ends as Smith et al. 2020 said.";
+        let got: Vec<&str> = sentences(text).map(|(a, b)| &text[a..b]).collect();
+        assert_eq!(
+            got,
+            [
+                "Dose was 3.5 mg, e.g. twice.",
+                "Results (n = 12) held!",
+                "\"Why?\"",
+                "Asked.",
+                "(Fig. 2) ends as Smith et al. 2020 said."
+            ]
+        );
+        assert_eq!(sentences("no end at all").count(), 1);
+        assert_eq!(sentences("").count(), 0);
+    }
+
+    #[test]
+    fn a_long_paragraph_becomes_overlapping_windows_of_whole_sentences() {
+        // One paragraph of 30 sentences, like an abstract: it used to be one passage.
+        let body: String = (0..30).map(|i| format!("Finding {i} holds for the cohort we studied. ")).collect();
+        let passages = split("A study", body.trim());
+        assert!(passages.len() >= 2, "{passages:#?}");
+        for p in &passages {
+            assert!(p.text.starts_with("A study\n"), "every window carries the subject");
+            assert!(p.text.len() <= "A study\n".len() + TARGET_BYTES + 2 * 60, "{}", p.text.len());
+            assert!(p.text.trim_end().ends_with('.'), "whole sentences: {}", p.text);
+            assert_eq!(p.lines, (1, 1), "one line of the body");
+        }
+        for w in passages.windows(2) {
+            let last_sentence = w[0].text.trim_end().rsplit(". ").next().expect("a sentence");
+            assert!(w[1].text.contains(last_sentence), "windows overlap by a sentence");
+        }
+        assert!(passages.last().expect("last").text.contains("Finding 29 holds"), "the windows reach the end");
     }
 
     #[test]
