@@ -28,6 +28,11 @@ pub const OUTCOMES_SURVIVE_COMMITS: &str = "neo.outcomes.surviveCommits";
 /// Whether a write supersedes, by the frame rule, a current fact it updates without a key or an
 /// id (`true` by default; docs/supersession.md).
 pub const UPDATES_FRAME: &str = "neo.updates.frame";
+/// How recall fuses its lexical and vector lists: `weighted` (default), `weighted:W`, `rrf`,
+/// `adaptive` ([`crate::rank::FusionKind::parse`]).
+pub const RECALL_FUSION: &str = "neo.recall.fusion";
+/// Whether recall expands a weak first pass once (`true`, the default, or `false`).
+pub const RECALL_EXPAND: &str = "neo.recall.expand";
 
 /// The team's memory repository: any git URL (a local path too), or `auto` for the convention
 /// on the origin remote's owner ([`crate::scope::org_url_by_convention`]).

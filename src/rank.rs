@@ -1,7 +1,7 @@
 //! PURE. The scoring both ranked searches share (recall over memory, and the Construct's pattern
-//! search): how well a text matches a query from its lexical and vector scores, and how that
-//! relevance is weighed against confidence, successes and age. Lower than both so neither has to
-//! import the other.
+//! search): how well a text matches a query from its lexical and vector scores (the fusion of
+//! the two candidate lists, [`Fusion`]), and how that relevance is weighed against confidence,
+//! successes and age. Lower than both so neither has to import the other.
 
 /// Least cosine similarity for a record found only by vector search to count as a match
 /// (all-MiniLM-L6-v2 puts unrelated sentences mostly below 0.2).
@@ -31,4 +31,160 @@ pub fn relevance(lexical: Option<f32>, best_lexical: f32, similarity: Option<f32
 pub fn score(relevance: f64, confidence: f64, successes: u32, age_days: f64) -> f64 {
     let success = 1.0 + 0.1 * (f64::from(successes) + 1.0).log2().min(3.0);
     relevance * (0.5 + confidence) * success + 0.02 * (-age_days.max(0.0) / 180.0).exp()
+}
+
+/// How recall combines its lexical and vector candidate lists into one relevance (`git config
+/// neo.recall.fusion`; docs/recall.md has the measurements that chose the default).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FusionKind {
+    /// `(1 - w) × cosine + w × bm25 / best bm25`, `w` fixed ([`LEXICAL_WEIGHT`] by default).
+    Weighted(f64),
+    /// Reciprocal-rank fusion: `1/(60 + lexical rank) + 1/(60 + vector rank)`, scaled to 0..1.
+    Rrf,
+    /// [`FusionKind::Weighted`] with a weight read from the query's shape: an identifier-like
+    /// query (`parse_config`, `fooBar`, `a::b`, a short run of code words) leans lexical, a
+    /// question or a long sentence leans on the vectors.
+    Adaptive,
+}
+
+impl FusionKind {
+    /// Parse a configuration value: `weighted`, `weighted:W` (0 ≤ W ≤ 1), `rrf`, `adaptive`.
+    pub fn parse(value: &str) -> Option<FusionKind> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "weighted" => Some(FusionKind::Weighted(LEXICAL_WEIGHT)),
+            "rrf" => Some(FusionKind::Rrf),
+            "adaptive" => Some(FusionKind::Adaptive),
+            v => {
+                let w: f64 = v.strip_prefix("weighted:")?.parse().ok()?;
+                (0.0..=1.0).contains(&w).then_some(FusionKind::Weighted(w))
+            }
+        }
+    }
+}
+
+impl Default for FusionKind {
+    fn default() -> Self {
+        FusionKind::Weighted(LEXICAL_WEIGHT)
+    }
+}
+
+/// The lexical weight [`FusionKind::Adaptive`] gives `query`.
+pub fn adaptive_weight(query: &str) -> f64 {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let code_like = |w: &&str| {
+        w.contains('_')
+            || w.contains("::")
+            || w.contains('(')
+            || w.contains('.') && !w.ends_with('.')
+            || w.chars().skip(1).any(char::is_uppercase) && w.chars().any(char::is_lowercase)
+    };
+    let question = query.trim_end().ends_with('?')
+        || words.first().is_some_and(|w| {
+            ["how", "what", "why", "when", "where", "which", "who", "does", "do", "is", "can", "should"]
+                .contains(&w.to_ascii_lowercase().as_str())
+        });
+    if words.iter().any(code_like) {
+        0.5
+    } else if question || words.len() > 12 {
+        LEXICAL_WEIGHT
+    } else if words.len() <= 4 {
+        0.3
+    } else {
+        0.2
+    }
+}
+
+/// One query's fusion: the kind, and what it normalises by (the best BM25 of the lexical list).
+#[derive(Clone, Copy, Debug)]
+pub struct Fusion {
+    kind: FusionKind,
+    /// The lexical weight, for the weighted kinds.
+    weight: f64,
+    best_lexical: f32,
+    semantic: bool,
+}
+
+impl Fusion {
+    /// The fusion for `query` whose lexical list's best score is `best_lexical`; `semantic` is
+    /// false when there is no vector list (then relevance is the lexical side alone).
+    pub fn new(kind: FusionKind, query: &str, best_lexical: f32, semantic: bool) -> Fusion {
+        let weight = match kind {
+            FusionKind::Weighted(w) => w,
+            FusionKind::Adaptive => adaptive_weight(query),
+            FusionKind::Rrf => 0.0,
+        };
+        Fusion { kind, weight, best_lexical, semantic }
+    }
+
+    pub fn kind(&self) -> FusionKind {
+        self.kind
+    }
+
+    /// The lexical weight this query got (0 for reciprocal-rank fusion).
+    pub fn weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// How well a candidate matches, 0.0 to 1.0, from its BM25 score and rank in the lexical list
+    /// and its cosine similarity and rank in the vector list (each absent when it is not there).
+    pub fn relevance(
+        &self,
+        bm25: Option<f32>,
+        lexical_rank: Option<usize>,
+        cosine: Option<f32>,
+        vector_rank: Option<usize>,
+    ) -> f64 {
+        if !self.semantic {
+            return relevance(bm25, self.best_lexical, None, false);
+        }
+        match self.kind {
+            FusionKind::Rrf => {
+                let rr = |r: Option<usize>| r.map_or(0.0, |r| 1.0 / (61.0 + r as f64));
+                (rr(lexical_rank) + rr(vector_rank)) * 61.0 / 2.0
+            }
+            FusionKind::Weighted(_) | FusionKind::Adaptive => {
+                let lex = match bm25 {
+                    Some(s) if self.best_lexical > 0.0 => f64::from(s / self.best_lexical),
+                    _ => 0.0,
+                };
+                (1.0 - self.weight) * f64::from(cosine.unwrap_or(0.0).max(0.0)) + self.weight * lex
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fusion_kinds_parse_and_refuse_what_they_do_not_know() {
+        assert_eq!(FusionKind::parse("weighted"), Some(FusionKind::Weighted(LEXICAL_WEIGHT)));
+        assert_eq!(FusionKind::parse(" RRF "), Some(FusionKind::Rrf));
+        assert_eq!(FusionKind::parse("weighted:0.3"), Some(FusionKind::Weighted(0.3)));
+        assert_eq!(FusionKind::parse("weighted:1.5"), None);
+        assert_eq!(FusionKind::parse("borda"), None);
+    }
+
+    #[test]
+    fn the_adaptive_weight_leans_lexical_for_identifiers_and_on_vectors_for_questions() {
+        assert_eq!(adaptive_weight("parse_config"), 0.5);
+        assert_eq!(adaptive_weight("where is parseConfig called"), 0.5);
+        assert_eq!(adaptive_weight("how do retries behave under load?"), LEXICAL_WEIGHT);
+        assert!(adaptive_weight("retry budget") > adaptive_weight("the retry budget of the billing service workers"));
+    }
+
+    #[test]
+    fn every_fusion_ranks_a_match_on_both_lists_first_and_stays_within_zero_and_one() {
+        for kind in [FusionKind::default(), FusionKind::Rrf, FusionKind::Adaptive, FusionKind::Weighted(0.5)] {
+            let f = Fusion::new(kind, "retry budget", 10.0, true);
+            let both = f.relevance(Some(10.0), Some(0), Some(0.8), Some(0));
+            let lexical = f.relevance(Some(10.0), Some(0), None, None);
+            let vector = f.relevance(None, None, Some(0.8), Some(1));
+            assert!(both > lexical && both > vector, "{kind:?}");
+            assert!((0.0..=1.0).contains(&both), "{kind:?}: {both}");
+        }
+        let lexical_only = Fusion::new(FusionKind::Rrf, "q", 4.0, false);
+        assert_eq!(lexical_only.relevance(Some(2.0), Some(3), None, None), 0.5, "no vectors: BM25 / best");
+    }
 }

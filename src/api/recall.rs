@@ -190,6 +190,62 @@ fn merge_hits<T: Copy>(lists: Vec<Vec<(RecordId, f32, T)>>, limit: usize) -> Vec
     all
 }
 
+/// Both candidate lists, and what expanded them.
+type Candidates = (Vec<(RecordId, f32)>, Vec<(RecordId, f32, usize)>, Option<crate::recall::expand::Expansion>);
+
+/// The candidate lists again, expanded once, when the first pass is weak
+/// ([`crate::recall::expand`]): the lexical query gains words of the vector side's best records,
+/// the query vector moves towards the lexical side's best records' vectors. One more lexical and
+/// one more vector query, no embedding.
+fn expand(
+    parts: &[Part<'_>],
+    state: &State,
+    query: &str,
+    query_vector: &[f32],
+    lexical: Vec<(RecordId, f32)>,
+    vector: Vec<(RecordId, f32, usize)>,
+) -> Result<Candidates> {
+    use crate::recall::expand as x;
+    let pairs: Vec<(RecordId, f32)> = vector.iter().map(|(id, s, _)| (*id, *s)).collect();
+    let Some(reason) = x::weak(&lexical, &pairs) else { return Ok((lexical, vector, None)) };
+    let words = |text: &str| -> Vec<String> {
+        crate::index::lexical::terms(text).into_iter().filter(|t| !t.4).map(|t| t.3).collect()
+    };
+    let texts: Vec<Vec<String>> = vector
+        .iter()
+        .take(x::FEEDBACK)
+        .filter_map(|(id, _, _)| state.entries.get(id))
+        .filter_map(|e| crate::index::index_text(&e.record))
+        .map(|t| words(&t))
+        .collect();
+    let terms = x::feedback_terms(&words(query), &texts, |w| {
+        let mut total = (0, 0);
+        for p in parts {
+            let (df, n) = p.indexes.doc_freq(w).ok()?;
+            total = (total.0 + df, total.1 + n);
+        }
+        Some(total)
+    });
+    let feedback: Vec<Vec<f32>> = lexical
+        .iter()
+        .take(x::FEEDBACK)
+        .filter_map(|(id, _)| {
+            let passage = vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2);
+            parts.iter().find_map(|p| p.indexes.passage_vector(*id, passage))
+        })
+        .collect();
+    let moved = x::rocchio(query_vector, &feedback);
+    let (mut lex, mut vec) = (Vec::new(), Vec::new());
+    for p in parts {
+        let hits = p.indexes.search_lexical_expanded(query, &terms, crate::recall::CANDIDATES)?;
+        lex.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
+        vec.push(p.indexes.search_passages(&moved, crate::recall::CANDIDATES)?);
+    }
+    let lexical = merge_hits(lex, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
+    let expansion = x::Expansion { reason, terms: terms.into_iter().map(|t| t.0).collect(), feedback: feedback.len() };
+    Ok((lexical, merge_hits(vec, crate::recall::CANDIDATES), Some(expansion)))
+}
+
 /// Recall over `parts` (one or more scopes) ranked together. With several scopes, `union` is the
 /// fold of all their records and the scope each record came from; attempts' freshness is told
 /// against the first part's repository (the project's).
@@ -222,12 +278,16 @@ pub fn recall_parts(
         }
         _ => (Vec::new(), false, None),
     };
-    let passage_of: std::collections::HashMap<RecordId, usize> = vector.iter().map(|(id, _, p)| (*id, *p)).collect();
-    let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
     let (state, origins) = match union {
         Some((state, origins)) => (state, Some(origins)),
         None => (&first.memory.state, None),
     };
+    let (lexical, vector, expanded) = match &query_vector {
+        Some((_, q)) if req.expand => expand(parts, state, &req.query, q, lexical, vector)?,
+        _ => (lexical, vector, None),
+    };
+    let passage_of: std::collections::HashMap<RecordId, usize> = vector.iter().map(|(id, _, p)| (*id, *p)).collect();
+    let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
     let single_scope = match parts {
         [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
         _ => None,
@@ -250,6 +310,7 @@ pub fn recall_parts(
     };
     let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
     out.query_vector = query_vector;
+    out.expanded = expanded;
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
     for item in
         out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)

@@ -340,7 +340,30 @@ impl Lexical {
     /// BM25 search: every term the query's text yields is one clause of an OR query, on the
     /// field of its kind; a derived term's at [`STEM_WEIGHT`].
     pub fn search(&self, query: &str, limit: usize) -> tantivy::Result<Vec<(u64, f32)>> {
+        self.search_expanded(query, &[], limit)
+    }
+
+    /// How many documents hold `word` (as written) and how many there are: what an expansion
+    /// weighs a feedback word's rarity by.
+    pub fn doc_freq(&self, word: &str) -> tantivy::Result<(u64, u64)> {
+        let searcher = self.reader.searcher();
+        Ok((searcher.doc_freq(&Term::from_field_text(self.text, word))?, searcher.num_docs()))
+    }
+
+    /// [`Lexical::search`] with `extra` words (as written, each with its own boost) added to
+    /// the OR query: a pseudo-relevance feedback expansion.
+    pub fn search_expanded(
+        &self,
+        query: &str,
+        extra: &[(String, f32)],
+        limit: usize,
+    ) -> tantivy::Result<Vec<(u64, f32)>> {
         let mut seen = std::collections::HashSet::new();
+        let extra = extra.iter().map(|(w, boost)| {
+            let q: Box<dyn Query> =
+                Box::new(TermQuery::new(Term::from_field_text(self.text, w), IndexRecordOption::WithFreqs));
+            (Occur::Should, Box::new(BoostQuery::new(q, *boost)) as Box<dyn Query>)
+        });
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms(query)
             .into_iter()
             .filter(|t| seen.insert((t.3.clone(), t.4)))
@@ -351,6 +374,7 @@ impl Lexical {
                 let q: Box<dyn Query> = if derived { Box::new(BoostQuery::new(q, STEM_WEIGHT)) } else { q };
                 (Occur::Should, q)
             })
+            .chain(extra)
             .collect();
         if clauses.is_empty() {
             return Ok(Vec::new());

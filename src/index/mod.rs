@@ -467,6 +467,30 @@ impl Indexes {
         self.ids.get(key as usize).copied()
     }
 
+    /// The vector of passage `passage` of record `id` (none without vectors, or when it is not
+    /// indexed).
+    pub fn passage_vector(&self, id: RecordId, passage: usize) -> Option<Vec<f32>> {
+        let v = self.vectors.as_ref()?;
+        let ordinal = self.ids.iter().position(|x| *x == id)?;
+        v.get(vectors::key(ordinal as u64, passage))
+    }
+
+    /// [`lexical::Lexical::doc_freq`] of this index.
+    pub fn doc_freq(&self, word: &str) -> Result<(u64, u64), IndexError> {
+        self.lexical.doc_freq(word).map_err(|e| cache_err(&self.dir, e))
+    }
+
+    /// [`Indexes::search_lexical`] with feedback words ([`lexical::Lexical::search_expanded`]).
+    pub fn search_lexical_expanded(
+        &self,
+        query: &str,
+        extra: &[(String, f32)],
+        limit: usize,
+    ) -> Result<Vec<(RecordId, f32)>, IndexError> {
+        let hits = self.lexical.search_expanded(query, extra, limit).map_err(|e| cache_err(&self.dir, e))?;
+        Ok(hits.into_iter().filter_map(|(k, s)| self.id_of(k).map(|id| (id, s))).collect())
+    }
+
     /// Lexical candidates: (record id, BM25 score), best first.
     pub fn search_lexical(&self, query: &str, limit: usize) -> Result<Vec<(RecordId, f32)>, IndexError> {
         let hits = self.lexical.search(query, limit).map_err(|e| cache_err(&self.dir, e))?;

@@ -23,14 +23,19 @@ pub fn rank_flat(
     let vector = if mode == Mode::Lexical { &[][..] } else { vector };
     let ranks = ranks_of(lexical, vector);
     let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
-    let semantic = mode != Mode::Lexical;
+    let fusion = Fusion::new(FusionKind::default(), "", best_lexical, mode != Mode::Lexical);
     let mut scored: Vec<(f64, RecordId)> = ranks
         .iter()
         .filter_map(|(id, r)| {
             let e = state.entries.get(id)?;
             let age = (now.0 - e.record.created_at.0) as f64 / 86_400.0;
             Some((
-                score(relevance(r.bm25, best_lexical, r.similarity, semantic), e.confidence.as_f64(), e.successes, age),
+                score(
+                    fusion.relevance(r.bm25, r.lexical, r.similarity, r.vector),
+                    e.confidence.as_f64(),
+                    e.successes,
+                    age,
+                ),
                 *id,
             ))
         })

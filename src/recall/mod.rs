@@ -13,11 +13,12 @@
 
 pub mod conflicts;
 mod eval;
+pub mod expand;
 pub mod render;
 
 pub use eval::{metrics, rank_flat, Mode};
 
-pub use crate::rank::{relevance, score, LEXICAL_WEIGHT, MIN_SIMILARITY};
+pub use crate::rank::{relevance, score, Fusion, FusionKind, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
 use crate::scope::Scope;
 use crate::state::{Entry, State, Status};
@@ -52,6 +53,10 @@ pub struct Request {
     /// from the project). Current facts sharing a key with a fact of a stronger scope
     /// ([`crate::scope::Scope::priority`]) are left out, constraints excepted.
     pub origins: Option<Arc<HashMap<RecordId, Scope>>>,
+    /// How the lexical and vector lists are combined (`neo.recall.fusion`).
+    pub fusion: FusionKind,
+    /// Whether a weak first pass is expanded once ([`expand`]; `neo.recall.expand`, default on).
+    pub expand: bool,
 }
 
 /// One recalled record.
@@ -181,6 +186,10 @@ pub struct Recall {
     /// Curated patterns from the Construct that match, after the project's own memory.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub construct: Vec<crate::construct::Hit>,
+    /// Set when the first pass was weak and recall expanded the query once ([`expand`]): why,
+    /// and with what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expanded: Option<expand::Expansion>,
     /// The embedded query (model id, vector), so the Construct search does not embed it again.
     #[serde(skip)]
     pub query_vector: Option<(String, Vec<f32>)>,
@@ -280,7 +289,7 @@ fn ranks_of(lexical: &[(RecordId, f32)], vector: &[(RecordId, f32)]) -> Ranks {
     ranks
 }
 
-fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool, now: Timestamp) -> Item {
+fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -> Item {
     let Rank { lexical: lexical_rank, vector: vector_rank, similarity, bm25 } = rank;
     let (fact_type, subject, area, task, check) = match &e.record.payload {
         Payload::Fact(f) => (Some(f.fact_type), f.subject.clone(), f.scope.clone(), None, None),
@@ -312,7 +321,7 @@ fn item(e: &Entry, state: &State, rank: Rank, best_lexical: f32, semantic: bool,
         status: e.status,
         confidence,
         successes: e.successes,
-        score: score(relevance(bm25, best_lexical, similarity, semantic), confidence, e.successes, age_days),
+        score: score(fusion.relevance(bm25, lexical_rank, similarity, vector_rank), confidence, e.successes, age_days),
         lexical_rank,
         vector_rank,
         similarity,
@@ -411,6 +420,7 @@ pub fn recall(
 ) -> Recall {
     let ranks = ranks_of(lexical, vector);
     let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
+    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic);
     let type_ok = |e: &Entry| match e.record.as_fact() {
         Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
         None => req.types.is_empty(),
@@ -430,7 +440,7 @@ pub fn recall(
         // Vector search always returns neighbours, related or not: a record that only the vector
         // side found must be at least somewhat similar to count as a match.
         .filter(|(_, rank)| rank.lexical.is_some() || rank.similarity.is_some_and(|s| s >= MIN_SIMILARITY))
-        .map(|(e, rank)| item(e, state, rank, best_lexical, semantic, req.now))
+        .map(|(e, rank)| item(e, state, rank, &fusion, req.now))
         .collect();
     matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 
@@ -452,7 +462,7 @@ pub fn recall(
             let rank = ranks.get(&e.id).copied().unwrap_or_default();
             let age = (req.now.0 - e.record.created_at.0) as f64 / 86_400.0;
             let s = score(
-                relevance(rank.bm25, best_lexical, rank.similarity, semantic),
+                fusion.relevance(rank.bm25, rank.lexical, rank.similarity, rank.vector),
                 e.confidence.as_f64(),
                 e.successes,
                 age,
@@ -491,7 +501,7 @@ pub fn recall(
     let best_constraint = constraint_entries
         .iter()
         .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
-        .map(|(_, e, r)| item(e, state, *r, best_lexical, semantic, req.now));
+        .map(|(_, e, r)| item(e, state, *r, &fusion, req.now));
     let best = facts.first().or(best_constraint.as_ref());
     let best_similarity = vector.first().map(|(_, s)| *s);
     let familiarity = match (best, best_similarity) {
@@ -530,7 +540,7 @@ pub fn recall(
         let t = (e.record.summary().len() + e.record.body.trim_end().len() + 60) / 4;
         if used + t <= req.budget * 2 / 3 {
             used += t;
-            constraints.push(item(e, state, rank, best_lexical, semantic, req.now));
+            constraints.push(item(e, state, rank, &fusion, req.now));
         } else {
             cut += 1;
         }
@@ -560,6 +570,7 @@ pub fn recall(
         scopes: Vec::new(),
         documents: Vec::new(),
         construct: Vec::new(),
+        expanded: None,
         query_vector: None,
         candidates: [lexical.len(), vector.len()],
         vectors_pending: false,

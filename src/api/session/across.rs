@@ -208,6 +208,22 @@ impl Session {
                 })?,
             }),
         };
+        let fusion = match memory.store().config_value(crate::config::RECALL_FUSION) {
+            None => crate::rank::FusionKind::default(),
+            Some(v) => crate::rank::FusionKind::parse(&v).ok_or_else(|| {
+                Error::invalid(
+                    crate::config::RECALL_FUSION,
+                    format!("{v:?} is not a fusion: use weighted, weighted:W (W from 0 to 1), rrf or adaptive"),
+                )
+            })?,
+        };
+        let expand = match memory.store().config_value(crate::config::RECALL_EXPAND).as_deref().map(str::trim) {
+            None | Some("true" | "yes" | "on" | "1") => true,
+            Some("false" | "no" | "off" | "0") => false,
+            Some(v) => {
+                return Err(Error::invalid(crate::config::RECALL_EXPAND, format!("{v:?} is not true or false")));
+            }
+        };
         for scope in &scopes {
             let part = self.parts.get_mut(scope).expect("read by recall_scopes");
             let memory = part.memory.as_ref().expect("read by recall_scopes");
@@ -226,6 +242,8 @@ impl Session {
             now,
             as_of,
             origins: None,
+            fusion,
+            expand,
         };
         let parts: Vec<crate::api::recall::Part<'_>> = scopes
             .iter()
