@@ -299,3 +299,24 @@ fn a_long_fact_is_found_by_a_passage_deep_in_its_body_and_says_which_lines() {
         "a short fact has no passage: {r}"
     );
 }
+
+/// The analyser without a model: a word finds its inflections, an identifier finds its words.
+#[test]
+fn without_a_model_commit_finds_small_commits_and_parse_config_finds_parse_the_config() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let commits = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Keep small commits"]);
+    let config = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "We parse the config once at start"]);
+    sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Invoices are emailed monthly"]);
+    let ids = |query: &str| -> Vec<String> {
+        let out = recall(&sb, &repo, "none", &[query, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let r = json(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(r["semantic"], false);
+        r["facts"].as_array().expect("facts").iter().map(|f| f["id"].as_str().unwrap_or_default().to_string()).collect()
+    };
+    assert_eq!(ids("commit"), [commits.clone()], "\"commit\" finds \"small commits\"");
+    assert_eq!(ids("parse_config"), [config.clone()], "parse_config finds \"parse the config\"");
+    assert_eq!(ids("parseConfig"), [config], "so does parseConfig");
+    assert!(ids("commit").iter().all(|i| *i == commits));
+}
