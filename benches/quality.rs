@@ -1,6 +1,6 @@
 //! Recall quality on public sets nobody here wrote, printed as a table
 //! (`cargo bench --bench quality -- [--data DIR] [--statebench DIR] [--lexical] [--limit N]
-//! [--baseline BIN] [--configs neo.recall.fusion=rrf,neo.recall.expand=false]`).
+//! [--baseline BIN] [--configs neo.recall.fusion=rrf,neo.recall.expand=false] [--keep DIR]`).
 //!
 //! Sets (see the README in the data directory, by default `../shared/data/retrieval` beside the
 //! repository): SciFact (5,183 abstracts, title as subject, abstract as body; the 809 train
@@ -15,7 +15,7 @@
 //! git-neo binary's recall through its own server on the same records, and with `--configs` each
 //! listed variant of the recall settings on the same indexes, all in the same run.
 //! Records are written as one import, the way `git neo import` lands them; the index is built
-//! before timing.
+//! before timing. `--keep DIR` keeps the repositories and their caches there for the next run.
 
 mod common;
 
@@ -51,7 +51,7 @@ fn clean(s: &str) -> String {
 /// A subject line: one line, at most 190 characters, cut at a character boundary.
 fn line(s: &str) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    let cut: String = one.chars().take(190).collect();
+    let cut: String = one.chars().take(190).collect::<String>().trim_end().to_string();
     if cut.is_empty() {
         "untitled".into()
     } else {
@@ -152,7 +152,10 @@ fn conversation_set(path: &Path) -> (Vec<Doc>, Vec<Query>) {
 
 /// The documents as one import into a new repository: its directory and record id -> key.
 fn write(root: &Path, name: &str, docs: &[Doc]) -> (PathBuf, HashMap<RecordId, String>) {
-    let repo = new_repo(root, name);
+    // A repository kept from an earlier run (`--keep DIR`) is reused with its caches: the records
+    // are the same (fixed times, content-addressed), so only their ids are needed.
+    let kept = root.join(name).join(".git").is_dir();
+    let repo = if kept { root.join(name) } else { new_repo(root, name) };
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let mut keys = HashMap::new();
     let mut batch = Vec::new();
@@ -168,7 +171,7 @@ fn write(root: &Path, name: &str, docs: &[Doc]) -> (PathBuf, HashMap<RecordId, S
         keys.insert(id, d.key.clone());
         batch.push((Kind::Fact, id, bytes));
     }
-    for chunk in batch.chunks(5_000) {
+    for chunk in batch.chunks(5_000).filter(|_| !kept) {
         store.write_records(chunk, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
     }
     (repo, keys)
@@ -316,6 +319,8 @@ fn main() {
         std::process::exit(2);
     }
     let tmp = tempfile::tempdir().expect("tempdir");
+    let root = value("--keep").map(PathBuf::from).unwrap_or_else(|| tmp.path().to_path_buf());
+    std::fs::create_dir_all(&root).expect("the --keep directory");
     let mut sets = vec![("SciFact train", scifact(&data)), ("CoSQA dev", cosqa(&data))];
     for (name, file) in [
         ("StateBench train conversation", "train-supersession.jsonl"),
@@ -328,7 +333,7 @@ fn main() {
     println!("| set | recall | nDCG@10 | MRR@10 | recall@5 | recall@10 | p50 |\n|---|---|---|---|---|---|---|");
     for (name, (docs, mut queries)) in sets {
         queries.truncate(limit);
-        let (repo, keys) = write(tmp.path(), &name.replace(' ', "-"), &docs);
+        let (repo, keys) = write(&root, &name.replace(' ', "-"), &docs);
         let row = |mode: &str, [ndcg, mrr, r5, r10, p50]: [f64; 5]| {
             println!(
                 "| {name} ({} docs, {} queries) | {mode} | {ndcg:.4} | {mrr:.4} | {r5:.4} | {r10:.4} | {} |",

@@ -118,6 +118,11 @@ pub struct Item {
     /// Sections of ingested documents the fact cites.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cites: Vec<Cited>,
+    /// Other current facts that say the same words, numbers and markers aside (the same line
+    /// said in several sessions, `[D3:1]` and `[D9:1]`), folded into this one so that they do not
+    /// fill the answer with copies ([`same_words`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_words: Vec<RecordId>,
 }
 
 /// Which passage of a long body matched the query.
@@ -337,6 +342,7 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         linked: Vec::new(),
         passage: None,
         cites: cited(e, state),
+        same_words: Vec::new(),
     }
 }
 
@@ -409,6 +415,19 @@ fn tokens(i: &Item) -> usize {
     (i.subject.len() + i.body.len() + 60 + i.replaced_by.iter().map(|r| r.reason.len() + 40).sum::<usize>()) / 4
 }
 
+/// What a fact says, for folding copies: its subject's and body's words as the lexical index
+/// reads them, without the words that hold a digit (turn and record markers, dates, counts), in
+/// order. `None` for a fact of fewer than three such words, which is too short to call a copy.
+pub fn same_words(item: &Item) -> Option<String> {
+    let text = format!("{}\n{}", item.subject, item.body);
+    let words: Vec<String> = crate::index::lexical::terms(&text)
+        .into_iter()
+        .filter(|t| !t.4 && !t.3.chars().any(|c| c.is_ascii_digit()))
+        .map(|t| t.3)
+        .collect();
+    (words.len() >= 3).then(|| words.join(" "))
+}
+
 /// Rank `state`'s records for `req` from the two candidate lists (record id, raw score), best
 /// first; `vector` is empty when no model is available.
 pub fn recall(
@@ -476,13 +495,26 @@ pub fn recall(
     let mut known_unknowns = Vec::new();
     let mut invalidated = Vec::new();
     let mut best_attempt: BTreeMap<String, Item> = BTreeMap::new();
+    // What each shown fact says (its words), to fold the facts that say it again.
+    let mut said: HashMap<String, usize> = HashMap::new();
     for it in matched {
         match (it.kind, it.status, it.fact_type) {
             // Outside its validity window a fact is not true now: it goes with the invalidated.
             (Kind::Fact, Status::Valid, _) if it.window.is_some() => invalidated.push(it),
             (Kind::Fact, Status::Valid, Some(FactType::Constraint)) => {}
             (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
-            (Kind::Fact, Status::Valid, _) => facts.push(it),
+            // Past `k` the facts are cut anyway: their words are not read.
+            (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
+            (Kind::Fact, Status::Valid, _) => match same_words(&it) {
+                Some(words) => match said.get(&words) {
+                    Some(&shown) => facts[shown].same_words.push(it.id),
+                    None => {
+                        said.insert(words, facts.len());
+                        facts.push(it);
+                    }
+                },
+                None => facts.push(it),
+            },
             (Kind::Fact, Status::Superseded | Status::Outdated, _) => invalidated.push(it),
             (Kind::Attempt, _, _) => {
                 let task = it.task.clone().unwrap_or_default();
@@ -605,4 +637,56 @@ fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashSe
         *best = (*best).max(*p);
     }
     keyed.into_iter().filter(|(key, p, _)| strongest[key] > *p).map(|(_, _, id)| id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Fact, Record};
+
+    fn fact(subject: &str, at: i64) -> (RecordId, Record) {
+        let r = Record {
+            kind: Kind::Fact,
+            payload: Payload::Fact(Fact::new(FactType::Decision, subject.to_string())),
+            author: "T <t@example.com>".into(),
+            created_at: Timestamp(1_770_000_000 + at),
+            body: String::new(),
+        };
+        (r.encode().0, r)
+    }
+
+    #[test]
+    fn facts_that_say_the_same_words_are_shown_once_with_the_others_named() {
+        let records = [
+            fact("[D1:1] Jordan: Let me update you on the launch timeline.", 0),
+            fact("[D2:1] Jordan: Let me update you on the launch timeline.", 1),
+            fact("[D3:1] Jordan: Let me update you on the launch timeline.", 2),
+            fact("[D1:3] Jordan: The final launch date is Monday March 18th.", 3),
+            fact("Migration 42 adds a launch table", 4),
+            fact("Migration 43 drops the launch table", 5),
+        ];
+        let ids: Vec<RecordId> = records.iter().map(|r| r.0).collect();
+        let state = crate::state::fold(records.clone());
+        let lexical: Vec<(RecordId, f32)> = ids.iter().map(|id| (*id, 5.0)).collect();
+        let req = Request {
+            query: "launch".into(),
+            k: 5,
+            budget: 10_000,
+            types: Vec::new(),
+            area: None,
+            now: Timestamp(1_780_000_000),
+            as_of: None,
+            origins: None,
+            fusion: FusionKind::default(),
+            expand: false,
+        };
+        let out = recall(&state, &req, &lexical, &[], false);
+        let shown: Vec<RecordId> = out.facts.iter().map(|f| f.id).collect();
+        assert_eq!(shown.len(), 4, "three copies are one: {shown:?}");
+        let copy = out.facts.iter().find(|f| f.subject.contains("update you")).expect("the line");
+        assert_eq!(copy.same_words.len(), 2, "the other two are named");
+        assert!(shown.contains(&ids[3]) && shown.contains(&ids[4]) && shown.contains(&ids[5]), "different words stay");
+        let md = render::markdown(&out);
+        assert!(md.contains("also said in the same words by"), "{md}");
+    }
 }

@@ -49,6 +49,12 @@ fn extras(s: &mut String, i: &Item) {
     for r in &i.needs_review {
         let _ = writeln!(s, "  - ⚠ needs review: {}", md(r));
     }
+    if !i.same_words.is_empty() {
+        let ids: Vec<String> = i.same_words.iter().take(8).map(|id| format!("`{}`", id.short())).collect();
+        let more = i.same_words.len().saturating_sub(8);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let _ = writeln!(s, "  - also said in the same words by {}{more}", ids.join(", "));
+    }
     for l in &i.linked {
         let status =
             if l.status == crate::state::Status::Valid { String::new() } else { format!(" ({})", l.status.as_str()) };
