@@ -39,6 +39,9 @@ pub fn score(relevance: f64, confidence: f64, successes: u32, age_days: f64) -> 
 pub enum FusionKind {
     /// `(1 - w) × cosine + w × bm25 / best bm25`, `w` fixed ([`LEXICAL_WEIGHT`] by default).
     Weighted(f64),
+    /// A convex combination of min-max normalised scores: `(1 - w) × (cos - worst) / (best -
+    /// worst) + w × (bm25 - worst) / (best - worst)`, each side over its own candidate list.
+    Convex(f64),
     /// Reciprocal-rank fusion: `1/(60 + lexical rank) + 1/(60 + vector rank)`, scaled to 0..1.
     Rrf,
     /// [`FusionKind::Weighted`] with a weight read from the query's shape: an identifier-like
@@ -48,15 +51,21 @@ pub enum FusionKind {
 }
 
 impl FusionKind {
-    /// Parse a configuration value: `weighted`, `weighted:W` (0 ≤ W ≤ 1), `rrf`, `adaptive`.
+    /// Parse a configuration value: `weighted`, `weighted:W`, `convex:W` (0 ≤ W ≤ 1), `rrf`,
+    /// `adaptive`.
     pub fn parse(value: &str) -> Option<FusionKind> {
         match value.trim().to_ascii_lowercase().as_str() {
             "weighted" => Some(FusionKind::Weighted(LEXICAL_WEIGHT)),
             "rrf" => Some(FusionKind::Rrf),
             "adaptive" => Some(FusionKind::Adaptive),
             v => {
-                let w: f64 = v.strip_prefix("weighted:")?.parse().ok()?;
-                (0.0..=1.0).contains(&w).then_some(FusionKind::Weighted(w))
+                let (name, w) = v.split_once(':')?;
+                let w: f64 = w.parse().ok().filter(|w| (0.0..=1.0).contains(w))?;
+                match name {
+                    "weighted" => Some(FusionKind::Weighted(w)),
+                    "convex" => Some(FusionKind::Convex(w)),
+                    _ => None,
+                }
             }
         }
     }
@@ -94,7 +103,7 @@ pub fn adaptive_weight(query: &str) -> f64 {
     }
 }
 
-/// One query's fusion: the kind, and what it normalises by (the best BM25 of the lexical list).
+/// One query's fusion: the kind, and what it normalises by (each list's best and worst score).
 #[derive(Clone, Copy, Debug)]
 pub struct Fusion {
     kind: FusionKind,
@@ -102,6 +111,8 @@ pub struct Fusion {
     weight: f64,
     best_lexical: f32,
     semantic: bool,
+    /// (worst BM25, best cosine, worst cosine) of the candidate lists, for [`FusionKind::Convex`].
+    ranges: (f32, f32, f32),
 }
 
 impl Fusion {
@@ -109,11 +120,17 @@ impl Fusion {
     /// false when there is no vector list (then relevance is the lexical side alone).
     pub fn new(kind: FusionKind, query: &str, best_lexical: f32, semantic: bool) -> Fusion {
         let weight = match kind {
-            FusionKind::Weighted(w) => w,
+            FusionKind::Weighted(w) | FusionKind::Convex(w) => w,
             FusionKind::Adaptive => adaptive_weight(query),
             FusionKind::Rrf => 0.0,
         };
-        Fusion { kind, weight, best_lexical, semantic }
+        Fusion { kind, weight, best_lexical, semantic, ranges: (0.0, 1.0, 0.0) }
+    }
+
+    /// With the lists' other ends, which [`FusionKind::Convex`] normalises by: the worst BM25
+    /// of the lexical list and the best and worst cosine of the vector list.
+    pub fn with_ranges(self, worst_lexical: f32, best_cosine: f32, worst_cosine: f32) -> Fusion {
+        Fusion { ranges: (worst_lexical, best_cosine, worst_cosine), ..self }
     }
 
     pub fn kind(&self) -> FusionKind {
@@ -138,6 +155,15 @@ impl Fusion {
             return relevance(bm25, self.best_lexical, None, false);
         }
         match self.kind {
+            FusionKind::Convex(w) => {
+                let (worst_lex, best_cos, worst_cos) = self.ranges;
+                let norm = |x: Option<f32>, lo: f32, hi: f32| match x {
+                    Some(x) if hi > lo => f64::from(((x - lo) / (hi - lo)).clamp(0.0, 1.0)),
+                    Some(_) => 1.0,
+                    None => 0.0,
+                };
+                (1.0 - w) * norm(cosine, worst_cos, best_cos) + w * norm(bm25, worst_lex, self.best_lexical)
+            }
             FusionKind::Rrf => {
                 let rr = |r: Option<usize>| r.map_or(0.0, |r| 1.0 / (61.0 + r as f64));
                 (rr(lexical_rank) + rr(vector_rank)) * 61.0 / 2.0
@@ -163,6 +189,8 @@ mod tests {
         assert_eq!(FusionKind::parse(" RRF "), Some(FusionKind::Rrf));
         assert_eq!(FusionKind::parse("weighted:0.3"), Some(FusionKind::Weighted(0.3)));
         assert_eq!(FusionKind::parse("weighted:1.5"), None);
+        assert_eq!(FusionKind::parse("convex:0.4"), Some(FusionKind::Convex(0.4)));
+        assert_eq!(FusionKind::parse("rrf:0.4"), None);
         assert_eq!(FusionKind::parse("borda"), None);
     }
 
@@ -176,8 +204,8 @@ mod tests {
 
     #[test]
     fn every_fusion_ranks_a_match_on_both_lists_first_and_stays_within_zero_and_one() {
-        for kind in [FusionKind::default(), FusionKind::Rrf, FusionKind::Adaptive, FusionKind::Weighted(0.5)] {
-            let f = Fusion::new(kind, "retry budget", 10.0, true);
+        for kind in [FusionKind::default(), FusionKind::Rrf, FusionKind::Adaptive, FusionKind::Convex(0.5)] {
+            let f = Fusion::new(kind, "retry budget", 10.0, true).with_ranges(1.0, 0.8, 0.2);
             let both = f.relevance(Some(10.0), Some(0), Some(0.8), Some(0));
             let lexical = f.relevance(Some(10.0), Some(0), None, None);
             let vector = f.relevance(None, None, Some(0.8), Some(1));

@@ -439,7 +439,11 @@ pub fn recall(
 ) -> Recall {
     let ranks = ranks_of(lexical, vector);
     let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
-    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic);
+    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic).with_ranges(
+        lexical.last().map_or(0.0, |l| l.1),
+        vector.first().map_or(1.0, |v| v.1),
+        vector.last().map_or(0.0, |v| v.1),
+    );
     let type_ok = |e: &Entry| match e.record.as_fact() {
         Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
         None => req.types.is_empty(),
