@@ -188,7 +188,7 @@ fn main() {
                     as_of: None,
                     origins: None,
                     fusion: Default::default(),
-                    expand: false,
+                    expand: git_neo::recall::expand::When::Never,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
                 lat.push(t.elapsed());

@@ -31,7 +31,8 @@ pub const UPDATES_FRAME: &str = "neo.updates.frame";
 /// How recall fuses its lexical and vector lists: `weighted` (default), `weighted:W`, `rrf`,
 /// `adaptive` ([`crate::rank::FusionKind::parse`]).
 pub const RECALL_FUSION: &str = "neo.recall.fusion";
-/// Whether recall expands a weak first pass once (`true`, the default, or `false`).
+/// When recall expands a first pass once: `true` (a weak one), `disagreement` (only when the
+/// lexical and vector lists disagree) or `false`.
 pub const RECALL_EXPAND: &str = "neo.recall.expand";
 
 /// The team's memory repository: any git URL (a local path too), or `auto` for the convention

@@ -200,14 +200,15 @@ type Candidates = (Vec<(RecordId, f32)>, Vec<(RecordId, f32, usize)>, Option<cra
 fn expand(
     parts: &[Part<'_>],
     state: &State,
-    query: &str,
+    req: &crate::recall::Request,
     query_vector: &[f32],
     lexical: Vec<(RecordId, f32)>,
     vector: Vec<(RecordId, f32, usize)>,
 ) -> Result<Candidates> {
     use crate::recall::expand as x;
     let pairs: Vec<(RecordId, f32)> = vector.iter().map(|(id, s, _)| (*id, *s)).collect();
-    let Some(reason) = x::weak(&lexical, &pairs) else { return Ok((lexical, vector, None)) };
+    let query = req.query.as_str();
+    let Some(reason) = x::weak(req.expand, &lexical, &pairs) else { return Ok((lexical, vector, None)) };
     let words = |text: &str| -> Vec<String> {
         crate::index::lexical::terms(text).into_iter().filter(|t| !t.4).map(|t| t.3).collect()
     };
@@ -283,7 +284,7 @@ pub fn recall_parts(
         None => (&first.memory.state, None),
     };
     let (lexical, vector, expanded) = match &query_vector {
-        Some((_, q)) if req.expand => expand(parts, state, &req.query, q, lexical, vector)?,
+        Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),
     };
     let passage_of: std::collections::HashMap<RecordId, usize> = vector.iter().map(|(id, _, p)| (*id, *p)).collect();

@@ -41,10 +41,38 @@ pub struct Expansion {
     pub feedback: usize,
 }
 
-/// Why the first pass (lexical and vector candidates, best first) is weak, if it is.
-pub fn weak<T: PartialEq>(lexical: &[(T, f32)], vector: &[(T, f32)]) -> Option<String> {
+/// When recall expands (`neo.recall.expand`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum When {
+    /// Never.
+    Never,
+    /// When the first pass is weak by either test of [`weak`].
+    #[default]
+    Weak,
+    /// Only when the two lists disagree (not for a low best cosine alone).
+    Disagreement,
+}
+
+impl When {
+    /// Parse a configuration value: `true`/`weak`, `false`/`never`, `disagreement`.
+    pub fn parse(value: &str) -> Option<When> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" | "weak" => Some(When::Weak),
+            "false" | "no" | "off" | "0" | "never" => Some(When::Never),
+            "disagreement" => Some(When::Disagreement),
+            _ => None,
+        }
+    }
+}
+
+/// Why the first pass (lexical and vector candidates, best first) is weak, if it is, by the
+/// tests `when` applies.
+pub fn weak<T: PartialEq>(when: When, lexical: &[(T, f32)], vector: &[(T, f32)]) -> Option<String> {
     let best = vector.first()?.1;
-    if best < WEAK_COSINE {
+    if when == When::Never {
+        return None;
+    }
+    if best < WEAK_COSINE && when == When::Weak {
         return Some(format!("the best vector match has cosine {best:.2}, below {WEAK_COSINE}"));
     }
     if lexical.is_empty() {
@@ -113,12 +141,17 @@ mod tests {
     #[test]
     fn a_pass_is_weak_when_the_vectors_find_nothing_close_or_the_indexes_disagree() {
         let list = |ids: &[u8], s: f32| ids.iter().map(|&i| (i, s)).collect::<Vec<_>>();
-        assert!(weak(&list(&[1, 2, 3], 9.0), &list(&[1, 2, 4], 0.7)).is_none(), "they agree and match well");
-        let low = weak(&list(&[1, 2], 9.0), &list(&[1, 2], 0.3)).expect("weak");
+        let w = When::Weak;
+        assert!(weak(w, &list(&[1, 2, 3], 9.0), &list(&[1, 2, 4], 0.7)).is_none(), "they agree and match well");
+        let low = weak(w, &list(&[1, 2], 9.0), &list(&[1, 2], 0.3)).expect("weak");
         assert!(low.contains("0.30"), "{low}");
-        let apart = weak(&list(&[1, 2, 3], 9.0), &list(&[4, 5, 6], 0.8)).expect("weak");
+        assert!(weak(When::Disagreement, &list(&[1, 2], 9.0), &list(&[1, 2], 0.3)).is_none(), "low alone");
+        let apart = weak(When::Disagreement, &list(&[1, 2, 3], 9.0), &list(&[4, 5, 6], 0.8)).expect("weak");
         assert!(apart.contains("share 0"), "{apart}");
-        assert!(weak::<u8>(&list(&[1], 9.0), &[]).is_none(), "no vectors: nothing to expand against");
+        assert!(weak(When::Never, &list(&[1], 9.0), &list(&[4], 0.1)).is_none());
+        assert!(weak::<u8>(w, &list(&[1], 9.0), &[]).is_none(), "no vectors: nothing to expand against");
+        assert_eq!(When::parse("disagreement"), Some(When::Disagreement));
+        assert_eq!(When::parse("maybe"), None);
     }
 
     #[test]

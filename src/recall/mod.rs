@@ -55,8 +55,8 @@ pub struct Request {
     pub origins: Option<Arc<HashMap<RecordId, Scope>>>,
     /// How the lexical and vector lists are combined (`neo.recall.fusion`).
     pub fusion: FusionKind,
-    /// Whether a weak first pass is expanded once ([`expand`]; `neo.recall.expand`, default on).
-    pub expand: bool,
+    /// When a first pass is expanded once ([`expand`]; `neo.recall.expand`).
+    pub expand: expand::When,
 }
 
 /// One recalled record.
@@ -682,7 +682,7 @@ mod tests {
             as_of: None,
             origins: None,
             fusion: FusionKind::default(),
-            expand: false,
+            expand: expand::When::Never,
         };
         let out = recall(&state, &req, &lexical, &[], false);
         let shown: Vec<RecordId> = out.facts.iter().map(|f| f.id).collect();

@@ -217,12 +217,11 @@ impl Session {
                 )
             })?,
         };
-        let expand = match memory.store().config_value(crate::config::RECALL_EXPAND).as_deref().map(str::trim) {
-            None | Some("true" | "yes" | "on" | "1") => true,
-            Some("false" | "no" | "off" | "0") => false,
-            Some(v) => {
-                return Err(Error::invalid(crate::config::RECALL_EXPAND, format!("{v:?} is not true or false")));
-            }
+        let expand = match memory.store().config_value(crate::config::RECALL_EXPAND) {
+            None => crate::recall::expand::When::default(),
+            Some(v) => crate::recall::expand::When::parse(&v).ok_or_else(|| {
+                Error::invalid(crate::config::RECALL_EXPAND, format!("{v:?} is not one of true, false, disagreement"))
+            })?,
         };
         for scope in &scopes {
             let part = self.parts.get_mut(scope).expect("read by recall_scopes");
