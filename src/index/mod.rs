@@ -500,15 +500,21 @@ impl Indexes {
     /// Vector candidates: (record id, cosine similarity of its best passage), best first; empty
     /// without vectors.
     pub fn search_vectors(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32)>, IndexError> {
-        Ok(self.search_passages(query, limit)?.into_iter().map(|(id, s, _)| (id, s)).collect())
+        Ok(self.passages(query, limit, false)?.into_iter().map(|(id, s, _)| (id, s)).collect())
     }
 
-    /// [`Indexes::search_vectors`] with the number of the passage that matched best.
+    /// Recall's vector candidates: [`Indexes::search_vectors`] with the number of the passage
+    /// that matched best, exact in a small index ([`vectors::Vectors::search_best`]).
     pub fn search_passages(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32, usize)>, IndexError> {
+        self.passages(query, limit, true)
+    }
+
+    fn passages(&self, query: &[f32], limit: usize, best: bool) -> Result<Vec<(RecordId, f32, usize)>, IndexError> {
         let Some(v) = &self.vectors else { return Ok(Vec::new()) };
         // Several passages of one record may come back: ask for more, keep each record's best.
         let want = limit.saturating_mul(2).max(limit + 16);
-        let hits = v.search(query, want).map_err(|e| cache_err(&self.dir, e))?;
+        let hits = if best { v.search_best(query, want) } else { v.search(query, want) };
+        let hits = hits.map_err(|e| cache_err(&self.dir, e))?;
         let mut seen = HashSet::new();
         let mut out = Vec::with_capacity(limit);
         for (key, s) in hits {
