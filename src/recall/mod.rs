@@ -2,11 +2,14 @@
 //!
 //! Ranking (documented in docs/recall.md):
 //! - Candidates: the top [`CANDIDATES`] of the lexical index (BM25) and of the vector index.
-//! - Relevance: with vectors `0.9 × cosine + 0.1 × bm25 / best bm25`, lexical only `bm25 / best bm25`.
+//! - Relevance: the query's [`Fusion`] of the two lists (by default, with vectors `0.9 × cosine +
+//!   0.1 × bm25 / best bm25`, lexical only `bm25 / best bm25`). A weak first pass is expanded
+//!   once before ranking ([`expand`], run by the caller, which owns the indexes).
 //! - Score: `relevance × (0.5 + confidence) × (1 + 0.1 × min(log2(1 + successes), 3))
 //!   + 0.02 × exp(-age_days / 180)`.
 //! - Layers: constraints (every valid constraint, the matching ones first, at most 2/3 of the
-//!   budget), relevant facts, attempts (best match per task), invalidated facts that match (with
+//!   budget), relevant facts (those that say the same words folded into one, [`same_words`]),
+//!   attempts (best match per task), invalidated facts that match (with
 //!   what replaced them and why), known unknowns.
 //! - Budget: tokens are estimated as characters / 4; items that do not fit are counted and the
 //!   output says how many were cut.
