@@ -292,7 +292,8 @@ fn main() {
             // Build (or rebuild) the caches this binary reads, and warm the page cache.
             let mut c = neo(exe, &repo, false, &run);
             c.args(["reindex"]);
-            ok(c);
+            let reindex = ok(c);
+            println!("| {n} | {name} | `git neo reindex`, own process | {} | every record embedded |", ms(reindex));
             let (recall, add) = recall_and_add(exe, &repo, false, &run, &mut next, rounds);
             println!("| {n} | {name} | `git neo recall`, own process | {} | |", ms(recall));
             println!("| {n} | {name} | `git neo add`, own process | {} | similarity check included |", ms(add));

@@ -19,7 +19,8 @@
 //! reversed; and text nobody here wrote, the opening sentences of the READMEs in the cargo
 //! registry cache, each crate's in one memory (the same topic, often the same name): any frame
 //! supersession among them is false (similarity ones, near-duplicate sentences, are counted apart).
-//! Then the negative corpus (`-- --negatives-only` for it alone, `-- --conversations-only` for the conversations): README sentences and CHANGELOG
+//! Then the negative corpus (`-- --negatives-only` for it alone, `-- --conversations-only` for the
+//! conversations, `-- --tables-only` for the timelines; any of them together): README sentences and CHANGELOG
 //! lines of every crate in the registry cache, the StateBench facts that replace nothing, and, with
 //! `GIT_NEO_DIALOGUE=DIR` (`scripts/dialogue-corpus.sh`), a public dialogue added turn by turn with
 //! and without turn markers: pairs, frame and similarity supersessions, the share of additions
@@ -401,15 +402,18 @@ fn main() {
             panic!("the model is needed (scripts/install-model.sh): {why}");
         });
     let tmp = tempfile::tempdir().expect("tempdir");
-    let only = |part: &str| args.iter().any(|a| a == part);
-    let all = !only("--negatives-only") && !only("--conversations-only");
-    if all {
+    // `--tables-only`, `--conversations-only` and `--negatives-only` choose parts (any
+    // together); none of them runs all three.
+    let parts = ["--tables-only", "--conversations-only", "--negatives-only"];
+    let chosen: Vec<&str> = parts.into_iter().filter(|p| args.iter().any(|a| a == p)).collect();
+    let run = |part: &str| chosen.is_empty() || chosen.contains(&part);
+    if run("--tables-only") {
         embedder = statebench_tables(&splits, embedder, tmp.path(), pairs);
     }
-    if all || only("--conversations-only") {
+    if run("--conversations-only") {
         embedder = conversations(&splits, embedder, tmp.path());
     }
-    if all || only("--negatives-only") {
+    if run("--negatives-only") {
         negatives(&splits, embedder, tmp.path(), pairs);
     }
 }
