@@ -79,7 +79,11 @@ pub fn weak<T: PartialEq>(when: When, lexical: &[(T, f32)], vector: &[(T, f32)])
         return None;
     }
     let shared = vector.iter().take(10).filter(|(v, _)| lexical.iter().take(10).any(|(l, _)| l == v)).count();
-    (shared < AGREEMENT).then(|| format!("the lexical and vector top ten share {shared} of their records"))
+    // A list shorter than the agreement asked for (a small memory, a rare word) agrees as much
+    // as it can when all of it is shared: one lexical match that the vectors also rank is no
+    // disagreement.
+    let needed = AGREEMENT.min(lexical.len().min(10)).min(vector.len().min(10));
+    (shared < needed).then(|| format!("the lexical and vector top ten share {shared} of their records"))
 }
 
 /// The feedback words for `query` from `texts` (the feedback records' words as written), each
@@ -148,6 +152,11 @@ mod tests {
         assert!(weak(When::Disagreement, &list(&[1, 2], 9.0), &list(&[1, 2], 0.3)).is_none(), "low alone");
         let apart = weak(When::Disagreement, &list(&[1, 2, 3], 9.0), &list(&[4, 5, 6], 0.8)).expect("weak");
         assert!(apart.contains("share 0"), "{apart}");
+        // One lexical match that the vectors also found is all the agreement a list of one holds;
+        // one they did not find is a disagreement.
+        assert!(weak(w, &list(&[5], 9.0), &list(&[4, 5, 6], 0.8)).is_none(), "a short list that agrees");
+        let lone = weak(w, &list(&[7], 9.0), &list(&[4, 5, 6], 0.8)).expect("weak");
+        assert!(lone.contains("share 0"), "{lone}");
         assert!(weak(When::Never, &list(&[1], 9.0), &list(&[4], 0.1)).is_none());
         assert!(weak::<u8>(w, &list(&[1], 9.0), &[]).is_none(), "no vectors: nothing to expand against");
         assert_eq!(When::parse("disagreement"), Some(When::Disagreement));

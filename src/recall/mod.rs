@@ -503,7 +503,8 @@ pub fn recall(
     let mut invalidated = Vec::new();
     let mut best_attempt: BTreeMap<String, Item> = BTreeMap::new();
     // What each shown fact says (its words), to fold the facts that say it again.
-    let mut said: HashMap<String, usize> = HashMap::new();
+    let mut said: HashMap<(u8, String), usize> = HashMap::new();
+    let origin_of = |id: RecordId| req.origins.as_ref().and_then(|o| o.get(&id)).map_or(2, Scope::priority);
     for it in matched {
         match (it.kind, it.status, it.fact_type) {
             // Outside its validity window a fact is not true now: it goes with the invalidated.
@@ -512,11 +513,13 @@ pub fn recall(
             (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
             // Past `k` the facts are cut anyway: their words are not read.
             (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
-            (Kind::Fact, Status::Valid, _) => match same_words(&it) {
-                Some(words) => match said.get(&words) {
+            // Copies are folded within one scope only: each scope is a source of its own, and
+            // the reader is told where every answer came from.
+            (Kind::Fact, Status::Valid, _) => match same_words(&it).map(|w| (origin_of(it.id), w)) {
+                Some(said_where) => match said.get(&said_where) {
                     Some(&shown) => facts[shown].same_words.push(it.id),
                     None => {
-                        said.insert(words, facts.len());
+                        said.insert(said_where, facts.len());
                         facts.push(it);
                     }
                 },

@@ -231,7 +231,7 @@ fn recall_json_shape_is_pinned() {
             shape.push_str(&format!("{layer}: {} | {}\n", item["subject"].as_str().unwrap_or(""), keys(item)));
         }
     }
-    let expected = "top: attempts,budget,constraints,cut,facts,familiarity,invalidated,known_unknowns,query,scopes,semantic,tokens
+    let expected = "top: attempts,budget,constraints,cut,expanded,facts,familiarity,invalidated,known_unknowns,query,scopes,semantic,tokens
 familiarity: best_confidence,best_similarity,level
 constraints: Never call the payments API from tests | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
 facts: Payments go through the ledger service | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
