@@ -227,6 +227,9 @@ fn expand(
         }
         Some(total)
     });
+    // The lexical side's best records are feedback only where the vectors do not call them
+    // unrelated: a paraphrase shares no words with its answer, and its lexical top three are
+    // then incidental matches that would pull the query away from what it means.
     let feedback: Vec<Vec<f32>> = lexical
         .iter()
         .take(x::FEEDBACK)
@@ -234,6 +237,7 @@ fn expand(
             let passage = vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2);
             parts.iter().find_map(|p| p.indexes.passage_vector(*id, passage))
         })
+        .filter(|v| x::cosine(query_vector, v) >= crate::recall::MIN_SIMILARITY)
         .collect();
     let moved = x::rocchio(query_vector, &feedback);
     let (mut lex, mut vec) = (Vec::new(), Vec::new());
