@@ -101,9 +101,9 @@ fn add_and_import_decide_alike() {
 }
 
 /// Re-adding a stored fact with a key records the key, so the next fact with that key replaces
-/// it; the area is a label, not a scope: the same thing in another area is still the same thing.
+/// it; the same thing in another area is a second fact, never replaced, and the writer is told.
 #[test]
-fn a_key_attaches_on_re_add_and_areas_do_not_split_a_thing() {
+fn a_key_attaches_on_re_add_and_another_area_is_told_not_replaced() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let first = add(&sb, &repo, &at(0), &["-t", "decision", "-s", "Deploys go to Heroku"]);
