@@ -53,8 +53,21 @@ const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs", "src/cl
 /// The pure modules (docs/ARCHITECTURE.md): they compute, and never name the store, whatever
 /// their layer.
 const PURE: &[&str] = &[
-    "record", "markdown", "rank", "frame", "layout", "setup", "scope", "report", "config", "redact",
-    "instructions", "foreign", "state", "recall", "curate",
+    "record",
+    "markdown",
+    "rank",
+    "frame",
+    "layout",
+    "setup",
+    "scope",
+    "report",
+    "config",
+    "redact",
+    "instructions",
+    "foreign",
+    "state",
+    "recall",
+    "curate",
 ];
 
 /// Reading the environment: `std::env::` items other than these are reads of the user's
@@ -203,7 +216,9 @@ impl Checker<'_> {
                 }
             }
         }
-        if (first == "crate" || first == "git_neo") && segs.get(1).is_some_and(|t| t == "store") && PURE.contains(&module)
+        if (first == "crate" || first == "git_neo")
+            && segs.get(1).is_some_and(|t| t == "store")
+            && PURE.contains(&module)
         {
             self.problem(line, format!("{module} is pure and names store; take what it needs as an argument"));
         }
@@ -232,7 +247,9 @@ impl Checker<'_> {
     fn resolve(&self, path: &syn::Path) -> Vec<String> {
         let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
         match segs.first().and_then(|f| self.aliases.get(f)) {
-            Some(full) if path.leading_colon.is_none() => full.iter().cloned().chain(segs[1..].iter().cloned()).collect(),
+            Some(full) if path.leading_colon.is_none() => {
+                full.iter().cloned().chain(segs[1..].iter().cloned()).collect()
+            }
             _ => segs,
         }
     }
@@ -278,9 +295,9 @@ impl<'ast> Visit<'ast> for Checker<'_> {
             self.problem(line, format!("prints ({name}!) outside src/cli/"));
         }
         // The arguments of `format!`-like macros are expressions: check them too.
-        if let Ok(args) = mac.parse_body_with(
-            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
-        ) {
+        if let Ok(args) =
+            mac.parse_body_with(syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated)
+        {
             for e in &args {
                 self.visit_expr(e);
             }
