@@ -78,7 +78,7 @@ pub enum Error {
 
     /// A derived cache (index) could not be built or read, or the embedding model failed.
     #[error(transparent)]
-    Index(#[from] crate::index::IndexError),
+    Index(#[from] IndexError),
 
     /// A record was written to a shared scope's local copy but could not be shared (its remote
     /// did not answer, or refused): nothing is lost, a later sync shares it.
@@ -94,6 +94,31 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Errors from the derived caches ([`crate::index`]). Most are handled by rebuilding; these are
+/// what is left. Defined here, not in the index, so that this module depends on nothing above
+/// it (`tests/it/boundaries.rs`).
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("index cache {path}: {message}")]
+    Cache { path: String, message: String },
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+/// Errors from loading or running an embedding model ([`crate::embed`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// Model or runtime files are not installed.
+    #[error("the embedding model is not installed (missing: {}); run scripts/install-model.sh to enable semantic recall", missing.join(", "))]
+    NotInstalled { missing: Vec<String> },
+    /// ONNX Runtime could not be loaded from the given library.
+    #[error("cannot load ONNX Runtime from {path}: {message}")]
+    Runtime { path: String, message: String },
+    /// The model could not be loaded or run.
+    #[error("embedding model: {0}")]
+    Model(String),
 }
 
 /// What kind of failure an [`Error`] is, so callers can choose a remedy (and the CLI an exit code).

@@ -15,19 +15,8 @@ pub use memo::Memo;
 
 use std::path::{Path, PathBuf};
 
-/// Errors from loading or running an embedding model.
-#[derive(Debug, thiserror::Error)]
-pub enum EmbedError {
-    /// Model or runtime files are not installed.
-    #[error("the embedding model is not installed (missing: {}); run scripts/install-model.sh to enable semantic recall", missing.join(", "))]
-    NotInstalled { missing: Vec<String> },
-    /// ONNX Runtime could not be loaded from the given library.
-    #[error("cannot load ONNX Runtime from {path}: {message}")]
-    Runtime { path: String, message: String },
-    /// The model could not be loaded or run.
-    #[error("embedding model: {0}")]
-    Model(String),
-}
+// The error type lives with the library's other errors, which depend on nothing above them.
+pub use crate::error::EmbedError;
 
 /// Turns texts into unit-length vectors.
 pub trait Embedder: Send {

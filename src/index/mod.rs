@@ -19,7 +19,7 @@ mod vectors;
 pub use lexical::Lexical;
 pub use vectors::{key as vector_key, split_key, Vectors};
 
-use crate::embed::{EmbedError, Embedder};
+use crate::embed::Embedder;
 use crate::record::{Payload, Record, RecordId};
 use crate::state::State;
 use serde::{Deserialize, Serialize};
@@ -40,14 +40,8 @@ const SAVE_EVERY: usize = 2_048;
 /// Search width of a near-duplicate scan ([`Indexes::near_pairs`]); recall uses a wider one.
 pub const NEAR_WIDTH: usize = 48;
 
-/// Errors from the caches. Most are handled by rebuilding; these are what is left.
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error("index cache {path}: {message}")]
-    Cache { path: String, message: String },
-    #[error(transparent)]
-    Embed(#[from] EmbedError),
-}
+// The error type lives with the library's other errors, which depend on nothing above them.
+pub use crate::error::IndexError;
 
 /// What a cache reflects.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 //! Unit tests of the caches: interrupted builds and catch-up.
 use super::*;
-use crate::embed::HashEmbedder;
+use crate::embed::{EmbedError, HashEmbedder};
 use crate::record::{Fact, FactType, Kind, Timestamp};
 
 fn fact(i: usize) -> (RecordId, Record) {

@@ -10,7 +10,8 @@
 //! - Only `src/store/` names `gix`.
 //! - Processes are spawned (`std::process::Command`) in the documented places only ([`SPAWNERS`]).
 //! - No `unwrap()` outside tests.
-//! - No module imports a layer above it ([`LAYERS`]); `error` is shared by all.
+//! - No module imports a layer above it ([`LAYERS`]); `error` is shared by all and names no
+//!   module but `record`; no pure module ([`PURE`]) names `store`.
 //! - Nothing stray at the repository root (a committed wheel, a scratch file).
 
 use std::collections::{BTreeMap, HashMap};
@@ -222,6 +223,10 @@ impl Checker<'_> {
         {
             self.problem(line, format!("{module} is pure and names store; take what it needs as an argument"));
         }
+        // The errors are shared by every layer, so they depend on none but the records' own.
+        if module == "error" && (first == "crate" || first == "git_neo") && segs.get(1).is_some_and(|t| t != "record") {
+            self.problem(line, format!("error names {}; the errors may depend on record only", segs[1]));
+        }
         if first == "gix" && module != "store" {
             self.problem(line, "names gix outside src/store/; re-export what is needed from store".into());
         }
@@ -401,6 +406,7 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     );
     write("src/store/mod.rs", "use gix::ObjectId;\n// println! in a comment is fine\n");
     write("src/api/attempts.rs", "fn f() { std::process::Command::new(\"sh\"); }\n");
+    write("src/error.rs", "use crate::record::Problems;\npub enum E { A(crate::index::IndexError) }\n");
     write("thing.whl", "");
     let found = problems(root);
     let has = |needle: &str| found.iter().any(|p| p.contains(needle));
@@ -414,8 +420,9 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     assert!(has("src/index/vectors.rs:4: prints (std::io::stdout)"), "{found:#?}");
     assert!(has("src/index/vectors.rs:5: reads the environment (std::env::var)"), "{found:#?}");
     assert!(has("src/index/vectors.rs:5: unwrap()"), "{found:#?}");
+    assert!(has("src/error.rs:2: error names index"), "{found:#?}");
     assert!(has("thing.whl: stray file"), "{found:#?}");
     // Allowed: the store naming gix, a comment, the test module, attempts spawning its check,
     // and `use std::env` itself (naming the module reads nothing; `env::var` does).
-    assert_eq!(found.len(), 11, "{found:#?}");
+    assert_eq!(found.len(), 12, "{found:#?}");
 }
