@@ -16,6 +16,9 @@
 //! recall` (the first, which starts the server), then a second and, once the server is up, a
 //! warm one through it.
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 
 use common::{cache_root, fact, git, median, ms, new_repo, subject, who, W};

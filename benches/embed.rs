@@ -13,6 +13,9 @@
 //! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 use std::process::Command;
 use std::time::Instant;
 

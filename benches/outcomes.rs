@@ -6,6 +6,9 @@
 //! writes the outcomes), and the latency `git neo hooks install` adds to `git commit` (p50 of 15
 //! commits with and without the hooks, in the same run).
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 
 use common::{git_with, median, ms};

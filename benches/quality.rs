@@ -17,6 +17,9 @@
 //! Records are written as one import, the way `git neo import` lands them; the index is built
 //! before timing. `--keep DIR` keeps the repositories and their caches there for the next run.
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 
 use common::{cache_root, median, ms, new_repo, who};

@@ -6,6 +6,9 @@
 //! recall@10 against exact search. Once: embedding throughput through git-neo against raw
 //! fastembed in the same run.
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 
 use common::{cache_root, fact, git, median, ms, W};

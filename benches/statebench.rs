@@ -29,6 +29,9 @@
 //! how many turns stay valid, and evidence recall@5 (the question's own turns that hold a term
 //! its answer must mention) beside plain BM25 over the same turns.
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 use common::conversation::{bm25_top, conversation, strings, words};
 

@@ -7,6 +7,9 @@
 //! - whole-process add: the `git neo add` binary vs the same plumbing write.
 //! - fold: load (read + hash + parse, in parallel) and fold of 10k and 100k packed records.
 
+// Tests and benches print, read the environment and run processes freely (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
+
 mod common;
 
 use common::{fact, git, median, new_repo, who};

@@ -187,7 +187,7 @@ fn socket_for(dir: &Path, ref_name: Option<&str>, env: Env) -> Option<(PathBuf, 
     // request whose configuration differs from the one it started with).
     for (k, v) in super::gitconfig::variables(env) {
         h.update(k.as_bytes());
-        h.update(&[b'=']);
+        h.update(b"=");
         h.update(v.as_bytes());
         h.update(&[0]);
     }

@@ -282,10 +282,7 @@ impl Store {
     /// written to a temporary file and moved into place whole, so a crash leaves no half pack, and
     /// blobs are content-addressed, so a pack holding objects the repository already has is
     /// harmless. Only blobs the repository lacks go in.
-    fn write_blobs_packed(
-        &self,
-        records: &[(Kind, RecordId, Vec<u8>)],
-    ) -> Result<(Vec<(String, ObjectId)>, Option<std::path::PathBuf>)> {
+    fn write_blobs_packed(&self, records: &[(Kind, RecordId, Vec<u8>)]) -> Result<PackedBlobs> {
         use std::io::Write;
         let hash = self.repo.object_hash();
         let mut blobs = Vec::with_capacity(records.len());
@@ -554,6 +551,9 @@ impl Store {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 }
+
+/// The blobs a large write packed (tree path, blob id) and the pack it wrote, if any.
+type PackedBlobs = (Vec<(String, ObjectId)>, Option<std::path::PathBuf>);
 
 #[cfg(test)]
 mod tests {

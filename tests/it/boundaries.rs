@@ -82,6 +82,7 @@ const ROOT_ENTRIES: &[&str] = &[
     ".gitignore",
     "Cargo.lock",
     "Cargo.toml",
+    "clippy.toml",
     "README.md",
     "benches",
     "construct",

@@ -315,8 +315,8 @@ fn without_a_model_commit_finds_small_commits_and_parse_config_finds_parse_the_c
         assert_eq!(r["semantic"], false);
         r["facts"].as_array().expect("facts").iter().map(|f| f["id"].as_str().unwrap_or_default().to_string()).collect()
     };
-    assert_eq!(ids("commit"), [commits.clone()], "\"commit\" finds \"small commits\"");
-    assert_eq!(ids("parse_config"), [config.clone()], "parse_config finds \"parse the config\"");
+    assert_eq!(ids("commit"), std::slice::from_ref(&commits), "\"commit\" finds \"small commits\"");
+    assert_eq!(ids("parse_config"), std::slice::from_ref(&config), "parse_config finds \"parse the config\"");
     assert_eq!(ids("parseConfig"), [config], "so does parseConfig");
     assert!(ids("commit").iter().all(|i| *i == commits));
 }
