@@ -10,66 +10,44 @@
 //! - Only `src/store/` names `gix`.
 //! - Processes are spawned (`std::process::Command`) in the documented places only ([`SPAWNERS`]).
 //! - No `unwrap()` outside tests.
-//! - No module imports a layer above it ([`LAYERS`]); `error` is shared by all and names no
-//!   module but `record`; no pure module ([`PURE`]) names `store`.
+//! - No module imports a layer above it (the layers table of docs/ARCHITECTURE.md, [`layer_table`]);
+//!   `error` is shared by all and names no module but `record`; no pure module names `store`.
 //! - Nothing stray at the repository root (a committed wheel, a scratch file).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use syn::visit::Visit;
 
-/// Each top-level module's layer: a module may import only modules of a lower layer (and
-/// `error`, which every layer shares). Pure leaves at the bottom, the front ends at the top.
-const LAYERS: &[(&str, u8)] = &[
-    ("record", 0),
-    ("markdown", 0),
-    ("rank", 0),
-    ("frame", 0),
-    ("layout", 0),
-    ("setup", 0),
-    ("scope", 0),
-    ("report", 0),
-    ("config", 1),
-    ("redact", 1),
-    ("instructions", 1),
-    ("foreign", 1),
-    ("embed", 1),
-    ("store", 2),
-    ("state", 2),
-    ("index", 3),
-    ("outcomes", 3),
-    ("curate", 3),
-    ("construct", 4),
-    ("recall", 5),
-    ("api", 6),
-    ("mcp", 7),
-    ("cli", 8),
-    ("main", 9),
-];
+/// Each top-level module's layer and whether it is pure, from the table in
+/// docs/ARCHITECTURE.md (the rows after its `<!-- layers -->` marker): a module may import only
+/// modules of a lower layer (and `error`, which every layer shares). Pure leaves at the bottom,
+/// the front ends at the top.
+fn layer_table(root: &Path) -> Result<Vec<(String, u8, bool)>, String> {
+    let doc =
+        std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).map_err(|e| format!("docs/ARCHITECTURE.md: {e}"))?;
+    let start = doc.find("<!-- layers:").ok_or("docs/ARCHITECTURE.md: no `<!-- layers: … -->` table")?;
+    let mut out = Vec::new();
+    for line in doc[start..].lines().skip(1) {
+        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
+        if !line.trim_start().starts_with('|') {
+            if out.is_empty() {
+                continue;
+            }
+            break;
+        }
+        let (Some(module), Some(layer)) = (cells.first(), cells.get(1)) else { continue };
+        let Ok(layer) = layer.parse::<u8>() else { continue };
+        out.push((module.trim_matches('`').to_string(), layer, cells.get(2).is_some_and(|k| *k == "pure")));
+    }
+    if out.is_empty() {
+        return Err("docs/ARCHITECTURE.md: the layers table has no rows".into());
+    }
+    Ok(out)
+}
 
 /// Where a process may be spawned: git (store), an attempt's own check (api/attempts), and the
 /// background server a command starts for the next one (cli/daemon).
 const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs", "src/cli/daemon.rs"];
-
-/// The pure modules (docs/ARCHITECTURE.md): they compute, and never name the store, whatever
-/// their layer.
-const PURE: &[&str] = &[
-    "record",
-    "markdown",
-    "rank",
-    "frame",
-    "layout",
-    "setup",
-    "scope",
-    "report",
-    "config",
-    "redact",
-    "instructions",
-    "foreign",
-    "state",
-    "recall",
-    "curate",
-];
 
 /// Reading the environment: `std::env::` items other than these are reads of the user's
 /// environment (or changes to it), which only the front end may do.
@@ -189,7 +167,8 @@ fn use_paths(prefix: &mut Vec<String>, tree: &syn::UseTree, out: &mut Vec<(Vec<S
 struct Checker<'a> {
     rel: &'a str,
     module: &'a str,
-    layers: &'a BTreeMap<&'static str, u8>,
+    layers: &'a BTreeMap<String, u8>,
+    pure: &'a [String],
     aliases: HashMap<String, Vec<String>>,
     out: &'a mut Vec<String>,
 }
@@ -220,7 +199,7 @@ impl Checker<'_> {
         }
         if (first == "crate" || first == "git_neo")
             && segs.get(1).is_some_and(|t| t == "store")
-            && PURE.contains(&module)
+            && self.pure.iter().any(|p| p == module)
         {
             self.problem(line, format!("{module} is pure and names store; take what it needs as an argument"));
         }
@@ -343,8 +322,16 @@ fn aliases(file: &syn::File) -> HashMap<String, Vec<String>> {
 
 /// Every boundary problem under `root` (a checkout), as `path:line: what`.
 pub fn problems(root: &Path) -> Vec<String> {
-    let layers: BTreeMap<&'static str, u8> = LAYERS.iter().copied().collect();
     let mut out = Vec::new();
+    let table = match layer_table(root) {
+        Ok(t) => t,
+        Err(e) => {
+            out.push(e);
+            Vec::new()
+        }
+    };
+    let layers: BTreeMap<String, u8> = table.iter().map(|(m, l, _)| (m.clone(), *l)).collect();
+    let pure: Vec<String> = table.iter().filter(|t| t.2).map(|t| t.0.clone()).collect();
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     files.sort();
@@ -354,14 +341,22 @@ pub fn problems(root: &Path) -> Vec<String> {
         let module = module_of(&rel);
         match syn::parse_file(&text) {
             Ok(parsed) => {
-                let mut c =
-                    Checker { rel: &rel, module: &module, layers: &layers, aliases: aliases(&parsed), out: &mut out };
+                let mut c = Checker {
+                    rel: &rel,
+                    module: &module,
+                    layers: &layers,
+                    pure: &pure,
+                    aliases: aliases(&parsed),
+                    out: &mut out,
+                };
                 c.visit_file(&parsed);
             }
             Err(e) => out.push(format!("{rel}:{}: does not parse: {e}", e.span().start().line)),
         }
         if !layers.contains_key(module.as_str()) && module != "lib" && module != "error" {
-            out.push(format!("{rel}:1: module {module} has no layer; add it to LAYERS and docs/ARCHITECTURE.md"));
+            out.push(format!(
+                "{rel}:1: module {module} has no layer; add it to the layers table in docs/ARCHITECTURE.md"
+            ));
         }
     }
     if let Ok(entries) = std::fs::read_dir(root) {
@@ -409,6 +404,10 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     write("src/api/attempts.rs", "fn f() { std::process::Command::new(\"sh\"); }\n");
     write("src/error.rs", "use crate::record::Problems;\npub enum E { A(crate::index::IndexError) }\n");
     write("thing.whl", "");
+    // The layers come from the architecture document, as they do for the real tree.
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
+        .expect("docs/ARCHITECTURE.md");
+    write("docs/ARCHITECTURE.md", &doc);
     let found = problems(root);
     let has = |needle: &str| found.iter().any(|p| p.contains(needle));
     assert!(has("src/state/mod.rs:2: prints (println!)"), "{found:#?}");
@@ -426,4 +425,25 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     // Allowed: the store naming gix, a comment, the test module, attempts spawning its check,
     // and `use std::env` itself (naming the module reads nothing; `env::var` does).
     assert_eq!(found.len(), 12, "{found:#?}");
+}
+
+#[test]
+fn a_module_missing_from_the_layers_table_is_named() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src/newthing")).expect("mkdir");
+    std::fs::create_dir_all(root.join("docs")).expect("mkdir");
+    std::fs::write(root.join("src/newthing/mod.rs"), "pub fn f() {}\n").expect("write");
+    std::fs::write(
+        root.join("docs/ARCHITECTURE.md"),
+        "# A\n\n<!-- layers: read by tests/it/boundaries.rs -->\n| module | layer | kind |\n| --- | --- | --- |\n| `record` | 0 | pure |\n\nAfter.\n",
+    )
+    .expect("write");
+    let found = problems(root);
+    assert_eq!(
+        found,
+        ["src/newthing/mod.rs:1: module newthing has no layer; add it to the layers table in docs/ARCHITECTURE.md"]
+    );
+    std::fs::write(root.join("docs/ARCHITECTURE.md"), "# A\n").expect("write");
+    assert!(problems(root).iter().any(|p| p.contains("no `<!-- layers: … -->` table")), "{:?}", problems(root));
 }
