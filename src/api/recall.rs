@@ -237,7 +237,7 @@ fn expand(
             let passage = vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2);
             parts.iter().find_map(|p| p.indexes.passage_vector(*id, passage))
         })
-        .filter(|v| x::cosine(query_vector, v) >= crate::recall::MIN_SIMILARITY)
+        .filter(|v| crate::embed::cosine(query_vector, v) >= crate::recall::MIN_SIMILARITY)
         .collect();
     let moved = x::rocchio(query_vector, &feedback);
     let (mut lex, mut vec) = (Vec::new(), Vec::new());

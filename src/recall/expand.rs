@@ -120,24 +120,6 @@ pub fn feedback_terms(
     weighed.into_iter().map(|(w, s)| (w, TERM_BOOST * s / top)).collect()
 }
 
-/// The cosine similarity of two vectors (0 when either is zero or their widths differ).
-pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    if a.len() != b.len() {
-        return 0.0;
-    }
-    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
-    for (x, y) in a.iter().zip(b) {
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
-    }
-    if na == 0.0 || nb == 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
-
 /// Rocchio's step: `query + β × mean(feedback)`, unit length (the query alone when there is no
 /// feedback of its width).
 pub fn rocchio(query: &[f32], feedback: &[Vec<f32>]) -> Vec<f32> {
@@ -161,15 +143,6 @@ pub fn rocchio(query: &[f32], feedback: &[Vec<f32>]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cosine_is_the_angle_not_the_length() {
-        assert!((cosine(&[1.0, 0.0], &[3.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert!(cosine(&[1.0, 0.0], &[0.0, 2.0]).abs() < 1e-6);
-        assert!((cosine(&[1.0, 1.0], &[-1.0, -1.0]) + 1.0).abs() < 1e-6);
-        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 0.0]), 0.0);
-        assert_eq!(cosine(&[1.0], &[1.0, 0.0]), 0.0, "widths differ");
-    }
 
     #[test]
     fn a_pass_is_weak_when_the_vectors_find_nothing_close_or_the_indexes_disagree() {
