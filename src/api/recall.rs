@@ -317,9 +317,7 @@ pub fn recall_parts(
     out.query_vector = query_vector;
     out.expanded = expanded;
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
-    for item in
-        out.constraints.iter_mut().chain(&mut out.facts).chain(&mut out.invalidated).chain(&mut out.known_unknowns)
-    {
+    for item in out.all_items_mut().filter(|i| i.kind == crate::record::Kind::Fact) {
         // A long fact says which passage of its body matched.
         if let Some(&p) = passage_of.get(&item.id) {
             let passages = crate::index::passages::split(&item.subject, &item.body);

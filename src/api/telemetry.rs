@@ -71,11 +71,12 @@ pub struct Candidates {
 /// One returned item.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Returned {
-    /// The record id, full hex.
+    /// The record id, full hex (a document section: its source record; a pattern: its name).
     pub id: String,
     /// 1-based, in the order shown.
     pub rank: u32,
-    /// `constraints`, `facts`, `attempts`, `invalidated` or `known_unknowns`.
+    /// The layer's name ([`crate::recall::LayerKind::name`]): `constraints`, `facts`, `attempts`,
+    /// `invalidated`, `known_unknowns`, `documents` or `construct`.
     pub layer: String,
     pub scope: String,
 }
@@ -84,7 +85,7 @@ impl Returned {
     /// Whether the item was chosen for its relevance to the query (constraints are shown always,
     /// superseded facts as history): what counts as "retrieved" in stats and curation.
     pub fn relevant(&self) -> bool {
-        matches!(self.layer.as_str(), "facts" | "attempts" | "known_unknowns")
+        crate::recall::LayerKind::from_name(&self.layer).is_some_and(crate::recall::LayerKind::relevant)
     }
 }
 

@@ -104,12 +104,7 @@ pub fn hook(ctx: &mut Ctx, cmd: HookCommand) -> Result<(), Error> {
                     return Ok(());
                 }
             };
-            if result.constraints.is_empty()
-                && result.facts.is_empty()
-                && result.attempts.is_empty()
-                && result.invalidated.is_empty()
-                && result.known_unknowns.is_empty()
-            {
+            if result.memory_is_silent() {
                 return Ok(());
             }
             for l in git_neo::recall::render::markdown(&result).lines() {

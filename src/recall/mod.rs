@@ -17,9 +17,11 @@
 pub mod conflicts;
 mod eval;
 pub mod expand;
+pub mod layer;
 pub mod render;
 
 pub use eval::{metrics, rank_flat, Mode};
+pub use layer::{Budget, LayerKind};
 
 pub use crate::rank::{relevance, score, Fusion, FusionKind, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
@@ -233,41 +235,11 @@ pub struct Cited {
 }
 
 impl Recall {
-    /// Add the layer from the project's documents (before the Construct), within what is left
-    /// of the budget.
-    pub fn attach_documents(&mut self, hits: Vec<DocumentSection>) {
-        for h in hits {
-            let t = (h.path.len() + h.heading.len() + h.excerpt.len() + 40) / 4;
-            if self.tokens + t <= self.budget {
-                self.tokens += t;
-                self.documents.push(h);
-            } else {
-                self.cut += 1;
-            }
-        }
-    }
-
-    /// Every recalled item, layer by layer.
+    /// Every recalled record, layer by layer.
     pub fn all_items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
-        self.constraints
-            .iter_mut()
-            .chain(&mut self.facts)
-            .chain(&mut self.attempts)
-            .chain(&mut self.invalidated)
-            .chain(&mut self.known_unknowns)
-    }
-
-    /// Add the Construct layer (after everything else), within what is left of the budget.
-    pub fn attach_construct(&mut self, hits: Vec<crate::construct::Hit>) {
-        for h in hits {
-            let t = (h.title.len() + h.intent.len() + 40) / 4;
-            if self.tokens + t <= self.budget {
-                self.tokens += t;
-                self.construct.push(h);
-            } else {
-                self.cut += 1;
-            }
-        }
+        let Recall { constraints, facts, attempts, invalidated, known_unknowns, .. } = self;
+        // The same layers as `LayerKind::ALL`'s records, borrowed apart.
+        constraints.iter_mut().chain(facts).chain(attempts).chain(invalidated).chain(known_unknowns)
     }
 }
 
@@ -413,11 +385,6 @@ fn replacements(e: &Entry, state: &State) -> Vec<Replacement> {
         .collect()
 }
 
-/// Estimated tokens of an item as rendered.
-fn tokens(i: &Item) -> usize {
-    (i.subject.len() + i.body.len() + 60 + i.replaced_by.iter().map(|r| r.reason.len() + 40).sum::<usize>()) / 4
-}
-
 /// What a fact says, for folding copies: its subject's and body's words as the lexical index
 /// reads them, without the words that hold a digit (turn and record markers, dates, counts), in
 /// order. `None` for a fact of fewer than three such words, which is too short to call a copy.
@@ -561,38 +528,20 @@ pub fn recall(
         }
     };
 
-    // Budget: constraints get at most 2/3, then facts, attempts, invalidated, known unknowns.
-    let mut used = 0;
-    let mut cut = 0;
-    let take = |items: Vec<Item>, limit: usize, used: &mut usize, cut: &mut usize| -> Vec<Item> {
-        let mut kept = Vec::new();
-        for i in items {
-            let t = tokens(&i);
-            if *used + t <= limit {
-                *used += t;
-                kept.push(i);
-            } else {
-                *cut += 1;
-            }
-        }
-        kept
-    };
+    // Budget: each layer in turn (`LayerKind::ALL`), constraints within their share. Items for
+    // constraints are built only for those that fit: the estimate is read from the entry.
+    let mut budget = Budget::new(req.budget);
     let mut constraints = Vec::new();
     for (_, e, rank) in constraint_entries {
-        let t = (e.record.summary().len() + e.record.body.trim_end().len() + 60) / 4;
-        if used + t <= req.budget * 2 / 3 {
-            used += t;
+        let chars = e.record.summary().len() + e.record.body.trim_end().len() + layer::RECORD_MARKUP;
+        if budget.admit(LayerKind::Constraints, chars) {
             constraints.push(item(e, state, rank, &fusion, req.now));
-        } else {
-            cut += 1;
         }
     }
-    let facts = take(facts, req.budget, &mut used, &mut cut);
-    let attempts = take(attempts, req.budget, &mut used, &mut cut);
-    let invalidated = take(invalidated, req.budget, &mut used, &mut cut);
-    let known_unknowns = take(known_unknowns, req.budget, &mut used, &mut cut);
-    let (mut constraints, mut facts, mut invalidated, mut known_unknowns) =
-        (constraints, facts, invalidated, known_unknowns);
+    let mut facts = budget.fit(LayerKind::Facts, facts);
+    let attempts = budget.fit(LayerKind::Attempts, attempts);
+    let mut invalidated = budget.fit(LayerKind::Invalidated, invalidated);
+    let mut known_unknowns = budget.fit(LayerKind::KnownUnknowns, known_unknowns);
     // Linked facts are shown with what is shown (found after the budget cut, so only for those).
     for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
         i.linked = links(i.id, state);
@@ -606,9 +555,9 @@ pub fn recall(
         invalidated,
         known_unknowns,
         familiarity,
-        budget: req.budget,
-        tokens: used,
-        cut,
+        budget: budget.limit,
+        tokens: budget.used,
+        cut: budget.cut,
         scopes: Vec::new(),
         documents: Vec::new(),
         construct: Vec::new(),

@@ -1,6 +1,6 @@
 //! Recall as markdown: what an agent reads at the start of a task.
 
-use super::{Item, Recall};
+use super::{Item, LayerKind, Recall};
 use crate::markdown::md;
 use std::fmt::Write;
 
@@ -62,6 +62,26 @@ fn extras(s: &mut String, i: &Item) {
     }
 }
 
+/// An invalidated fact: struck through, with what replaced it and why.
+fn invalidated(s: &mut String, i: &Item, all: bool) {
+    let _ = write!(s, "- ~~{}~~ `{}`{}", md(&i.subject), i.id.short(), mark(i, all));
+    for rep in &i.replaced_by {
+        match (&rep.subject, rep.id) {
+            (Some(sub), Some(id)) => {
+                let _ = write!(s, " → **{}** `{}`: {}", md(sub), id.short(), md(&rep.reason));
+            }
+            _ => {
+                let _ = write!(s, " (outdated: {})", md(&rep.reason));
+            }
+        }
+    }
+    if let Some(w) = &i.window {
+        let _ = write!(s, " ({})", md(w));
+    }
+    s.push('\n');
+    extras(s, i);
+}
+
 /// The recall as markdown.
 pub fn markdown(r: &Recall) -> String {
     let mut s = String::new();
@@ -77,94 +97,66 @@ pub fn markdown(r: &Recall) -> String {
     if all || r.scopes.first().is_some_and(|s| s != "project") {
         let _ = writeln!(s, "_Scopes read: {}; each item says which it came from._\n", r.scopes.join(", "));
     }
-    if !r.constraints.is_empty() {
-        let _ = writeln!(s, "## Constraints (always apply)\n");
-        for i in &r.constraints {
-            line(&mut s, i, true, all);
-        }
-        s.push('\n');
-    }
-    if !r.facts.is_empty() {
-        let _ = writeln!(s, "## Relevant facts\n");
-        for i in &r.facts {
-            let t = i.fact_type.map(|t| t.to_string()).unwrap_or_default();
-            let _ = write!(s, "- _{t}_ ");
-            let mut one = String::new();
-            line(&mut one, i, true, all);
-            s.push_str(one.trim_start_matches("- "));
-        }
-        s.push('\n');
-    }
-    if !r.attempts.is_empty() {
-        let _ = writeln!(s, "## Earlier attempts (best match per task)\n");
-        for i in &r.attempts {
-            let _ = writeln!(
-                s,
-                "- task {}: {} `{}`{} (check {}; {}; task's latest: {})",
-                md(i.task.as_deref().unwrap_or("")),
-                md(&i.subject),
-                i.id.short(),
-                mark(i, all),
-                i.check.as_deref().unwrap_or("unverified"),
-                md(i.freshness.as_deref().unwrap_or("freshness unknown")),
-                i.task_status.as_deref().unwrap_or("unknown")
-            );
-        }
-        s.push('\n');
-    }
-    if !r.invalidated.is_empty() {
-        let _ = writeln!(s, "## No longer true\n");
-        for i in &r.invalidated {
-            let _ = write!(s, "- ~~{}~~ `{}`{}", md(&i.subject), i.id.short(), mark(i, all));
-            for rep in &i.replaced_by {
-                match (&rep.subject, rep.id) {
-                    (Some(sub), Some(id)) => {
-                        let _ = write!(s, " → **{}** `{}`: {}", md(sub), id.short(), md(&rep.reason));
-                    }
-                    _ => {
-                        let _ = write!(s, " (outdated: {})", md(&rep.reason));
+    for layer in LayerKind::ALL {
+        let mut section = String::new();
+        match layer {
+            LayerKind::Constraints | LayerKind::KnownUnknowns => {
+                for i in r.items(layer).unwrap_or_default() {
+                    line(&mut section, i, true, all);
+                }
+            }
+            LayerKind::Facts => {
+                for i in &r.facts {
+                    let t = i.fact_type.map(|t| t.to_string()).unwrap_or_default();
+                    let _ = write!(section, "- _{t}_ ");
+                    let mut one = String::new();
+                    line(&mut one, i, true, all);
+                    section.push_str(one.trim_start_matches("- "));
+                }
+            }
+            LayerKind::Attempts => {
+                for i in &r.attempts {
+                    let _ = writeln!(
+                        section,
+                        "- task {}: {} `{}`{} (check {}; {}; task's latest: {})",
+                        md(i.task.as_deref().unwrap_or("")),
+                        md(&i.subject),
+                        i.id.short(),
+                        mark(i, all),
+                        i.check.as_deref().unwrap_or("unverified"),
+                        md(i.freshness.as_deref().unwrap_or("freshness unknown")),
+                        i.task_status.as_deref().unwrap_or("unknown")
+                    );
+                }
+            }
+            LayerKind::Invalidated => {
+                for i in &r.invalidated {
+                    invalidated(&mut section, i, all);
+                }
+            }
+            LayerKind::Documents => {
+                for d in &r.documents {
+                    let _ =
+                        writeln!(section, "- **{}** `{}` (lines {}–{})", md(&d.heading), md(&d.path), d.lines[0], d.lines[1]);
+                    for l in d.excerpt.lines().filter(|l| !l.trim().is_empty()).take(8) {
+                        let _ = writeln!(section, "  {l}");
                     }
                 }
             }
-            if let Some(w) = &i.window {
-                let _ = write!(s, " ({})", md(w));
+            LayerKind::Construct => {
+                for h in &r.construct {
+                    let intent = h.intent.split_whitespace().collect::<Vec<_>>().join(" ");
+                    let _ = writeln!(section, "- **{}** `{}`: {}", md(&h.title), h.name, md(&intent));
+                }
             }
+        }
+        if !section.is_empty() {
+            let _ = writeln!(s, "## {}\n", layer.heading());
+            s.push_str(&section);
             s.push('\n');
-            extras(&mut s, i);
         }
-        s.push('\n');
     }
-    if !r.known_unknowns.is_empty() {
-        let _ = writeln!(s, "## Known unknowns\n");
-        for i in &r.known_unknowns {
-            line(&mut s, i, true, all);
-        }
-        s.push('\n');
-    }
-    if !r.documents.is_empty() {
-        let _ = writeln!(s, "## From the project's documents\n");
-        for d in &r.documents {
-            let _ = writeln!(s, "- **{}** `{}` (lines {}–{})", md(&d.heading), md(&d.path), d.lines[0], d.lines[1]);
-            for l in d.excerpt.lines().filter(|l| !l.trim().is_empty()).take(8) {
-                let _ = writeln!(s, "  {l}");
-            }
-        }
-        s.push('\n');
-    }
-    if !r.construct.is_empty() {
-        let _ = writeln!(s, "## From the Construct (curated patterns)\n");
-        for h in &r.construct {
-            let intent = h.intent.split_whitespace().collect::<Vec<_>>().join(" ");
-            let _ = writeln!(s, "- **{}** `{}`: {}", md(&h.title), h.name, md(&intent));
-        }
-        s.push('\n');
-    }
-    if r.constraints.is_empty()
-        && r.facts.is_empty()
-        && r.attempts.is_empty()
-        && r.invalidated.is_empty()
-        && r.known_unknowns.is_empty()
-    {
+    if r.memory_is_silent() {
         let _ = writeln!(s, "_Nothing in memory matches._\n");
     }
     if r.cut > 0 {

@@ -109,6 +109,16 @@ fn sources_follow_the_documents_and_flag_the_facts_that_cite_a_changed_section()
         md.contains("## From the project's documents") && md.contains("cites `docs/deploy.md#Targets` (lines 5–8)"),
         "{md}"
     );
+    // Telemetry names every layer shown, the documents' too, in the order shown (recall's layers
+    // are listed once: `recall::LayerKind`).
+    let log = std::fs::read_to_string(repo.join(".git/neo/telemetry/recalls.jsonl")).expect("telemetry");
+    let last: serde_json::Value = serde_json::from_str(log.lines().last().expect("a line")).expect("json");
+    let layers: Vec<&str> =
+        last["results"].as_array().expect("results").iter().filter_map(|r| r["layer"].as_str()).collect();
+    assert!(layers.contains(&"facts") && layers.contains(&"documents"), "{last}");
+    assert_eq!(layers.last(), Some(&"documents"), "documents come after the memory's layers: {layers:?}");
+    let source = last["results"].as_array().expect("results").iter().find(|r| r["layer"] == "documents");
+    assert_eq!(source.map(|s| s["id"].as_str().map(str::len)), Some(Some(64)), "a source record's id: {last}");
 
     // One section changes, a document moves, one is deleted.
     write(&repo, "docs/deploy.md", &DEPLOY.replace("Fly.io in two regions", "Render in one region"));

@@ -148,24 +148,13 @@ impl Session {
         if !settings.on {
             return Ok(());
         }
-        let layers: [(&str, &Vec<crate::recall::Item>); 5] = [
-            ("constraints", &r.constraints),
-            ("facts", &r.facts),
-            ("attempts", &r.attempts),
-            ("known_unknowns", &r.known_unknowns),
-            ("invalidated", &r.invalidated),
-        ];
-        let mut results = Vec::new();
-        for (layer, items) in layers {
-            for i in items {
-                results.push(Returned {
-                    id: i.id.to_hex(),
-                    rank: results.len() as u32 + 1,
-                    layer: layer.to_string(),
-                    scope: i.scope.clone(),
-                });
-            }
-        }
+        // Every layer, documents and patterns included, in the order shown.
+        let results: Vec<Returned> = r
+            .entries()
+            .into_iter()
+            .enumerate()
+            .map(|(n, e)| Returned { id: e.id, rank: n as u32 + 1, layer: e.layer.name().to_string(), scope: e.scope })
+            .collect();
         let event = Event::new(
             self.now(),
             front,
