@@ -685,9 +685,8 @@ fn dialogue(dir: &Path) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
 
 /// How many facts of the session's memory are valid.
 fn valid_facts(s: &mut Session) -> usize {
-    s.memory()
-        .expect("memory")
-        .state()
+    s.list(&git_neo::api::ListFilter { all: true, ..Default::default() })
+        .expect("list")
         .iter()
         .filter(|e| e.status == git_neo::state::Status::Valid && e.record.kind == git_neo::record::Kind::Fact)
         .count()

@@ -6,9 +6,9 @@
 
 use crate::error::{Error, Result};
 use crate::record::{self, FactType, Kind, Milli, Payload, Problem, Problems, Provenance, Record, RecordId};
-use crate::state::{self, Entry, State, Status};
+use crate::state::{self, State};
 use crate::store::ObjectId;
-use crate::store::{CommitInfo, Store, StrayEntry, WriteMode};
+use crate::store::{Store, StrayEntry, WriteMode};
 use std::collections::HashMap;
 
 // An attempt's check runs as a process: an edge this module owns (clippy.toml).
@@ -55,7 +55,11 @@ pub use supersede::{
 };
 pub use write::{AddOutcome, AddRequest, InitOutcome};
 
-pub use crate::store::WriteContext;
+pub use crate::state::{Entry, Status};
+/// For a front end's signal handler while the process ends: how many memory ref updates are
+/// under way, and the removal of their temporary files (async-signal-safe).
+pub use crate::store::{cleanup_tempfiles_signal_safe, ref_updates_in_flight};
+pub use crate::store::{CommitInfo, Identity, WriteContext};
 
 /// How many of the nearest candidates similarity supersession compares exactly.
 pub const SIMILARITY_SHORTLIST: usize = 8;

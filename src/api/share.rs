@@ -4,8 +4,9 @@
 use crate::api::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
+pub use crate::store::MergeKind;
 use crate::store::ObjectId;
-use crate::store::{MergeKind, Push, Store};
+use crate::store::{Push, Store};
 use serde::Serialize;
 
 /// How many times sync retries after losing a push race before giving up.

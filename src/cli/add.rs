@@ -183,7 +183,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             outcome.id.short()
         ));
     } else {
-        let ref_name = ctx.session.memory()?.store().ref_name().to_string();
+        let ref_name = ctx.session.ref_name()?;
         let scope = match ctx.session.target() {
             git_neo::scope::Scope::Project => String::new(),
             s => format!(" of the {s} memory"),

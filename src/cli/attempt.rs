@@ -104,8 +104,7 @@ pub fn attempt(ctx: &mut Ctx, args: AttemptArgs) -> Result<(), Error> {
 }
 
 pub fn task(ctx: &mut Ctx, args: TaskArgs) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let history = memory.task_history(&args.task)?;
+    let history = ctx.session.task_history(&args.task)?;
     let total = history.len();
     let shown: Vec<_> = history.into_iter().rev().take(args.limit).collect::<Vec<_>>().into_iter().rev().collect();
     let cut_rows = total - shown.len();
@@ -123,7 +122,7 @@ pub fn task(ctx: &mut Ctx, args: TaskArgs) -> Result<(), Error> {
     let mut bytes = 0;
     for (i, v) in shown.iter().enumerate() {
         let Payload::Attempt(a) = &v.entry.record.payload else { continue };
-        let status = if v.entry.status == git_neo::state::Status::Valid {
+        let status = if v.entry.status == git_neo::api::Status::Valid {
             String::new()
         } else {
             format!(" [{}]", v.entry.status.as_str())
@@ -158,9 +157,7 @@ pub fn task(ctx: &mut Ctx, args: TaskArgs) -> Result<(), Error> {
 }
 
 pub fn recheck(ctx: &mut Ctx, args: RecheckArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let (new, outcome) = memory.recheck(&args.target, &shell(), Duration::from_secs(args.timeout), &wc)?;
+    let (new, outcome) = ctx.session.recheck(&args.target, &shell(), Duration::from_secs(args.timeout))?;
     if ctx.out.json {
         ctx.out.json(&serde_json::json!({ "attempt": new, "outcome": outcome }));
     } else {

@@ -2,7 +2,6 @@
 
 use super::Ctx;
 use git_neo::construct::{self, LintProblem, Source};
-use git_neo::store::Store;
 use git_neo::Error;
 use std::path::PathBuf;
 
@@ -32,7 +31,7 @@ pub enum ConstructCommand {
 
 /// The project's pattern directory, when run inside a repository with a work tree.
 pub fn project_dir(ctx: &Ctx) -> Option<PathBuf> {
-    Store::discover(&ctx.dir, ctx.session.places().store_options()).ok().and_then(|s| s.construct_dir())
+    ctx.session.construct_dir()
 }
 
 fn library_error(e: construct::ConstructError) -> Error {

@@ -48,12 +48,14 @@ pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
 
 pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
     let (outcome, restores) = ctx.session.revert(&args.id, args.reason.as_deref())?;
-    let memory = ctx.session.memory()?;
-    let now: Vec<serde_json::Value> = restores
-        .iter()
-        .filter_map(|id| memory.state().entries.get(id))
-        .map(|e| serde_json::json!({ "id": e.id, "status": e.status, "summary": e.record.summary() }))
-        .collect();
+    let mut now: Vec<serde_json::Value> = Vec::new();
+    for id in &restores {
+        now.extend(
+            ctx.session
+                .entry(id)?
+                .map(|e| serde_json::json!({ "id": e.id, "status": e.status, "summary": e.record.summary() })),
+        );
+    }
     if ctx.out.json {
         ctx.out.json(&serde_json::json!({ "revert": outcome, "restored": now }));
     } else {
@@ -72,8 +74,7 @@ pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
 }
 
 pub fn history(ctx: &mut Ctx, args: HistoryArgs) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let h = memory.history(&args.what)?;
+    let h = ctx.session.history(&args.what)?;
     if ctx.out.json {
         ctx.out.json(&h);
         return Ok(());
@@ -98,7 +99,7 @@ pub fn history(ctx: &mut Ctx, args: HistoryArgs) -> Result<(), Error> {
         }
         if matches!(ev.kind, git_neo::record::Kind::Fact | git_neo::record::Kind::Attempt) {
             line.push_str(&format!(" — {} now", ev.status.as_str()));
-        } else if ev.status == git_neo::state::Status::Retracted {
+        } else if ev.status == git_neo::api::Status::Retracted {
             line.push_str(" — reverted");
         }
         ctx.out.line(&line);

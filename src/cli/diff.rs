@@ -12,11 +12,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let store = ctx.session.store()?;
-    let from = store.resolve_commit(&args.from)?;
-    let to_spec = args.to.clone().unwrap_or_else(|| store.ref_name().to_string());
-    let to = store.resolve_commit(&to_spec)?;
-    let changes = git_neo::api::changes::changes(&store, Some(from), to)?;
+    let changes = ctx.session.diff(&args.from, args.to.as_deref())?;
     if ctx.out.json {
         ctx.out.json(&changes);
         return Ok(());

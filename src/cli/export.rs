@@ -22,16 +22,16 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let memory = ctx.memory()?;
+    let facts = ctx.session.export()?;
     // `--json`: one JSON array of the same objects, for an agent.
     if ctx.out.json && args.out.is_none() {
-        ctx.out.json(&memory.export());
+        ctx.out.json(&facts);
         return Ok(());
     }
     let text = match args.format {
         Format::Jsonl => {
             let mut s = String::new();
-            for f in memory.export() {
+            for f in &facts {
                 let line = serde_json::to_string(&f)
                     .map_err(|e| Error::Integrity(format!("cannot encode fact {}: {e}", f.id.short())))?;
                 s.push_str(&line);
@@ -42,7 +42,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         Format::Markdown => {
             let name = match ctx.session.target() {
                 git_neo::scope::Scope::Project => {
-                    let dir = memory.store().work_dir().map(|w| w.to_path_buf()).unwrap_or_else(|| ctx.dir.clone());
+                    let dir = ctx.session.work_dir()?.unwrap_or_else(|| ctx.dir.clone());
                     format!(
                         "Memory of {}",
                         dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
@@ -50,14 +50,14 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
                 }
                 s => format!("The {s} memory"),
             };
-            memory.export_markdown(&name)
+            ctx.session.export_markdown(&name)?
         }
     };
     match args.out {
         Some(path) => {
             std::fs::write(&path, &text)
                 .map_err(|e| Error::Io { context: format!("writing {}", path.display()), source: e })?;
-            ctx.out.note(&format!("wrote {} facts to {}", memory.export().len(), path.display()));
+            ctx.out.note(&format!("wrote {} facts to {}", facts.len(), path.display()));
         }
         None => ctx.out.line(text.trim_end_matches('\n')),
     }

@@ -156,10 +156,9 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if !problems.is_empty() {
         // Lines that are not JSON are listed together with every problem of the lines that are:
         // one run names everything to fix.
-        let memory = ctx.memory()?;
-        let wc = ctx.write_context(&memory)?;
-        for (req, n) in requests.iter().zip(&lines) {
-            if let Err(Error::Invalid(p)) = memory.prepare_fact(req, &wc) {
+        let checked = ctx.session.check_facts(&requests)?;
+        for (found, n) in checked.into_iter().zip(&lines) {
+            if let Some(Error::Invalid(p)) = found {
                 problems.extend(p.0.into_iter().map(|p| Problem::new(format!("line {n}: {}", p.field), p.message)));
             }
         }
@@ -293,10 +292,8 @@ fn write_foreign(ctx: &mut Ctx, args: &Args, foreign: git_neo::foreign::Foreign)
         }
         return Ok(());
     }
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(foreign.facts.len() as u64, "importing");
-    let outcome = memory.import_foreign(&foreign, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
+    let outcome = ctx.session.import_foreign(&foreign, args.batch_size, args.skip_invalid, &mut |done, total| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     })?;
@@ -335,7 +332,7 @@ fn instruction_requests(
     text: &str,
 ) -> Result<Vec<Request>, Error> {
     let project = matches!(ctx.session.target(), git_neo::scope::Scope::Project);
-    let work = ctx.session.project_store().ok().and_then(|s| s.work_dir().map(|w| w.to_path_buf()));
+    let work = ctx.session.work_dir().ok().flatten();
     let rel = match (project, work, file.canonicalize().ok()) {
         (true, Some(w), Some(f)) => {
             w.canonicalize().ok().and_then(|w| f.strip_prefix(&w).ok().map(|r| r.to_string_lossy().replace('\\', "/")))
@@ -425,11 +422,10 @@ fn write(
         .into_iter()
         .map(|(r, _)| AddRequest { no_supersede: r.no_supersede || args.no_supersede, ..r })
         .collect();
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
     let bar = ctx.out.progress(requests.len() as u64, "importing");
-    let outcome = memory
-        .import(&requests, args.batch_size, args.skip_invalid, &wc, &mut |done, total| {
+    let outcome = ctx
+        .session
+        .import(&requests, args.batch_size, args.skip_invalid, &mut |done, total| {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
             // A signal that arrived during the last commit stops the import here, between commits.

@@ -60,10 +60,9 @@ fn glob_match(glob: &str, path: &str) -> bool {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let root = memory
-        .store()
-        .work_dir()
+    let root = ctx
+        .session
+        .work_dir()?
         .ok_or_else(|| Error::invalid("paths", "a bare repository has no documents to ingest; run this in a clone"))?
         .canonicalize()
         .map_err(|e| Error::Io { context: "reading the work tree's path".into(), source: e })?;
@@ -75,8 +74,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         if rel.contains(['*', '?']) {
             // A glob: the committed files it matches, and the ingested ones (to notice deletions).
             let mut matched: Vec<String> =
-                memory.store().files_at_head("")?.into_iter().map(|(p, _)| p).filter(|p| glob_match(&rel, p)).collect();
-            matched.extend(memory.sources().into_keys().filter(|p| glob_match(&rel, p)));
+                ctx.session.ingestible_paths()?.into_iter().filter(|p| glob_match(&rel, p)).collect();
             if matched.is_empty() {
                 return Err(Error::invalid("paths", format!("{p:?} matches no committed file")));
             }
@@ -87,7 +85,6 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             targets.push(rel);
         }
     }
-    drop(memory);
     let outcome = ctx.session.ingest(&targets)?;
     if ctx.out.json {
         ctx.out.json(&outcome);

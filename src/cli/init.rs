@@ -4,9 +4,7 @@ use super::Ctx;
 use git_neo::Error;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.init(&wc)?;
+    let outcome = ctx.session.init()?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else if outcome.created {

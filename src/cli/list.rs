@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use git_neo::api::ListFilter;
-use git_neo::state::Status;
+use git_neo::api::Status;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -31,7 +31,6 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
     let filter = ListFilter {
         kind: args.kind,
         fact_type: args.fact_type,
@@ -40,13 +39,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         all: args.all,
         needs_review: args.needs_review,
     };
-    let proposed;
-    let entries = if args.proposed {
-        proposed = memory.proposed()?;
-        proposed.iter().collect()
-    } else {
-        memory.list(&filter)?
-    };
+    let entries = if args.proposed { ctx.session.proposed()? } else { ctx.session.list(&filter)? };
     if ctx.out.json {
         ctx.out.json(&entries);
         return Ok(());

@@ -2,7 +2,7 @@
 //! `--markdown` renders each commit's changes semantically for a pull-request comment.
 
 use super::Ctx;
-use git_neo::store::CommitInfo;
+use git_neo::api::CommitInfo;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -18,32 +18,11 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let store = memory.store();
-    let commits: Vec<CommitInfo> = match &args.range {
-        Some(range) => {
-            let (a, b) = range
-                .split_once("..")
-                .ok_or_else(|| Error::invalid("range", format!("{range:?} is not a range; use <from>..<to>")))?;
-            let from = store.resolve_commit(a)?;
-            let to = store.resolve_commit(if b.is_empty() { store.ref_name() } else { b })?;
-            let ids: Vec<_> =
-                store.commits_between(Some(from), to)?.into_iter().map(|c| c.id).take(args.max_count).collect();
-            let mut out = Vec::new();
-            for id in ids {
-                out.extend(store.history(id, 1)?);
-            }
-            out
-        }
-        None => memory.log(args.max_count)?,
-    };
+    let commits: Vec<CommitInfo> = ctx.session.log(args.range.as_deref(), args.max_count)?;
     if args.markdown {
         let mut rendered = Vec::new();
         for c in &commits {
-            let id = store.resolve_commit(&c.commit)?;
-            let parent = c.parents.first().map(|p| store.resolve_commit(p)).transpose()?;
-            let changes = git_neo::api::changes::changes(store, parent, id)?;
-            rendered.push((c, changes));
+            rendered.push((c, ctx.session.changes_of(c)?));
         }
         if ctx.out.json {
             let v: Vec<_> = rendered.iter().map(|(c, ch)| serde_json::json!({ "commit": c, "changes": ch })).collect();
@@ -71,13 +50,13 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         return Ok(());
     }
     if commits.is_empty() {
-        ctx.out.note(&format!("{} has no history yet", store.ref_name()));
+        ctx.out.note(&format!("{} has no history yet", ctx.session.ref_name()?));
     }
     for c in commits {
         let subject = c.message.lines().next().unwrap_or_default().to_string();
         ctx.out.line(&format!("{} {} {}", ctx.out.paint("33", &c.commit[..12]), c.time, subject));
         for added in &c.added {
-            let summary = memory.state().entries.get(&added.id).map(|e| e.record.summary()).unwrap_or_default();
+            let summary = ctx.session.summary(&added.id)?;
             ctx.out.line(&format!("    + {} {} {summary}", added.kind, added.id.short()));
         }
         for change in &c.other_changes {

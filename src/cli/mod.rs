@@ -37,11 +37,10 @@ mod sync;
 mod verify;
 
 use clap::{Parser, Subcommand};
-use git_neo::api::{Clock, Memory, Notice, Session, SessionOptions, WriteContext};
+use git_neo::api::{Clock, Notice, Session, SessionOptions};
 use git_neo::embed::{EmbedderChoice, NoEmbedder};
 use git_neo::error::Category;
 use git_neo::record::Timestamp;
-use git_neo::store::Store;
 use git_neo::Error;
 use output::Out;
 use std::ffi::OsString;
@@ -225,23 +224,6 @@ impl Ctx {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    /// Open the store and fold its records (anything unreadable on the ref is warned about once).
-    pub fn memory(&mut self) -> Result<Memory, Error> {
-        let memory = self.session.load_memory();
-        self.say_notices();
-        memory
-    }
-
-    /// Who is writing and when (see [`session_options`]).
-    pub fn write_context(&self, memory: &Memory) -> Result<WriteContext, Error> {
-        self.session.write_context(memory.store())
-    }
-
-    /// [`Ctx::write_context`] for a store opened without loading the memory.
-    pub fn write_context_for(&self, store: &Store) -> Result<WriteContext, Error> {
-        self.session.write_context(store)
-    }
-
     /// Say what the session queued for the person (on stderr, never in JSON).
     pub fn say_notices(&mut self) {
         for n in self.session.take_notices() {
@@ -328,7 +310,7 @@ pub fn session_options(
     let config = gitconfig::overrides(env)?;
     let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
-        (Some(name), Some(email)) => Some(git_neo::store::Identity { name, email }),
+        (Some(name), Some(email)) => Some(git_neo::api::Identity { name, email }),
         _ => None,
     };
     let clock =

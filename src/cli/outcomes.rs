@@ -2,7 +2,6 @@
 //! follows what later commits did.
 
 use super::Ctx;
-use git_neo::store::Store;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -58,8 +57,7 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
         }
     ));
     for o in &report.outcomes {
-        let summary =
-            ctx.session.memory()?.state().entries.get(&o.target).map(|e| e.record.summary()).unwrap_or_default();
+        let summary = ctx.session.summary(&o.target)?;
         let line = format!(
             "  {} {:<16} {:+.2} {} at {} {}",
             ctx.out.paint("33", &o.target.short()),
@@ -117,10 +115,9 @@ pub fn explain(ctx: &mut Ctx, args: ExplainArgs) -> Result<(), Error> {
 }
 
 pub fn hooks(ctx: &mut Ctx, cmd: HooksCommand) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, ctx.session.places().store_options())?;
     let changes = match cmd {
-        HooksCommand::Install => git_neo::api::hooks::install(&store)?,
-        HooksCommand::Uninstall => git_neo::api::hooks::uninstall(&store)?,
+        HooksCommand::Install => ctx.session.install_hooks()?,
+        HooksCommand::Uninstall => ctx.session.uninstall_hooks()?,
     };
     if ctx.out.json {
         ctx.out.json(&changes);

@@ -23,14 +23,13 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
              (to hide a record and keep history, use `git neo forget`)",
         ));
     }
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.purge(&args.id, &args.reason, &wc)?;
+    let outcome = ctx.session.purge(&args.id, &args.reason)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
         return Ok(());
     }
-    let ref_name = memory.store().ref_name().to_string();
+    let ref_name = ctx.session.ref_name()?;
+    let tips = ctx.session.tips()?;
     ctx.out.line(&format!(
         "purged {} from the history of {ref_name} ({} of {} commits rewritten; note {})",
         outcome.path,
@@ -46,7 +45,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         ctx.out.line(&format!(
             "  2. replace the remote's history: git push --force-with-lease={ref_name}:{} {remote} {ref_name} \
              (or `git neo sync {remote}`, which does the same and keeps records pushed meanwhile)",
-            memory.tips().iter().find(|(n, _)| n == copy).map(|(_, c)| c.to_string()).unwrap_or_default()
+            tips.iter().find(|(n, _)| n == copy).map(|(_, c)| c.as_str()).unwrap_or_default()
         ));
     }
     if outcome.remote_copies.is_empty() {

@@ -17,7 +17,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let dir = match args.out {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.dir.join(d),
-        None => ctx.session.project_store()?.caches().root().join("report"),
+        None => ctx.session.caches_root()?.join("report"),
     };
     let path = dir.join("index.html");
     let io = |e| Error::Io { context: format!("writing {}", path.display()), source: e };

@@ -20,9 +20,7 @@ pub struct RejectArgs {
 }
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.approve(&args.ids, args.all, &wc)?;
+    let outcome = ctx.session.approve(&args.ids, args.all)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else if outcome.ids.is_empty() {
@@ -31,15 +29,13 @@ pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<(), Error> {
         for id in &outcome.ids {
             ctx.out.line(&id.to_hex());
         }
-        ctx.out.note(&format!("approved {} proposals onto {}", outcome.ids.len(), memory.store().ref_name()));
+        ctx.out.note(&format!("approved {} proposals onto {}", outcome.ids.len(), ctx.session.ref_name()?));
     }
     Ok(())
 }
 
 pub fn reject(ctx: &mut Ctx, args: RejectArgs) -> Result<(), Error> {
-    let mut memory = ctx.memory()?;
-    let wc = ctx.write_context(&memory)?;
-    let outcome = memory.reject(&args.ids, &wc)?;
+    let outcome = ctx.session.reject(&args.ids)?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else {

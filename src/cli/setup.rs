@@ -3,7 +3,6 @@
 
 use super::Ctx;
 use git_neo::setup::{self, Action};
-use git_neo::store::Store;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -27,11 +26,9 @@ pub enum HookCommand {
 }
 
 pub fn setup(ctx: &mut Ctx, args: SetupArgs) -> Result<(), Error> {
-    let store = Store::discover(&ctx.dir, ctx.session.places().store_options())?;
-    let root = store
-        .work_dir()
-        .ok_or_else(|| Error::invalid("agent", "a bare repository has no work tree to configure; run this in a clone"))?
-        .to_path_buf();
+    let root = ctx.session.work_dir()?.ok_or_else(|| {
+        Error::invalid("agent", "a bare repository has no work tree to configure; run this in a clone")
+    })?;
     let read = |rel: &str| std::fs::read_to_string(root.join(rel)).ok();
     let edits = setup::plan(args.agent.trim(), args.force, &read).ok_or_else(|| {
         Error::invalid(

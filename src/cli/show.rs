@@ -10,8 +10,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let memory = ctx.memory()?;
-    let shown = memory.show(&args.id)?;
+    let shown = ctx.session.show(&args.id)?;
     if ctx.out.json {
         ctx.out.json(&shown);
         return Ok(());

@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 static PENDING: AtomicI32 = AtomicI32::new(0);
 
 fn on_signal(sig: i32) {
-    if git_neo::store::ref_updates_in_flight() > 0 {
+    if git_neo::api::ref_updates_in_flight() > 0 {
         PENDING.store(sig, Ordering::SeqCst);
         return;
     }
-    git_neo::store::cleanup_tempfiles_signal_safe();
+    git_neo::api::cleanup_tempfiles_signal_safe();
     let _ = signal_hook::low_level::emulate_default_handler(sig);
 }
 

@@ -2,8 +2,8 @@
 //! its own: `--scope user|org`).
 
 use super::Ctx;
+use git_neo::api::share::MergeKind;
 use git_neo::api::share::SyncOutcome;
-use git_neo::store::{MergeKind, Store};
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -19,14 +19,6 @@ pub struct ProposeArgs {
     /// The proposal's name: the branch is neo-memory-proposals/<name>.
     #[arg(long)]
     name: Option<String>,
-}
-
-/// The store and who writes. Sync and propose need no folded state: the identity comes from the
-/// store's git config, so the records are not loaded.
-fn open(ctx: &mut Ctx) -> Result<(Store, git_neo::api::WriteContext), Error> {
-    let store = ctx.session.store()?;
-    let wc = ctx.write_context_for(&store)?;
-    Ok((store, wc))
 }
 
 /// What a plain `git neo sync` did: the project's sync, then each shared scope's.
@@ -108,18 +100,14 @@ fn say(ctx: &mut Ctx, prefix: &str, outcome: &SyncOutcome) {
 }
 
 pub fn propose(ctx: &mut Ctx, args: ProposeArgs) -> Result<(), Error> {
-    let (store, wc) = open(ctx)?;
-    let outcome = git_neo::api::share::propose(&store, args.remote.as_deref(), args.name.as_deref(), &wc)?;
+    let (outcome, branch) = ctx.session.propose(args.remote.as_deref(), args.name.as_deref())?;
     if ctx.out.json {
         ctx.out.json(&outcome);
     } else if outcome.pushed {
         ctx.out.line(&format!("pushed {} new records to {} on {}", outcome.records, outcome.branch, outcome.remote));
         ctx.out.note(&format!(
             "open a pull request from {} into {}; CI can check it with `git neo verify --range origin/{}..origin/{}`",
-            outcome.branch,
-            store.branch().unwrap_or("neo-memory"),
-            store.branch().unwrap_or("neo-memory"),
-            outcome.branch
+            outcome.branch, branch, branch, outcome.branch
         ));
     } else {
         ctx.out.line(&format!("nothing to propose: {} already has every local record", outcome.remote));

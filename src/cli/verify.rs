@@ -25,11 +25,11 @@ fn gh_escape(s: &str, property: bool) -> String {
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let Some((_, report)) = ctx.session.verify(args.range.as_deref())? else {
-        let store = ctx.session.store()?;
+        let ref_name = ctx.session.ref_name()?;
         if ctx.out.json {
-            ctx.out.json(&serde_json::json!({ "ref_name": store.ref_name(), "records": 0, "problems": [] }));
+            ctx.out.json(&serde_json::json!({ "ref_name": ref_name, "records": 0, "problems": [] }));
         } else {
-            ctx.out.line(&format!("{} does not exist: nothing to verify", store.ref_name()));
+            ctx.out.line(&format!("{ref_name} does not exist: nothing to verify"));
         }
         return Ok(());
     };

@@ -250,13 +250,11 @@ impl Warm {
     }
 
     fn show(&mut self, a: tools::IdArgs) -> ToolResult {
-        let memory = self.session.memory().map_err(err)?;
-        Reply::of(&memory.show(&a.id).map_err(err)?)
+        Reply::of(&self.session.show(&a.id).map_err(err)?)
     }
 
     fn task_history(&mut self, a: tools::TaskArgs) -> ToolResult {
-        let memory = self.session.memory().map_err(err)?;
-        let history = memory.task_history(&a.task).map_err(err)?;
+        let history = self.session.task_history(&a.task).map_err(err)?;
         let total = history.len();
         let limit = a.limit.unwrap_or(20).clamp(1, 200);
         let shown: Vec<_> = history.into_iter().skip(total.saturating_sub(limit)).collect();

@@ -136,8 +136,14 @@ pub fn markdown(r: &Recall) -> String {
             }
             LayerKind::Documents => {
                 for d in &r.documents {
-                    let _ =
-                        writeln!(section, "- **{}** `{}` (lines {}–{})", md(&d.heading), md(&d.path), d.lines[0], d.lines[1]);
+                    let _ = writeln!(
+                        section,
+                        "- **{}** `{}` (lines {}–{})",
+                        md(&d.heading),
+                        md(&d.path),
+                        d.lines[0],
+                        d.lines[1]
+                    );
                     for l in d.excerpt.lines().filter(|l| !l.trim().is_empty()).take(8) {
                         let _ = writeln!(section, "  {l}");
                     }

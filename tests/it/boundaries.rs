@@ -13,6 +13,9 @@
 //! - No module imports a layer above it (the layers table of docs/ARCHITECTURE.md, [`layer_table`]);
 //!   `error` is shared by all and names no module but `record`; no pure module names `store`.
 //! - Nothing stray at the repository root (a committed wheel, a scratch file).
+//! - The front ends (`cli`, `mcp`, `main`) use the library through `api::Session`: they never
+//!   name `store`, `index`, `state` or `api::Memory`.
+//! - Every path and code name docs/ARCHITECTURE.md gives in backticks exists ([`stale_names`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -48,6 +51,9 @@ fn layer_table(root: &Path) -> Result<Vec<(String, u8, bool)>, String> {
 /// Where a process may be spawned: git (store), an attempt's own check (api/attempts), and the
 /// background server a command starts for the next one (cli/daemon).
 const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs", "src/cli/daemon.rs"];
+
+/// The modules that face people and agents: they use the library through `api::Session` only.
+const FRONT_ENDS: &[&str] = &["cli", "mcp", "main"];
 
 /// Reading the environment: `std::env::` items other than these are reads of the user's
 /// environment (or changes to it), which only the front end may do.
@@ -206,6 +212,15 @@ impl Checker<'_> {
         // The errors are shared by every layer, so they depend on none but the records' own.
         if module == "error" && (first == "crate" || first == "git_neo") && segs.get(1).is_some_and(|t| t != "record") {
             self.problem(line, format!("error names {}; the errors may depend on record only", segs[1]));
+        }
+        // The front ends hold one session (`api::Session`): the memory, its store, its indexes and
+        // its state are the session's to open and keep, with its policies applied.
+        if FRONT_ENDS.contains(&module) && (first == "crate" || first == "git_neo") {
+            let below = segs.get(1).is_some_and(|t| ["store", "index", "state"].contains(&t.as_str()));
+            let memory = segs.get(1).is_some_and(|t| t == "api") && segs.get(2).is_some_and(|t| t == "Memory");
+            if below || memory {
+                self.problem(line, format!("front end names {joined}; go through api::Session"));
+            }
         }
         if first == "gix" && module != "store" {
             self.problem(line, "names gix outside src/store/; re-export what is needed from store".into());
@@ -404,6 +419,8 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     write("src/api/attempts.rs", "fn f() { std::process::Command::new(\"sh\"); }\n");
     write("src/error.rs", "use crate::record::Problems;\npub enum E { A(crate::index::IndexError) }\n");
     write("thing.whl", "");
+    // A front end that reaches past the session.
+    write("src/mcp/tools.rs", "use git_neo::store::Store;\nfn f(m: &git_neo::api::Memory) {}\n");
     // The layers come from the architecture document, as they do for the real tree.
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
         .expect("docs/ARCHITECTURE.md");
@@ -422,9 +439,11 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     assert!(has("src/index/vectors.rs:5: unwrap()"), "{found:#?}");
     assert!(has("src/error.rs:2: error names index"), "{found:#?}");
     assert!(has("thing.whl: stray file"), "{found:#?}");
+    assert!(has("src/mcp/tools.rs:1: front end names git_neo::store::Store"), "{found:#?}");
+    assert!(has("src/mcp/tools.rs:2: front end names git_neo::api::Memory"), "{found:#?}");
     // Allowed: the store naming gix, a comment, the test module, attempts spawning its check,
     // and `use std::env` itself (naming the module reads nothing; `env::var` does).
-    assert_eq!(found.len(), 12, "{found:#?}");
+    assert_eq!(found.len(), 14, "{found:#?}");
 }
 
 #[test]
@@ -446,4 +465,72 @@ fn a_module_missing_from_the_layers_table_is_named() {
     );
     std::fs::write(root.join("docs/ARCHITECTURE.md"), "# A\n").expect("write");
     assert!(problems(root).iter().any(|p| p.contains("no `<!-- layers: … -->` table")), "{:?}", problems(root));
+}
+
+/// The names `doc` gives in backticks that the checkout at `root` does not have: paths (under
+/// `src/`, `docs/`, `tests/`, `benches/`, `scripts/`, `.ci/`) that do not exist, and code names
+/// (`CamelCase` types, `module::item` paths, `function()` calls, `snake_case` names) of which a
+/// segment is nowhere in the Rust sources (`src/`, `tests/`, `benches/`). Plain words (`facts`,
+/// `text`) are prose and not checked.
+pub fn stale_names(root: &Path, doc: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut words = std::collections::HashSet::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap_or_default();
+        words.extend(text.split(|c: char| !(c.is_alphanumeric() || c == '_')).map(str::to_string));
+    }
+    let mut out = Vec::new();
+    for token in doc.split('`').skip(1).step_by(2) {
+        if token.contains('\n') {
+            continue;
+        }
+        let path_like =
+            ["src/", "docs/", "tests/", "benches/", "scripts/", ".ci/"].iter().any(|p| token.starts_with(p));
+        if path_like {
+            let path = token.split(['#', ' ', ':']).next().unwrap_or(token);
+            if !root.join(path).exists() {
+                out.push(format!("`{token}`: no such path"));
+            }
+            continue;
+        }
+        let code_chars = token.chars().all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '(' || c == ')');
+        let upper_inside = token.chars().skip(1).any(|c| c.is_uppercase()) && token.chars().any(|c| c.is_lowercase());
+        let camel = token.starts_with(|c: char| c.is_uppercase()) && upper_inside;
+        let code = code_chars
+            && !token.is_empty()
+            && (token.contains("::") || token.ends_with("()") || token.contains('_') || camel);
+        if !code {
+            continue;
+        }
+        for seg in token.trim_end_matches("()").split("::").filter(|s| !s.is_empty()) {
+            if !words.contains(seg) {
+                out.push(format!("`{token}`: {seg} is nowhere in the sources"));
+                break;
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_path_and_name_the_architecture_document_gives_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("docs/ARCHITECTURE.md");
+    let stale = stale_names(root, &doc);
+    assert!(stale.is_empty(), "docs/ARCHITECTURE.md names what the code does not have:\n{}", stale.join("\n"));
+    // The check itself: an invented path, method and type are each named; prose is not. (The
+    // names are put together at run time: the sources this test reads include this file.)
+    let invented = format!(
+        "`src/api/{}.rs` keeps `Session::forget_{}` and a `Flux{}`; `facts` are prose.",
+        "nowhere", "everything", "Capacitor"
+    );
+    let found = stale_names(root, &invented);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(found[0].contains("Flux") && found[1].contains("forget_"), "{found:#?}");
+    assert!(found[2].contains("nowhere.rs"), "{found:#?}");
 }

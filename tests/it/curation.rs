@@ -5,7 +5,7 @@
 use crate::support::Sandbox;
 use git_neo::api::curate::CurateOptions;
 use git_neo::api::telemetry::Front;
-use git_neo::api::{AddRequest, Clock, RecallQuery, Session, SessionOptions};
+use git_neo::api::{AddRequest, Clock, Entry, ListFilter, RecallQuery, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::record::{FactType, Kind, RecordId, Timestamp};
 use git_neo::state::Status;
@@ -106,18 +106,33 @@ fn month_of_writes(corpus: &[serde_json::Value], m: usize, n: usize) -> Vec<AddR
     out
 }
 
+/// Every record of the session's memory with its derived state, by id.
+struct Held {
+    entries: HashMap<RecordId, Entry>,
+}
+
+impl Held {
+    fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
+    }
+}
+
+fn state_of(s: &mut Session) -> Held {
+    let all = ListFilter { all: true, ..ListFilter::default() };
+    Held { entries: s.list(&all).expect("list").into_iter().map(|e| (e.id, e)).collect() }
+}
+
 fn import(s: &mut Session, reqs: &[AddRequest]) {
-    let store = s.project_store().expect("store");
-    let wc = s.write_context(&store).expect("ctx");
-    s.memory().expect("memory").import(reqs, 10_000, false, &wc, &mut |_, _| {}).expect("import");
+    s.import(reqs, 10_000, false, &mut |_, _| {}).expect("import");
 }
 
 /// recall@5 of the fixture's queries: a query hits when a fact it expects, or what replaced it,
 /// is among the constraints and the first five facts.
 fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
-    let state = s.memory().expect("memory").state().clone();
-    let by_key: HashMap<String, RecordId> = state
-        .iter()
+    let all = ListFilter { all: true, ..ListFilter::default() };
+    let entries: HashMap<RecordId, Entry> = s.list(&all).expect("list").into_iter().map(|e| (e.id, e)).collect();
+    let by_key: HashMap<String, RecordId> = entries
+        .values()
         .filter_map(|e| e.record.as_fact().and_then(|f| f.key.clone()).map(|k| (k, e.id)))
         .filter(|(k, _)| k.starts_with('k'))
         .collect();
@@ -125,9 +140,9 @@ fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
         let mut out = vec![id];
         let mut i = 0;
         while i < out.len() {
-            if let Some(e) = state.entries.get(&out[i]) {
+            if let Some(e) = entries.get(&out[i]) {
                 for n in &e.superseded_by {
-                    if state.entries.get(n).is_some_and(|x| x.record.kind == Kind::Fact) && !out.contains(n) {
+                    if entries.get(n).is_some_and(|x| x.record.kind == Kind::Fact) && !out.contains(n) {
                         out.push(*n);
                     }
                 }
@@ -238,7 +253,7 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
         // A working month: the fixture's questions asked through MCP, two minutes apart; an
         // answer without the fact the question is about is asked again (the implicit negative
         // signal lands on what was shown instead).
-        let state = a.memory().expect("memory").state().clone();
+        let state = state_of(&mut a);
         let by_key: HashMap<String, RecordId> = state
             .iter()
             .filter(|e| e.status == Status::Valid)
@@ -275,7 +290,7 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
             last_before = quality(&mut a, &queries);
         }
         let report = a.curate(CurateOptions::default()).expect("curate");
-        let state = a.memory().expect("memory").state().clone();
+        let state = state_of(&mut a);
         for e in state.iter().filter(|e| e.record.kind == Kind::Fact) {
             let f = e.record.as_fact().expect("fact");
             if f.tags.iter().any(|t| t == "seed") {
@@ -297,7 +312,7 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
         assert_eq!(again.records, 0, "month {m}: a second curation wrote {:?}", again.plan);
     }
     assert!(written >= 2_800, "thousands of facts: {written}");
-    let state = a.memory().expect("memory").state().clone();
+    let state = state_of(&mut a);
     for id in protected.iter().chain(&constraints) {
         assert_eq!(state.entries[id].status, Status::Valid, "{} was removed", id.short());
     }

@@ -20,6 +20,7 @@
 //! (a rebuilt cache, semantic recall off) is queued as a [`Notice`] for the front end to render.
 
 mod across;
+mod front;
 
 use crate::api::attempts::AttemptRequest;
 use crate::api::verify::Report;
@@ -347,33 +348,27 @@ impl Session {
     }
 
     /// Open the store of the scope commands act on (without loading the memory).
-    pub fn store(&self) -> Result<Store> {
+    pub(crate) fn store(&self) -> Result<Store> {
         self.store_of(&self.target())
     }
 
     /// Open `scope`'s store, making a missing user repository or org cache.
-    pub fn store_of(&self, scope: &Scope) -> Result<Store> {
+    pub(crate) fn store_of(&self, scope: &Scope) -> Result<Store> {
         self.places().open(scope, true)?.ok_or_else(|| Error::invalid("scope", format!("{scope} has no memory")))
     }
 
     /// The project's store (for what only the project has: its work tree, hooks, Construct).
-    pub fn project_store(&self) -> Result<Store> {
+    pub(crate) fn project_store(&self) -> Result<Store> {
         self.places().project()
     }
 
     /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
-    pub fn write_context(&self, store: &Store) -> Result<WriteContext> {
+    pub(crate) fn write_context(&self, store: &Store) -> Result<WriteContext> {
         write_context(self.opts.identity.as_ref(), self.now(), store)
     }
 
-    /// Read the target scope's memory afresh, apart from the session's warm copy (for a caller
-    /// that owns it).
-    pub fn load_memory(&mut self) -> Result<Memory> {
-        self.load_memory_of(&self.target())
-    }
-
     /// Read `scope`'s memory afresh.
-    pub fn load_memory_of(&mut self, scope: &Scope) -> Result<Memory> {
+    pub(crate) fn load_memory_of(&mut self, scope: &Scope) -> Result<Memory> {
         let mut memory = Memory::load(self.store_of(scope)?)?;
         memory.set_scope(scope.clone());
         if let Some(first) = memory.invalid().first() {
@@ -387,13 +382,13 @@ impl Session {
 
     /// The target scope's memory, read on first use and again whenever a tip it was read from
     /// has moved.
-    pub fn memory(&mut self) -> Result<&mut Memory> {
+    pub(crate) fn memory(&mut self) -> Result<&mut Memory> {
         let scope = self.target();
         self.memory_of(&scope)
     }
 
     /// `scope`'s memory, kept like [`Session::memory`].
-    pub fn memory_of(&mut self, scope: &Scope) -> Result<&mut Memory> {
+    pub(crate) fn memory_of(&mut self, scope: &Scope) -> Result<&mut Memory> {
         let stale = match self.parts.get(scope).and_then(|p| p.memory.as_ref()) {
             None => true,
             Some(m) => {
