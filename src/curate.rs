@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 pub const DEMOTE: Milli = Milli(-100);
 /// The signal of a demotion.
 pub const DEMOTE_SIGNAL: &str = "retrieved-unused";
-/// The implicit-feedback signal of a question asked again (`api/feedback.rs`).
+/// The implicit-feedback signal of a question asked again (`api/learn/feedback.rs`).
 pub const REASKED_SIGNAL: &str = "reasked";
 
 /// How much a fact is worth keeping: the ranking score of a perfectly relevant match

@@ -87,7 +87,7 @@ impl CacheDir {
         self.outcomes_state(branch).with_extension("lock")
     }
 
-    /// Retrieval telemetry: one JSON line per recall (`api/telemetry.rs`).
+    /// Retrieval telemetry: one JSON line per recall (`api/learn/telemetry.rs`).
     pub fn telemetry(&self) -> PathBuf {
         self.root.join("telemetry").join("recalls.jsonl")
     }

@@ -11,34 +11,25 @@ use crate::store::ObjectId;
 use crate::store::{Store, StrayEntry, WriteMode};
 use std::collections::HashMap;
 
-// An attempt's check runs as a process: an edge this module owns (clippy.toml).
-#[allow(clippy::disallowed_methods)]
-pub mod attempts;
-pub mod changes;
-mod correct;
-pub mod curate;
-pub mod documents;
-mod export;
-pub mod feedback;
-pub mod hooks;
-mod import;
-pub mod ingest;
-mod options;
-mod outcomes;
-mod proposals;
-mod purge;
-mod recall;
-pub mod report;
-mod scope_ops;
-pub mod scopes;
+// One folder per concern; each use case has one home. The modules are also re-exported here by
+// name (`api::telemetry`, `api::scopes`), the paths callers have used.
+pub mod inspect;
+pub mod learn;
+pub mod recall;
 pub mod session;
 pub mod share;
-pub mod stats;
-mod supersede;
-pub mod telemetry;
-pub mod updates;
-pub mod verify;
-mod write;
+pub mod write;
+
+pub(crate) use inspect::export;
+pub use inspect::{changes, report, stats, verify};
+pub(crate) use learn::outcomes;
+pub use learn::{attempts, curate, feedback, telemetry};
+pub use recall::documents;
+pub(crate) use session::options;
+pub(crate) use share::scope_ops;
+pub use share::{hooks, scopes};
+pub(crate) use write::{correct, import, proposals, purge, supersede};
+pub use write::{ingest, updates};
 
 pub use correct::{History, HistoryEvent, Rechecked, Repair};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};

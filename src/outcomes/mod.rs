@@ -1,6 +1,6 @@
 //! Outcome detection: confidence that follows what later commits did to the code.
 //!
-//! `Memory::outcomes` (in `api/outcomes.rs`: the lock, the cursor file and the write) has
+//! `Memory::outcomes` (in `api/learn/outcomes.rs`: the lock, the cursor file and the write) has
 //! [`detect`] walk the first-parent chain of a branch from a cursor (kept in
 //! `.git/neo/outcomes/<branch>.json`, with the derived tracking state below), diffs each commit
 //! against its first parent ([`diff`]), reads the signals, and writes outcome records through the

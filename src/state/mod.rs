@@ -332,7 +332,7 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                 }
                 if let Some(target) = state.entries.get_mut(&o.target) {
                     target.confidence.0 += o.delta.0;
-                    // `helped`: implicit feedback, a related follow-up question (api/feedback.rs).
+                    // `helped`: implicit feedback, a related follow-up question (api/learn/feedback.rs).
                     if o.signal == "accepted" || o.signal == "helped" {
                         target.successes += 1;
                     }

@@ -48,9 +48,9 @@ fn layer_table(root: &Path) -> Result<Vec<(String, u8, bool)>, String> {
     Ok(out)
 }
 
-/// Where a process may be spawned: git (store), an attempt's own check (api/attempts), and the
+/// Where a process may be spawned: git (store), an attempt's own check (api/learn/attempts), and the
 /// background server a command starts for the next one (cli/daemon).
-const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/attempts.rs", "src/cli/daemon.rs"];
+const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/learn/attempts.rs", "src/cli/daemon.rs"];
 
 /// The modules that face people and agents: they use the library through `api::Session` only.
 const FRONT_ENDS: &[&str] = &["cli", "mcp", "main"];
@@ -91,7 +91,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a source file belongs to (`src/api/session.rs` -> `api`).
+/// The top-level module a source file belongs to (`src/api/session/mod.rs` -> `api`).
 fn module_of(rel: &str) -> String {
     let rest = rel.strip_prefix("src/").unwrap_or(rel);
     let first = rest.split('/').next().unwrap_or(rest);
@@ -416,7 +416,7 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
         "use std::io as sio;\nuse std::env;\nfn f() {\n    let _ = sio::stdout();\n    let _ = format!(\"{}\", env::var(\"HOME\").unwrap());\n}\n",
     );
     write("src/store/mod.rs", "use gix::ObjectId;\n// println! in a comment is fine\n");
-    write("src/api/attempts.rs", "fn f() { std::process::Command::new(\"sh\"); }\n");
+    write("src/api/learn/attempts.rs", "fn f() { std::process::Command::new(\"sh\"); }\n");
     write("src/error.rs", "use crate::record::Problems;\npub enum E { A(crate::index::IndexError) }\n");
     write("thing.whl", "");
     // A front end that reaches past the session.

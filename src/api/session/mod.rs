@@ -19,6 +19,8 @@
 //! outcomes and verify are each one call here. Nothing here prints: what a person should be told
 //! (a rebuilt cache, semantic recall off) is queued as a [`Notice`] for the front end to render.
 
+pub(crate) mod options;
+
 mod across;
 mod front;
 

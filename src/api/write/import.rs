@@ -21,7 +21,7 @@ pub struct ImportOutcome {
     /// Current facts the imported ones replaced (by key, or by the frame rule), as `add` reports
     /// them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub superseded: Vec<super::PlannedSupersession>,
+    pub superseded: Vec<crate::api::PlannedSupersession>,
     /// Requests left out because they were invalid (only with `skip_invalid`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
@@ -73,7 +73,7 @@ impl ImportDecider {
         fact: &crate::record::Fact,
         req: &AddRequest,
         frame_on: bool,
-    ) -> Vec<super::PlannedSupersession> {
+    ) -> Vec<crate::api::PlannedSupersession> {
         use crate::record::SupersessionMethod;
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         let mut planned = Vec::new();
@@ -101,7 +101,7 @@ impl ImportDecider {
                 .filter(|(id, _)| current(id))
                 .collect();
             for (old, subject) in ids {
-                planned.push(super::PlannedSupersession {
+                planned.push(crate::api::PlannedSupersession {
                     old,
                     old_scope: None,
                     subject,
@@ -136,8 +136,8 @@ impl ImportDecider {
                 Some(f) => f.subject.clone(),
                 None => state.entries[&id].record.summary(),
             };
-            if let (crate::frame::Relation::Update, Some(u)) = super::updates::judge(id, &old, &fact.subject) {
-                planned.push(super::PlannedSupersession {
+            if let (crate::frame::Relation::Update, Some(u)) = crate::api::updates::judge(id, &old, &fact.subject) {
+                planned.push(crate::api::PlannedSupersession {
                     old: id,
                     old_scope: None,
                     subject: old,
@@ -203,7 +203,7 @@ impl Memory {
             if req.confidence.is_none() && !planned.is_empty() {
                 let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
                 if let crate::record::Payload::Fact(f) = &mut record.payload {
-                    f.confidence = crate::record::Milli((carried + super::CARRY_OVER_BONUS.0).min(1000));
+                    f.confidence = crate::record::Milli((carried + crate::api::CARRY_OVER_BONUS.0).min(1000));
                 }
             }
             let (id, _) = record.encode();
@@ -216,7 +216,7 @@ impl Memory {
             for p in planned {
                 decider.superseded.insert(p.old);
                 let sup = self.supersession_record(
-                    &super::PlannedSupersession {
+                    &crate::api::PlannedSupersession {
                         reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()),
                         ..p.clone()
                     },

@@ -4,8 +4,8 @@
 //! held or waiting in review; then writes the plan in one commit through the normal write path,
 //! so `neo.mode=review` makes it a proposal).
 
-use super::feedback::{self, FeedbackReport};
-use super::{telemetry, Session};
+use crate::api::feedback::{self, FeedbackReport};
+use crate::api::{telemetry, Session};
 use crate::config::CurateSettings;
 use crate::curate::{self, Inputs, Plan, DEMOTE, DEMOTE_SIGNAL};
 use crate::error::{Error, Result};
@@ -72,7 +72,7 @@ impl Session {
             None
         };
         let scope_name = scope.to_string();
-        let retrievals = super::stats::retrievals(&events, Some(&scope_name));
+        let retrievals = crate::api::stats::retrievals(&events, Some(&scope_name));
         let mut answered: HashMap<RecordId, usize> = HashMap::new();
         let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
         for &i in &stood {

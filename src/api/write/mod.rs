@@ -1,5 +1,18 @@
 //! The write path: fact requests built into validated records (every problem at once, each naming
 //! its field), the write-time filter, write modes (auto, review, off), one commit per write, init.
+//!
+//! Beneath it, every use case that writes records: supersession on write (`supersede`, with the
+//! frame rule for unlabelled updates in `updates`), corrections (`correct`), batched and foreign
+//! imports (`import`), documents as sources (`ingest`), the history rewrite (`purge`) and review
+//! mode's proposals (`proposals`).
+
+pub(crate) mod correct;
+pub(crate) mod import;
+pub mod ingest;
+pub(crate) mod proposals;
+pub(crate) mod purge;
+pub(crate) mod supersede;
+pub mod updates;
 
 use super::*;
 use crate::error::{Error, Result};

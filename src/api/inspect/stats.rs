@@ -1,8 +1,8 @@
 //! `git neo stats`: what the local retrieval telemetry says about recall, beside the size of
 //! every scope's memory. Read-only: nothing here writes.
 
-use super::telemetry::{self, Event};
-use super::Session;
+use crate::api::telemetry::{self, Event};
+use crate::api::Session;
 use crate::config::CurateSettings;
 use crate::error::Result;
 use crate::record::{Kind, Payload, RecordId};

@@ -1,7 +1,7 @@
 //! Corrections: marking records outdated, reverting a supersession, an outdated mark or a
 //! forget (each by appending a record), and the history of a record or key.
 
-use super::{short_message, AddOutcome, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, Memory, WriteContext};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
 use crate::state::{Entry, Status};

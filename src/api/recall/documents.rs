@@ -3,7 +3,7 @@
 //! `.git/neo/documents.json` by model and section hash (a section is embedded once until its
 //! text changes); without a model, sections are matched by the query's words.
 
-use super::Memory;
+use crate::api::Memory;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::recall::DocumentSection;

@@ -18,8 +18,8 @@
 //! (`neo.outcomes.maxPerScan` per run, `neo.outcomes.maxPerRecordPerDay`). Only facts of the
 //! project memory are scored, as with outcome detection.
 
-use super::telemetry::{self, Event};
-use super::{Memory, Session};
+use crate::api::telemetry::{self, Event};
+use crate::api::{Memory, Session};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use crate::scope::Scope;
@@ -168,7 +168,7 @@ impl<'a> Questions<'a> {
     /// question it repeats does not stand either: getting the same answer again and stopping says
     /// as little as giving up. This is evidence of use, the kind plain retrieval is not (a fact
     /// shown beside the answer, or leading a wrong one, is retrieved too): curation keeps facts by
-    /// the answers they led (`api/curate.rs`), and a fact shown in an answer that stood is not
+    /// the answers they led (`api/learn/curate.rs`), and a fact shown in an answer that stood is not
     /// lowered because another question was asked again after it led ([`read_exchanges`]).
     pub fn stood(&self) -> Vec<usize> {
         let events = self.events;
@@ -317,7 +317,7 @@ impl Session {
     /// [`Session::feedback`] on telemetry already read (`questions`, and the answers among them
     /// that [stood](Questions::stood)), with or without the per-run cap: a curation reads all the feedback there is in
     /// one commit, so its plan sees every signal (the daily cap per fact still holds).
-    pub(super) fn feedback_from(
+    pub(in crate::api) fn feedback_from(
         &mut self,
         questions: &Questions<'_>,
         stood: &[usize],

@@ -1,5 +1,8 @@
 //! Recall and the caches behind it: opening, catching up and rebuilding the indexes, similarity
-//! scores for supersession, recall itself with attempts' freshness, and memory as of a time.
+//! scores for supersession, recall itself with attempts' freshness, and memory as of a time;
+//! `documents` the layer from the project's ingested documents.
+
+pub mod documents;
 
 use super::*;
 use crate::error::{Error, Result};

@@ -4,7 +4,7 @@
 //! of the facts outcomes moved most, supersession chains, recall latency and hit rate from the
 //! local telemetry, and what the last curation did. Read-only.
 
-use super::{telemetry, Session};
+use crate::api::{telemetry, Session};
 use crate::error::Result;
 use crate::record::{Kind, Payload, RecordId, Timestamp};
 use crate::report::{Chart, CurationRow, ReportData, Series, Version};
@@ -204,7 +204,7 @@ impl Session {
             empty: telemetry_empty(tel.on).into(),
         });
         if !events.is_empty() {
-            let stats = super::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
+            let stats = crate::api::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
             let hits = events.iter().filter(|e| e.hit()).count();
             summary.push((
                 "recalls kept".into(),

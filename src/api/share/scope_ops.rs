@@ -1,9 +1,9 @@
 //! What a session does with whole scopes: sync each scope through its own remote, working
 //! sessions (start, promote, drop), and the report `git neo scopes` prints.
 
-use super::scopes::{self, ScopeInfo};
-use super::share::{self, SyncOutcome};
-use super::{AddOutcome, AddRequest, Session};
+use crate::api::scopes::{self, ScopeInfo};
+use crate::api::share::{self, SyncOutcome};
+use crate::api::{AddOutcome, AddRequest, Session};
 use crate::error::{Error, Result};
 use crate::record::{Fact, Kind, Payload, RecordId};
 use crate::scope::{self, Scope};
@@ -155,7 +155,7 @@ impl Session {
             .project()?
             .worktrees()
             .into_iter()
-            .map(|(root, git_dir)| (root, super::scopes::session_named_in(&git_dir)))
+            .map(|(root, git_dir)| (root, crate::api::scopes::session_named_in(&git_dir)))
             .collect();
         let mut out = Vec::new();
         for s in places.readable()? {

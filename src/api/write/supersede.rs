@@ -13,7 +13,7 @@
 //! another does not replace it. Every supersession is its own record, written in the same commit
 //! as the new fact, so a reader never sees one without the other.
 
-use super::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
 use crate::error::{Error, Result};
 use crate::record::{
     self, Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod,
@@ -25,7 +25,7 @@ use std::collections::BTreeSet;
 /// The cosine similarity at which a fact of the same type and scope is superseded, by default.
 pub const DEFAULT_THRESHOLD: f32 = 0.85;
 
-pub use super::updates::{PossibleUpdate, UPDATE_CANDIDATES};
+pub use crate::api::updates::{PossibleUpdate, UPDATE_CANDIDATES};
 
 /// The frame rule's decision for `fact` over the valid facts about the same thing that
 /// `is_candidate` admits, newest first: the updates it applies (none when `frame_on` is false),
@@ -44,13 +44,13 @@ pub(crate) fn frame_step(
             // The same thing in another area: areas are kept apart (as keys and similarity keep
             // them), so it is never replaced automatically; the writer is told it exists.
             let other_area = entry.record.as_fact().filter(|f| f.scope != fact.scope).map(|f| f.scope.clone());
-            if let (Some(area), (_, Some(mut u))) = (other_area, super::updates::judge(id, &old, &fact.subject)) {
+            if let (Some(area), (_, Some(mut u))) = (other_area, crate::api::updates::judge(id, &old, &fact.subject)) {
                 u.why = format!("the same thing in area {area:?} ({}); areas are kept apart", u.why);
                 maybe.push(u);
             }
             continue;
         }
-        match super::updates::judge(id, &old, &fact.subject) {
+        match crate::api::updates::judge(id, &old, &fact.subject) {
             (crate::frame::Relation::Update, Some(u)) if frame_on => sure.push(u),
             (crate::frame::Relation::Update | crate::frame::Relation::MaybeUpdate, Some(u)) => maybe.push(u),
             _ => {}
@@ -403,7 +403,12 @@ impl Memory {
         Ok(())
     }
 
-    pub(super) fn supersession_record(&self, p: &PlannedSupersession, new: RecordId, ctx: &WriteContext) -> Record {
+    pub(in crate::api) fn supersession_record(
+        &self,
+        p: &PlannedSupersession,
+        new: RecordId,
+        ctx: &WriteContext,
+    ) -> Record {
         Record {
             kind: Kind::Supersession,
             payload: Payload::Supersession(Supersession {

@@ -1,4 +1,4 @@
-//! What a front end hands a [`super::Session`] and gets back besides results: the options it
+//! What a front end hands a [`crate::api::Session`] and gets back besides results: the options it
 //! read from its flags and environment (as plain data), the clock, a recall as strings, and the
 //! notices a person should be told.
 
@@ -60,8 +60,8 @@ pub struct SessionOptions {
 
 impl SessionOptions {
     /// Where this session's scopes are.
-    pub fn places(&self) -> super::scopes::Places {
-        super::scopes::Places {
+    pub fn places(&self) -> crate::api::scopes::Places {
+        crate::api::scopes::Places {
             dir: self.dir.clone(),
             ref_name: self.ref_name.clone(),
             data_dir: self.data_dir.clone(),
@@ -85,7 +85,7 @@ pub enum Notice {
     ScopeUnreadable { scope: String, why: String },
     /// The org cache is older than `neo.org.refreshMinutes` (or was never fetched): recall used
     /// it as it is. With `fetch`, this caller should start a fetch in the background (at most
-    /// one caller in [`super::scopes::FETCH_CLAIM_SECS`] is told to).
+    /// one caller in [`crate::api::scopes::FETCH_CLAIM_SECS`] is told to).
     OrgStale { fetched: Option<Timestamp>, fetch: bool },
     /// The local retrieval telemetry could not be written (the recall itself succeeded).
     TelemetryFailed(String),
@@ -106,7 +106,7 @@ pub struct RecallQuery {
     /// A date, a UTC time, or a commit.
     pub as_of: Option<String>,
     /// The front end that asked, for local telemetry (`None`: not recorded, as for a warm-up).
-    pub front: Option<super::telemetry::Front>,
+    pub front: Option<crate::api::telemetry::Front>,
 }
 
 /// Called with `(what, done, total)` while something long runs (embedding a whole memory).
