@@ -1,6 +1,7 @@
-//! What a person reads, pinned: the markdown of `recall`, `task` and `history` on the fixed history
-//! of tests/it/review.rs (plus attempts), compared with tests/snapshots/*.md. `diff` and `log` are
-//! pinned beside their other tests in review.rs. A change in what a user sees shows up as a change
+//! What a person reads, pinned: the markdown of `recall`, `task` and `history`, the text of `list`
+//! and `log`, and the `--json` of the commands an agent calls, on the fixed history of
+//! tests/it/review.rs (plus attempts), compared with tests/snapshots/*.md. `diff` and
+//! `log --markdown` are pinned beside their other tests in review.rs. A change in what a user sees shows up as a change
 //! to a snapshot file in review.
 
 use crate::support::{assert_snapshot, Sandbox};
@@ -78,4 +79,49 @@ fn history_markdown_is_pinned() {
     let sb = Sandbox::new();
     let repo = memory(&sb);
     assert_snapshot("history", &run(&sb, &repo, &["history", "deploy target"]));
+}
+
+/// `--json` of `git neo <args>`, pretty-printed, pinned like the markdown: the shapes agents parse.
+fn json_snapshot(sb: &Sandbox, repo: &Path, name: &str, args: &[&str]) {
+    let mut with_json = vec!["--json"];
+    with_json.extend_from_slice(args);
+    let text = run(sb, repo, &with_json);
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("git neo {args:?} --json is not one JSON value: {e}\n{text}"));
+    assert_snapshot(name, &serde_json::to_string_pretty(&rounded(value)).expect("print JSON"));
+}
+
+/// Scores to six decimals: the shape and the ranking are pinned, not the last bit of a platform's
+/// `exp` and `log2`.
+fn rounded(v: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = (n.as_f64().unwrap_or_default() * 1e6).round() / 1e6;
+            serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(rounded).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, rounded(v))).collect()),
+        other => other,
+    }
+}
+
+#[test]
+fn json_output_of_the_commands_agents_call_is_pinned() {
+    let sb = Sandbox::new();
+    let repo = memory(&sb);
+    json_snapshot(&sb, &repo, "recall-json", &["recall", "where do we deploy, and the checkout outage"]);
+    json_snapshot(&sb, &repo, "list-json", &["list", "--all"]);
+    json_snapshot(&sb, &repo, "task-json", &["task", "T-7 checkout outage"]);
+    json_snapshot(&sb, &repo, "history-json", &["history", "deploy target"]);
+    json_snapshot(&sb, &repo, "export-json", &["export"]);
+    json_snapshot(&sb, &repo, "verify-json", &["verify"]);
+}
+
+#[test]
+fn list_and_log_text_is_pinned() {
+    let sb = Sandbox::new();
+    let repo = memory(&sb);
+    assert_snapshot("list", &run(&sb, &repo, &["list", "--all"]));
+    assert_snapshot("log-text", &run(&sb, &repo, &["log"]));
 }
