@@ -48,14 +48,12 @@ pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
 
 pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
     let (outcome, restores) = ctx.session.revert(&args.id, args.reason.as_deref())?;
-    let mut now: Vec<serde_json::Value> = Vec::new();
-    for id in &restores {
-        now.extend(
-            ctx.session
-                .entry(id)?
-                .map(|e| serde_json::json!({ "id": e.id, "status": e.status, "summary": e.record.summary() })),
-        );
-    }
+    let now: Vec<serde_json::Value> = ctx
+        .session
+        .entries(&restores)?
+        .iter()
+        .map(|e| serde_json::json!({ "id": e.id, "status": e.status, "summary": e.record.summary() }))
+        .collect();
     if ctx.out.json {
         ctx.out.json(&serde_json::json!({ "revert": outcome, "restored": now }));
     } else {

@@ -69,12 +69,17 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     let cwd =
         ctx.dir.canonicalize().map_err(|e| Error::Io { context: "reading the current directory".into(), source: e })?;
     let mut targets = Vec::new();
+    // What a glob may name, read once for every glob given.
+    let mut ingestible: Option<Vec<String>> = None;
     for p in &args.paths {
         let rel = relative(&root, &cwd, p)?;
         if rel.contains(['*', '?']) {
             // A glob: the committed files it matches, and the ingested ones (to notice deletions).
-            let mut matched: Vec<String> =
-                ctx.session.ingestible_paths()?.into_iter().filter(|p| glob_match(&rel, p)).collect();
+            let paths = match &mut ingestible {
+                Some(paths) => paths,
+                None => ingestible.insert(ctx.session.ingestible_paths()?),
+            };
+            let mut matched: Vec<String> = paths.iter().filter(|p| glob_match(&rel, p)).cloned().collect();
             if matched.is_empty() {
                 return Err(Error::invalid("paths", format!("{p:?} matches no committed file")));
             }

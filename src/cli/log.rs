@@ -52,11 +52,12 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if commits.is_empty() {
         ctx.out.note(&format!("{} has no history yet", ctx.session.ref_name()?));
     }
+    let summaries = ctx.session.summaries(commits.iter().flat_map(|c| c.added.iter().map(|a| a.id)))?;
     for c in commits {
         let subject = c.message.lines().next().unwrap_or_default().to_string();
         ctx.out.line(&format!("{} {} {}", ctx.out.paint("33", &c.commit[..12]), c.time, subject));
         for added in &c.added {
-            let summary = ctx.session.summary(&added.id)?;
+            let summary = summaries.get(&added.id).map(String::as_str).unwrap_or_default();
             ctx.out.line(&format!("    + {} {} {summary}", added.kind, added.id.short()));
         }
         for change in &c.other_changes {

@@ -56,8 +56,9 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
             String::new()
         }
     ));
+    let summaries = ctx.session.summaries(report.outcomes.iter().map(|o| o.target))?;
     for o in &report.outcomes {
-        let summary = ctx.session.summary(&o.target)?;
+        let summary = summaries.get(&o.target).map(String::as_str).unwrap_or_default();
         let line = format!(
             "  {} {:<16} {:+.2} {} at {} {}",
             ctx.out.paint("33", &o.target.short()),

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::record::RecordId;
 use crate::state::Entry;
 use crate::store::CommitInfo;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -62,14 +63,20 @@ impl Session {
         Ok(paths)
     }
 
-    /// A record of the target memory with its derived state, if it holds it.
-    pub fn entry(&mut self, id: &RecordId) -> Result<Option<Entry>> {
-        Ok(self.memory()?.state().entries.get(id).cloned())
+    /// The records of `ids` the target memory holds, with their derived state, in that order.
+    pub fn entries(&mut self, ids: &[RecordId]) -> Result<Vec<Entry>> {
+        let state = self.memory()?.state();
+        Ok(ids.iter().filter_map(|id| state.entries.get(id).cloned()).collect())
     }
 
-    /// The one-line summary of a record of the target memory ("" if it holds none by that id).
-    pub fn summary(&mut self, id: &RecordId) -> Result<String> {
-        Ok(self.memory()?.state().entries.get(id).map(|e| e.record.summary()).unwrap_or_default())
+    /// The one-line summary of each of `ids` in the target memory ("" for an id it does not
+    /// hold), read in one go: a listing asks for many, and each read of the memory checks its tips.
+    pub fn summaries(&mut self, ids: impl IntoIterator<Item = RecordId>) -> Result<HashMap<RecordId, String>> {
+        let state = self.memory()?.state();
+        Ok(ids
+            .into_iter()
+            .map(|id| (id, state.entries.get(&id).map(|e| e.record.summary()).unwrap_or_default()))
+            .collect())
     }
 
     /// The tips the target memory was read from (local ref first, then remote-tracking copies),
