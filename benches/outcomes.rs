@@ -37,7 +37,7 @@ fn main() {
         .expect("fixture");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let who = common::who();
-    let ctx = WriteContext { identity: who, now: Timestamp(1_780_000_000) };
+    let ctx = WriteContext::new(who, Timestamp(1_780_000_000));
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let tip = store.resolve_commit("HEAD").expect("HEAD");
     let root = store.first_parent_chain(tip, None, usize::MAX).expect("chain")[0].id;

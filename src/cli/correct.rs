@@ -11,6 +11,9 @@ pub struct OutdatedArgs {
     /// Why it no longer holds.
     #[arg(long)]
     reason: String,
+    /// Print the plan (the commit and its records) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(clap::Args)]
@@ -20,6 +23,9 @@ pub struct RevertArgs {
     /// Why it is undone.
     #[arg(long)]
     reason: Option<String>,
+    /// Print the plan (the commit and its records) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(clap::Args)]
@@ -36,9 +42,11 @@ pub struct HistoryArgs {
 }
 
 pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
-    let outcome = ctx.session.outdated(&args.id, &args.reason)?;
+    let outcome = ctx.session.dry_run(args.dry_run, |s| s.outdated(&args.id, &args.reason))?;
     if ctx.out.json {
         ctx.out.json(&outcome);
+    } else if let Some(plan) = &outcome.plan {
+        ctx.show_plan(plan);
     } else {
         ctx.out.line(&outcome.id.to_hex());
         ctx.out.note(&format!("marked {} outdated: supersession {}", args.id, outcome.id.short()));
@@ -47,7 +55,7 @@ pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
 }
 
 pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
-    let (outcome, restores) = ctx.session.revert(&args.id, args.reason.as_deref())?;
+    let (outcome, restores) = ctx.session.dry_run(args.dry_run, |s| s.revert(&args.id, args.reason.as_deref()))?;
     let now: Vec<serde_json::Value> = ctx
         .session
         .entries(&restores)?
@@ -56,6 +64,15 @@ pub fn revert(ctx: &mut Ctx, args: RevertArgs) -> Result<(), Error> {
         .collect();
     if ctx.out.json {
         ctx.out.json(&serde_json::json!({ "revert": outcome, "restored": now }));
+    } else if let Some(plan) = &outcome.plan {
+        ctx.show_plan(plan);
+        for r in &now {
+            ctx.out.note(&format!(
+                "would restore {} ({})",
+                r["id"].as_str().map(|s| &s[..12]).unwrap_or(""),
+                r["summary"].as_str().unwrap_or("")
+            ));
+        }
     } else {
         ctx.out.line(&outcome.id.to_hex());
         for r in &now {

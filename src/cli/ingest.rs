@@ -11,6 +11,9 @@ pub struct Args {
     /// globs (`docs/**/*.md`, quoted), relative to the current directory.
     #[arg(required = true)]
     paths: Vec<String>,
+    /// Print the plan (the commit and its records) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// `path` (relative to `cwd`, inside the work tree `root`) as a repository-relative path.
@@ -90,9 +93,13 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             targets.push(rel);
         }
     }
-    let outcome = ctx.session.ingest(&targets)?;
+    let outcome = ctx.session.dry_run(args.dry_run, |s| s.ingest(&targets))?;
     if ctx.out.json {
         ctx.out.json(&outcome);
+        return Ok(());
+    }
+    if let Some(plan) = &outcome.plan {
+        ctx.show_plan(plan);
         return Ok(());
     }
     for s in &outcome.skipped {

@@ -224,6 +224,23 @@ impl Ctx {
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
+    /// A dry run's plan, as text: the ref and the tip it was decided against, then each commit's
+    /// message and records (`+` would be written, `=` is there already). JSON output carries the
+    /// plan in the command's own object instead.
+    pub fn show_plan(&mut self, plan: &git_neo::api::PlanView) {
+        let at = plan.expected_tip.as_deref().map(|t| format!(" (at {})", &t[..t.len().min(12)])).unwrap_or_default();
+        self.out.line(&format!("would commit to {}{at}:", plan.ref_name));
+        for commit in &plan.commits {
+            self.out.line(&format!("  {}", commit.message.lines().next().unwrap_or("")));
+            for r in &commit.records {
+                let mark = if r.present { "=" } else { "+" };
+                let there = if r.present { "  (already there)" } else { "" };
+                self.out.line(&format!("    {mark} {} {}  {}{there}", r.kind, &r.id[..12], r.summary));
+            }
+        }
+        self.out.note("dry run: nothing written");
+    }
+
     /// Say what the session queued for the person (on stderr, never in JSON).
     pub fn say_notices(&mut self) {
         for n in self.session.take_notices() {

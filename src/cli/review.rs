@@ -10,6 +10,9 @@ pub struct ApproveArgs {
     /// Approve every pending proposal.
     #[arg(long, conflicts_with = "ids")]
     all: bool,
+    /// Print the plan (the commit and its records) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(clap::Args)]
@@ -20,9 +23,11 @@ pub struct RejectArgs {
 }
 
 pub fn approve(ctx: &mut Ctx, args: ApproveArgs) -> Result<(), Error> {
-    let outcome = ctx.session.approve(&args.ids, args.all)?;
+    let outcome = ctx.session.dry_run(args.dry_run, |s| s.approve(&args.ids, args.all))?;
     if ctx.out.json {
         ctx.out.json(&outcome);
+    } else if let Some(plan) = &outcome.plan {
+        ctx.show_plan(plan);
     } else if outcome.ids.is_empty() {
         ctx.out.line("no proposals are pending");
     } else {

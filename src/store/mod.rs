@@ -36,6 +36,15 @@ use std::time::Duration;
 pub struct WriteContext {
     pub identity: Identity,
     pub now: crate::record::Timestamp,
+    /// Decide and render every write, commit none (`--dry-run`).
+    pub dry_run: bool,
+}
+
+impl WriteContext {
+    /// `identity` writing at `now`, for real.
+    pub fn new(identity: Identity, now: crate::record::Timestamp) -> WriteContext {
+        WriteContext { identity, now, dry_run: false }
+    }
 }
 
 /// The ref used when `git config neo.ref` is not set.

@@ -52,6 +52,9 @@ fn layer_table(root: &Path) -> Result<Vec<(String, u8, bool)>, String> {
 /// background server a command starts for the next one (cli/daemon).
 const SPAWNERS: &[&str] = &["src/store/write.rs", "src/api/learn/attempts.rs", "src/cli/daemon.rs"];
 
+/// The one file besides the store that commits records.
+const WRITE_PATH: &str = "src/api/write/plan.rs";
+
 /// The modules that face people and agents: they use the library through `api::Session` only.
 const FRONT_ENDS: &[&str] = &["cli", "mcp", "main"];
 
@@ -312,6 +315,14 @@ impl<'ast> Visit<'ast> for Checker<'_> {
                 "unwrap() outside tests; return an error or `expect` why it cannot fail".into(),
             );
         }
+        // Every write of records takes the one write path: plan, then `Memory::apply`, whose
+        // filter, de-duplication and commit live in api/write/plan.rs.
+        if call.method == "write_records" && self.module != "store" && self.rel != WRITE_PATH {
+            self.problem(
+                call.method.span().start().line,
+                format!("writes records past the one write path; build a WritePlan and apply it ({WRITE_PATH})"),
+            );
+        }
         syn::visit::visit_expr_method_call(self, call);
     }
 }
@@ -421,6 +432,8 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     write("thing.whl", "");
     // A front end that reaches past the session.
     write("src/mcp/tools.rs", "use git_neo::store::Store;\nfn f(m: &git_neo::api::Memory) {}\n");
+    // A use case that commits records itself instead of applying a plan.
+    write("src/api/learn/curate.rs", "fn f(s: &S) {\n    s.write_records(&[], \"m\");\n}\n");
     // The layers come from the architecture document, as they do for the real tree.
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ARCHITECTURE.md"))
         .expect("docs/ARCHITECTURE.md");
@@ -441,9 +454,10 @@ fn the_boundary_check_catches_each_kind_of_crossing() {
     assert!(has("thing.whl: stray file"), "{found:#?}");
     assert!(has("src/mcp/tools.rs:1: front end names git_neo::store::Store"), "{found:#?}");
     assert!(has("src/mcp/tools.rs:2: front end names git_neo::api::Memory"), "{found:#?}");
+    assert!(has("src/api/learn/curate.rs:2: writes records past the one write path"), "{found:#?}");
     // Allowed: the store naming gix, a comment, the test module, attempts spawning its check,
     // and `use std::env` itself (naming the module reads nothing; `env::var` does).
-    assert_eq!(found.len(), 14, "{found:#?}");
+    assert_eq!(found.len(), 15, "{found:#?}");
 }
 
 #[test]

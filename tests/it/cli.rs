@@ -115,10 +115,10 @@ fn ids_resolve_by_unique_prefix_and_ambiguity_lists_candidates() {
     let repo = sb.repo("r");
     // Find two subjects whose records (as the CLI will write them) share a 4-digit prefix.
     let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-    let wc = WriteContext {
-        identity: Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
-        now: Timestamp::parse(crate::support::NOW).expect("time"),
-    };
+    let wc = WriteContext::new(
+        Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
+        Timestamp::parse(crate::support::NOW).expect("time"),
+    );
     let mut by_prefix = std::collections::HashMap::new();
     let (a, b) = (0..100_000)
         .find_map(|i| {

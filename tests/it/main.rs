@@ -19,6 +19,7 @@ mod instructions;
 mod mcp;
 mod modes;
 mod outcomes;
+mod plan;
 mod props;
 mod quality;
 mod recall;

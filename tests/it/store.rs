@@ -9,10 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn ctx() -> WriteContext {
-    WriteContext {
-        identity: Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
-        now: Timestamp(1_772_366_400),
-    }
+    WriteContext::new(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }, Timestamp(1_772_366_400))
 }
 
 fn fact(subject: &str) -> AddRequest {

@@ -350,8 +350,9 @@ impl Session {
     pub fn ingest(&mut self, targets: &[String]) -> Result<crate::api::ingest::IngestOutcome> {
         let (memory, wc) = self.writing()?;
         let outcome = memory.ingest(targets, &wc)?;
-        // Nothing new: every section was embedded when it was ingested (no model load).
-        if outcome.documents.iter().all(|d| d.id.is_none()) {
+        // Nothing new: every section was embedded when it was ingested (no model load). A dry
+        // run wrote nothing to embed.
+        if outcome.plan.is_some() || outcome.documents.iter().all(|d| d.id.is_none()) {
             return Ok(outcome);
         }
         self.warm.ensure_embedder(&self.opts.embedder);

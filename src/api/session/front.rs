@@ -7,14 +7,14 @@
 //! the session owns (scope, identity, clock, configuration, warm caches) is applied here once,
 //! for every front end alike. `tests/it/boundaries.rs` holds the front ends to it.
 
-use super::{write_context, Session};
+use super::Session;
 use crate::api::attempts::AttemptView;
 use crate::api::changes::Changes;
 use crate::api::hooks::HookChange;
 use crate::api::share::ProposeOutcome;
 use crate::api::{
-    AddOutcome, AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, Memory, PurgeOutcome,
-    ReviewOutcome, Shown, WriteContext,
+    AddOutcome, AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, PurgeOutcome,
+    ReviewOutcome, Shown,
 };
 use crate::error::{Error, Result};
 use crate::record::RecordId;
@@ -25,15 +25,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 impl Session {
-    /// The target scope's memory and who writes into it, for one write.
-    fn writer(&mut self) -> Result<(&mut Memory, WriteContext)> {
-        let identity = self.opts.identity.clone();
-        let now = self.now();
-        let memory = self.memory()?;
-        let wc = write_context(identity.as_ref(), now, memory.store())?;
-        Ok((memory, wc))
-    }
-
     /// The ref the target scope's memory lives on (read without loading the records).
     pub fn ref_name(&self) -> Result<String> {
         Ok(self.store()?.ref_name().to_string())
@@ -87,13 +78,13 @@ impl Session {
 
     /// `git neo init`: create the memory ref holding only `FORMAT`.
     pub fn init(&mut self) -> Result<InitOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.init(&wc)
     }
 
     /// `git neo purge`: remove one record from the memory ref's whole history.
     pub fn purge(&mut self, prefix: &str, reason: &str) -> Result<PurgeOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.purge(prefix, reason, &wc)
     }
 
@@ -114,13 +105,13 @@ impl Session {
 
     /// Move proposals onto the memory ref.
     pub fn approve(&mut self, prefixes: &[String], all: bool) -> Result<ReviewOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.approve(prefixes, all, &wc)
     }
 
     /// Drop proposals.
     pub fn reject(&mut self, prefixes: &[String]) -> Result<ReviewOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.reject(prefixes, &wc)
     }
 
@@ -141,14 +132,14 @@ impl Session {
 
     /// Re-run an attempt's check at HEAD with `shell`: the new attempt and the original's outcome.
     pub fn recheck(&mut self, prefix: &str, shell: &Path, timeout: Duration) -> Result<(AddOutcome, AddOutcome)> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.recheck(prefix, shell, timeout, &wc)
     }
 
     /// Every problem of each request, as the write would find it, without writing (`None` for a
     /// request that would be accepted).
     pub fn check_facts(&mut self, requests: &[AddRequest]) -> Result<Vec<Option<Error>>> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         Ok(requests.iter().map(|r| memory.prepare_fact(r, &wc).err()).collect())
     }
 
@@ -160,7 +151,7 @@ impl Session {
         skip_invalid: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<ImportOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.import(requests, batch_size, skip_invalid, &wc, progress)
     }
 
@@ -172,7 +163,7 @@ impl Session {
         skip_invalid: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<ForeignOutcome> {
-        let (memory, wc) = self.writer()?;
+        let (memory, wc) = self.writing()?;
         memory.import_foreign(foreign, batch_size, skip_invalid, &wc, progress)
     }
 

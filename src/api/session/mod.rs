@@ -54,6 +54,8 @@ pub struct Session {
     /// The fold of every scope a recall read, and which scope each record came from.
     union: Option<Union>,
     warm: Warm,
+    /// Writes are planned and rendered, not committed (see [`Session::dry_run`]).
+    dry_run: bool,
 }
 
 /// Recall indexes and the tips they were opened at.
@@ -97,7 +99,7 @@ fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> 
                 .into(),
         })?,
     };
-    Ok(WriteContext { identity, now })
+    Ok(WriteContext::new(identity, now))
 }
 
 /// Lend the boxed embedder for one call (shortening its trait-object lifetime to the borrow's).
@@ -262,6 +264,7 @@ impl Session {
             opts,
             parts: BTreeMap::new(),
             union: None,
+            dry_run: false,
             warm: Warm {
                 embedder: None,
                 no_embedder: None,
@@ -365,8 +368,9 @@ impl Session {
     }
 
     /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
+    /// Inside [`Session::dry_run`] the context says so, and every write only plans.
     pub(crate) fn write_context(&self, store: &Store) -> Result<WriteContext> {
-        write_context(self.opts.identity.as_ref(), self.now(), store)
+        Ok(WriteContext { dry_run: self.dry_run, ..write_context(self.opts.identity.as_ref(), self.now(), store)? })
     }
 
     /// Read `scope`'s memory afresh.
@@ -426,10 +430,26 @@ impl Session {
 
     /// The target memory and a write context for it.
     pub(super) fn writing(&mut self) -> Result<(&mut Memory, WriteContext)> {
-        let (identity, now) = (self.opts.identity.clone(), self.now());
+        let (identity, now, dry_run) = (self.opts.identity.clone(), self.now(), self.dry_run);
         let memory = self.memory()?;
-        let wc = write_context(identity.as_ref(), now, memory.store())?;
+        let wc = WriteContext { dry_run, ..write_context(identity.as_ref(), now, memory.store())? };
         Ok((memory, wc))
+    }
+
+    /// Run `f` with every write it makes planned, filtered and rendered but not committed
+    /// (`--dry-run`); `on == false` runs it as it is. Whatever `f` returns, the session writes for
+    /// real again afterwards, so a warm server's next command is not a dry run by accident.
+    pub fn dry_run<T>(&mut self, on: bool, f: impl FnOnce(&mut Session) -> Result<T>) -> Result<T> {
+        let before = self.dry_run;
+        self.dry_run = on || before;
+        let result = f(self);
+        self.dry_run = before;
+        result
+    }
+
+    /// Whether writes are being planned only.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
     }
 
     /// Why recall is lexical, if it is.
@@ -471,7 +491,8 @@ impl Session {
         let scope = self.target();
         let (foreign, local) = self.foreign_supersessions(req)?;
         let req = &local;
-        let (_, wc) = self.writing()?;
+        let (_, mut wc) = self.writing()?;
+        wc.dry_run |= dry_run;
         let part = self.parts.get_mut(&scope).expect("loaded by writing()");
         let memory = part.memory.as_mut().expect("loaded by writing()");
         let slot = &mut part.indexes;
@@ -485,9 +506,6 @@ impl Session {
         };
         let mut plan = plan;
         plan.supersedes.extend(foreign);
-        if dry_run {
-            return Ok(plan.into_dry_run());
-        }
         let outcome = memory.apply_add(plan, &wc)?;
         self.share(outcome, &wc)
     }

@@ -8,6 +8,7 @@ pub(crate) mod scope_ops;
 pub mod scopes;
 
 use crate::api::WriteContext;
+use crate::api::write::plan::{Destination, Planned, PlannedCommit, WritePlan};
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 pub use crate::store::MergeKind;
@@ -347,7 +348,7 @@ pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Resu
     let remote = super::scopes::REMOTE;
     let proposals = memory.ensure_proposals()?;
     let Some(first) = proposals.state.order.first().copied() else { return Ok(None) };
-    let mut encoded = Vec::new();
+    let mut records = Vec::new();
     let mut paths = Vec::new();
     for id in &proposals.state.order {
         let entry = &proposals.state.entries[id];
@@ -356,7 +357,7 @@ pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Resu
             .get(id)
             .copied()
             .ok_or_else(|| Error::Integrity(format!("proposal {} has no blob", id.short())))?;
-        encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
+        records.push(Planned::Copy { id: *id, bytes: proposals.store.read_blob(blob)? });
         paths.push(crate::record::Record::path(entry.record.kind, id));
     }
     let store = memory.store();
@@ -368,9 +369,15 @@ pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Resu
     if let Some(t) = theirs {
         outbox.merge_into_local(t, &format!("{remote} memory"), &ctx.identity, ctx.now)?;
     }
-    let n = encoded.len();
+    let n = records.len();
     let message = format!("neo: propose {n} record{}", if n == 1 { "" } else { "s" });
-    outbox.write_records(&encoded, &message, &ctx.identity, ctx.now, true)?;
+    let plan = WritePlan {
+        destination: Destination::Own,
+        commits: vec![PlannedCommit { message, records }],
+        expected_tip: outbox.local_tip()?,
+        create: true,
+    };
+    crate::api::write::plan::apply_to_store(&outbox, &plan, ctx)?;
     let tip = outbox
         .local_tip()?
         .ok_or_else(|| Error::Integrity(format!("{} vanished after it was written", outbox.ref_name())))?;

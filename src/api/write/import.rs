@@ -25,6 +25,9 @@ pub struct ImportOutcome {
     /// Requests left out because they were invalid (only with `skip_invalid`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// In a dry run, the plan that was not applied (its commits and records).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<super::plan::PlanView>,
 }
 
 /// A request `import` left out, and why.
@@ -228,8 +231,6 @@ impl Memory {
                 fresh.push((sid, sup));
             }
         }
-        let total = fresh.len();
-        let mut done = 0;
         // Batches of `batch_size` records, cut only before a fact: a fact and the supersessions
         // it makes land in one commit, so no reader sees one without the other.
         let mut bounds = vec![0];
@@ -240,42 +241,30 @@ impl Memory {
             }
         }
         bounds.push(fresh.len());
-        for chunk in bounds.windows(2).map(|w| &fresh[w[0]..w[1]]).filter(|c| !c.is_empty()) {
-            let encoded: Vec<(Kind, RecordId, Vec<u8>)> =
-                chunk.iter().map(|(id, r)| (r.kind, *id, r.encode().1)).collect();
-            let message = match chunk {
-                [(id, r)] => format!(
-                    "neo: add {} {} \"{}\"",
-                    r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"),
-                    id.short(),
-                    short_message(&r.summary())
-                ),
-                _ => format!("neo: import {} facts", chunk.len()),
-            };
-            let target = self.target()?;
-            let written = match target.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false) {
-                Ok(w) => w,
-                Err(e) if done > 0 => {
-                    return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) })
-                }
-                Err(e) => return Err(e),
-            };
-            if written.commit.is_some() {
-                outcome.commits += 1;
-            }
-            let sups = chunk.iter().filter(|(_, r)| r.kind == Kind::Supersession).count();
-            outcome.added += written.added.saturating_sub(sups);
-            for (_, id, bytes) in &encoded {
-                let blob = target.store.hash_blob(bytes)?;
-                target.blobs.insert(*id, blob);
-            }
-            done += chunk.len();
-            progress(done, total);
-        }
-        if total > 0 {
-            let target = self.target()?;
-            target.state = std::mem::take(&mut target.state).with_records(fresh);
-        }
+        let commits = bounds
+            .windows(2)
+            .map(|w| &fresh[w[0]..w[1]])
+            .filter(|c| !c.is_empty())
+            .map(|chunk| plan::PlannedCommit {
+                message: match chunk {
+                    [(id, r)] => format!(
+                        "neo: add {} {} \"{}\"",
+                        r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"),
+                        id.short(),
+                        short_message(&r.summary())
+                    ),
+                    _ => format!("neo: import {} facts", chunk.len()),
+                },
+                records: chunk.iter().map(|(_, r)| plan::Planned::New(r.clone())).collect(),
+            })
+            .collect();
+        let plan =
+            plan::WritePlan { commits, expected_tip: self.own_tip(), ..plan::WritePlan::one(plan::Destination::ByMode, String::new(), Vec::new()) };
+        let applied = self.apply_with_progress(plan, ctx, progress)?;
+        outcome.commits = applied.commits.len();
+        let sups = fresh.iter().filter(|(_, r)| r.kind == Kind::Supersession).count();
+        outcome.added = applied.added.saturating_sub(sups);
+        outcome.plan = applied.dry_run;
         Ok(outcome)
     }
 }
@@ -442,13 +431,6 @@ impl Memory {
             });
         }
         if !records.is_empty() {
-            let mut problems = Vec::new();
-            for r in &records {
-                problems.extend(crate::record::validate::validate(r));
-            }
-            if !problems.is_empty() {
-                return Err(Error::Invalid(Problems(problems)));
-            }
             out.supersessions = records.len();
             let n = records.len();
             self.write_all(records, format!("neo: import {n} supersession{}", if n == 1 { "" } else { "s" }), ctx)?;

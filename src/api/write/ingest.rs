@@ -48,6 +48,9 @@ pub struct IngestOutcome {
     pub needs_review: Vec<(RecordId, String)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// In a dry run, the plan that was not applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<super::plan::PlanView>,
 }
 
 /// The first 16 hex digits of BLAKE3 of a section's text (trailing blank lines ignored).
@@ -248,18 +251,14 @@ impl Memory {
         if records.is_empty() {
             return Ok(out);
         }
-        let mut problems = Vec::new();
-        for r in &records {
-            problems.extend(crate::record::validate::validate(r));
-            problems.extend(crate::redact::check(r));
-        }
-        if !problems.is_empty() {
-            return Err(Error::Invalid(Problems(problems)));
-        }
         let n = out.documents.len();
         let message = format!("neo: ingest {n} document{}", if n == 1 { "" } else { "s" });
         let written = self.write_all(records, message, ctx)?;
         out.commit = written.commit;
+        if written.plan.is_some() {
+            out.plan = written.plan;
+            return Ok(out);
+        }
         let replaced: BTreeSet<RecordId> = out.documents.iter().filter_map(|d| d.replaces).collect();
         for e in self.state.iter().filter(|e| e.status == crate::state::Status::Valid) {
             for flag in &e.needs_review {

@@ -1,5 +1,6 @@
 //! The write path: fact requests built into validated records (every problem at once, each naming
-//! its field), the write-time filter, write modes (auto, review, off), one commit per write, init.
+//! its field), write modes (auto, review, off), init. Every write ends in the one `apply` of
+//! `plan` (the filter, de-duplication, the compare-and-swap commit, the state update).
 //!
 //! Beneath it, every use case that writes records: supersession on write (`supersede`, with the
 //! frame rule for unlabelled updates in `updates`), corrections (`correct`), batched and foreign
@@ -9,6 +10,7 @@
 pub(crate) mod correct;
 pub(crate) mod import;
 pub mod ingest;
+pub mod plan;
 pub(crate) mod proposals;
 pub(crate) mod purge;
 pub(crate) mod supersede;
@@ -92,6 +94,9 @@ pub struct AddOutcome {
     pub judged: Vec<super::updates::PossibleUpdate>,
     /// True when this was a dry run and nothing was written.
     pub dry_run: bool,
+    /// In a dry run, the plan that was not applied: its ref, expected tip, commits and records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<plan::PlanView>,
 }
 
 impl AddOutcome {
@@ -108,6 +113,7 @@ impl AddOutcome {
             possible_updates: Vec::new(),
             judged: Vec::new(),
             dry_run: false,
+            plan: None,
         }
     }
 }
@@ -389,8 +395,7 @@ impl Memory {
         self.write_checked(Kind::Retraction, payload, message, ctx)
     }
 
-    /// Build a body-less record of `kind` written by `ctx`, validate it and pass it through the
-    /// write-time filter (every problem at once), then write it.
+    /// Build a body-less record of `kind` written by `ctx` and write it (apply's filter checks it).
     pub(crate) fn write_checked(
         &mut self,
         kind: Kind,
@@ -400,11 +405,6 @@ impl Memory {
     ) -> Result<AddOutcome> {
         let record =
             Record { kind, payload, author: ctx.identity.author_field(), created_at: ctx.now, body: String::new() };
-        let mut problems = record::validate::validate(&record);
-        problems.extend(crate::redact::check(&record));
-        if !problems.is_empty() {
-            return Err(Error::Invalid(Problems(problems)));
-        }
         self.write(record, message, ctx)
     }
 
@@ -414,17 +414,24 @@ impl Memory {
         self.write_all(vec![record], message, ctx)
     }
 
-    /// Write several records in one commit (a fact and the supersessions it brings); the outcome
-    /// names the first. `{id}` in `message` becomes the first record's short id.
+    /// Write several records in one commit (a fact and the supersessions it brings) through
+    /// [`Memory::apply`]; the outcome names the first. `{id}` in `message` becomes the first
+    /// record's short id.
     pub(crate) fn write_all(
         &mut self,
         records: Vec<Record>,
         message: String,
         ctx: &WriteContext,
     ) -> Result<AddOutcome> {
-        let review = self.store.write_mode() == WriteMode::Review;
-        let mut outcome = self.target()?.write_here(records, message, ctx)?;
-        outcome.proposed = review;
+        let plan = self.plan_one(message, records);
+        let applied = self.apply(plan, ctx)?;
+        let Some(&(id, kind)) = applied.ids.first() else {
+            return Err(Error::Integrity("internal: a write with no records".into()));
+        };
+        let mut outcome = AddOutcome::written(id, kind, applied.commit());
+        outcome.proposed = applied.proposed;
+        outcome.dry_run = applied.dry_run.is_some();
+        outcome.plan = applied.dry_run;
         Ok(outcome)
     }
 
@@ -448,55 +455,24 @@ impl Memory {
         Ok(self.proposals.as_deref_mut().expect("just loaded"))
     }
 
-    pub(super) fn write_here(
-        &mut self,
-        records: Vec<Record>,
-        message: String,
-        ctx: &WriteContext,
-    ) -> Result<AddOutcome> {
-        let mut encoded = Vec::with_capacity(records.len());
-        for record in &records {
-            let (id, bytes) = record.encode();
-            // The writer must never emit bytes its own reader rejects.
-            if let Err(problems) = record::parse::parse(&bytes) {
-                return Err(Error::Integrity(format!(
-                    "internal: the canonical form of a new record does not parse: {problems}"
-                )));
-            }
-            encoded.push((record.kind, id, bytes));
-        }
-        let (first_kind, id) = match encoded.first() {
-            Some((kind, id, _)) => (*kind, *id),
-            None => return Err(Error::Integrity("internal: a write with no records".into())),
-        };
-        let message = message.replace("{id}", &id.short());
-        let outcome = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
-        for (_, rid, bytes) in &encoded {
-            self.blobs.insert(*rid, self.store.hash_blob(bytes)?);
-        }
-        if let Some(commit) = outcome.commit {
-            self.tips.retain(|(name, _)| name != self.store.ref_name());
-            self.tips.insert(0, (self.store.ref_name().to_string(), commit));
-        }
-        let added = encoded.iter().map(|(_, rid, _)| *rid).zip(records).collect();
-        self.state = std::mem::take(&mut self.state).with_records(added);
-        Ok(AddOutcome::written(id, first_kind, outcome.commit.map(|c| c.to_string())))
-    }
-
     /// Create the memory ref with only `FORMAT`, if it does not exist yet.
     pub fn init(&mut self, ctx: &WriteContext) -> Result<InitOutcome> {
         let ref_name = self.store.ref_name().to_string();
         if let Some(tip) = self.store.local_tip()? {
             return Ok(InitOutcome { ref_name, created: false, tip: tip.to_string() });
         }
-        let outcome = self.store.write_records(&[], "neo: initialise memory", &ctx.identity, ctx.now, true)?;
-        let tip = match outcome.commit {
+        let plan = plan::WritePlan {
+            create: true,
+            ..plan::WritePlan::one(plan::Destination::Own, "neo: initialise memory".into(), Vec::new())
+        };
+        let applied = self.apply(plan, ctx)?;
+        let tip = match applied.commits.last().copied() {
             Some(c) => c,
             None => self
                 .store
                 .local_tip()?
                 .ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
         };
-        Ok(InitOutcome { ref_name, created: outcome.commit.is_some(), tip: tip.to_string() })
+        Ok(InitOutcome { ref_name, created: !applied.commits.is_empty(), tip: tip.to_string() })
     }
 }

@@ -3,6 +3,7 @@
 use super::*;
 use crate::error::{Error, Result};
 use crate::record::{Record, RecordId};
+use super::plan;
 use crate::state::Entry;
 use crate::store::WriteMode;
 
@@ -14,6 +15,9 @@ pub struct ReviewOutcome {
     /// The new commit on the memory ref (approve only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<String>,
+    /// In a dry run, the plan that was not applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<plan::PlanView>,
 }
 
 impl Memory {
@@ -43,28 +47,34 @@ impl Memory {
         }
         let ids = self.pick_proposals(prefixes, all)?;
         if ids.is_empty() {
-            return Ok(ReviewOutcome { ids, commit: None });
+            return Ok(ReviewOutcome { ids, commit: None, plan: None });
         }
         let proposals = self.proposals.as_deref().expect("picked from loaded proposals");
         let mut records = Vec::with_capacity(ids.len());
-        let mut encoded = Vec::with_capacity(ids.len());
+        let mut paths = Vec::with_capacity(ids.len());
         for id in &ids {
             let entry = &proposals.state.entries[id];
-            let blob = proposals.blobs[id];
-            encoded.push((entry.record.kind, *id, proposals.store.read_blob(blob)?));
-            records.push((*id, entry.record.clone()));
+            let bytes = proposals.store.read_blob(proposals.blobs[id])?;
+            records.push(plan::Planned::Copy { id: *id, bytes });
+            paths.push(Record::path(entry.record.kind, id));
         }
-        let paths: Vec<String> = encoded.iter().map(|(k, id, _)| Record::path(*k, id)).collect();
         let message = format!("neo: approve {} proposed record{}", ids.len(), if ids.len() == 1 { "" } else { "s" });
-        let written = self.store.write_records(&encoded, &message, &ctx.identity, ctx.now, false)?;
-        for (_, id, bytes) in &encoded {
-            self.blobs.insert(*id, self.store.hash_blob(bytes)?);
+        // A proposal passes the same filter as any write on its way in: one changed after it was
+        // proposed (its bytes no longer hash to its id) or failing validation is refused.
+        let plan = plan::WritePlan {
+            destination: plan::Destination::Own,
+            commits: vec![plan::PlannedCommit { message, records }],
+            expected_tip: self.own_tip(),
+            create: false,
+        };
+        let applied = self.apply(plan, ctx)?;
+        if applied.dry_run.is_some() {
+            return Ok(ReviewOutcome { ids, commit: None, plan: applied.dry_run });
         }
-        self.state = std::mem::take(&mut self.state).with_records(records);
         let store = self.store.proposals()?;
         store.remove_records(&paths, &format!("neo: approved {}", ids.len()), &ctx.identity, ctx.now)?;
         self.proposals = None;
-        Ok(ReviewOutcome { ids, commit: written.commit.map(|c| c.to_string()) })
+        Ok(ReviewOutcome { ids, commit: applied.commit(), plan: None })
     }
 
     /// Drop proposals without moving them to the memory ref.
@@ -76,6 +86,6 @@ impl Memory {
         let store = self.store.proposals()?;
         store.remove_records(&paths, &format!("neo: reject {}", ids.len()), &ctx.identity, ctx.now)?;
         self.proposals = None;
-        Ok(ReviewOutcome { ids, commit: None })
+        Ok(ReviewOutcome { ids, commit: None, plan: None })
     }
 }

@@ -140,25 +140,6 @@ pub struct AddPlan {
     pub judged: Vec<PossibleUpdate>,
 }
 
-impl AddPlan {
-    /// What a dry run reports: everything decided, nothing written.
-    pub fn into_dry_run(self) -> AddOutcome {
-        AddOutcome {
-            id: self.duplicate_of.map(|d| d.0).unwrap_or(self.id),
-            deduplicated: self.duplicate_of.is_some(),
-            proposed: self.duplicate_of.is_some_and(|d| d.1),
-            shared: None,
-            commit: None,
-            path: Record::path(crate::record::Kind::Fact, &self.id),
-            superseded: self.supersedes,
-            similarity: Some(self.similarity),
-            possible_updates: self.possible_updates,
-            judged: self.judged,
-            dry_run: true,
-        }
-    }
-}
-
 fn rounded(score: f32) -> f64 {
     (f64::from(score) * 1000.0).round() / 1000.0
 }
@@ -451,7 +432,8 @@ impl Memory {
                 similarity: None,
                 possible_updates: Vec::new(),
                 judged: Vec::new(),
-                dry_run: false,
+                dry_run: ctx.dry_run,
+                plan: None,
             });
         }
         if let Some(existing) = self.state.entries.get(&plan.id) {

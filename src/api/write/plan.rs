@@ -1,0 +1,353 @@
+//! The one write path. Every write (a fact and its supersessions, an attempt and its check, a
+//! retraction, a correction, an outcome, an import's batches, an ingest, a curation step, an
+//! approval, a published proposal) builds a [`WritePlan`]: the records, grouped into commits,
+//! where they go and the tip they were decided against. [`Memory::apply`] then runs, in this
+//! order and the same way for every caller:
+//!
+//! 1. **the filter**: each record validated and checked for secrets (every problem at once, naming
+//!    the record and field; nothing is written when one fails), and each copied record's bytes
+//!    checked to hash to its id, so a forged proposal cannot be approved;
+//! 2. **de-duplication**: records the destination already holds are left out of the commit;
+//! 3. the **compare-and-swap commit** of each group (the store re-reads the ref and retries, so a
+//!    concurrent writer's records and these all land);
+//! 4. the update of the memory's **state**, which the recall indexes catch up from on the next
+//!    recall (they are a cache of the records, never written ahead of them).
+//!
+//! The supersession decision is made while planning (it needs the similarity model, which the
+//! session owns), and its records are part of the plan, so they pass the same filter. A dry run
+//! is the same plan, filtered and de-duplicated, and rendered ([`PlanView`]) instead of committed.
+//! Telemetry records what recall showed, not writes, so no write step touches it.
+
+use super::*;
+use crate::store::Store;
+
+/// Where a plan's commits go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// The memory's ref, or under `neo.mode review` its proposals; refused under `neo.mode off`.
+    ByMode,
+    /// The memory's own ref whatever the mode: approving proposals moves them there.
+    Own,
+}
+
+/// One record of a plan: new (apply encodes it), or a byte-exact copy of a record stored on
+/// another ref (a proposal being approved or published), kept byte for byte.
+// Nearly every planned record is new; boxing them to shrink the rare copy would cost an allocation
+// per record of an import.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone, Debug)]
+pub enum Planned {
+    New(Record),
+    Copy { id: RecordId, bytes: Vec<u8> },
+}
+
+/// One commit of a plan. `{id}` in the message becomes the first record's short id.
+#[derive(Clone, Debug)]
+pub struct PlannedCommit {
+    pub message: String,
+    pub records: Vec<Planned>,
+}
+
+/// What a write will do, decided before anything is written.
+#[derive(Clone, Debug)]
+pub struct WritePlan {
+    pub destination: Destination,
+    pub commits: Vec<PlannedCommit>,
+    /// The destination's tip when the plan was decided (`None`: it had none). The commit lands on
+    /// whatever tip the ref has then (records are content-addressed files, so nothing another
+    /// writer added is lost); [`Applied::moved`] says when it had moved.
+    pub expected_tip: Option<ObjectId>,
+    /// Write a commit even with no records when the ref does not exist yet (`init`).
+    pub create: bool,
+}
+
+impl WritePlan {
+    /// A plan of one commit.
+    pub fn one(destination: Destination, message: String, records: Vec<Record>) -> WritePlan {
+        WritePlan {
+            destination,
+            commits: vec![PlannedCommit { message, records: records.into_iter().map(Planned::New).collect() }],
+            expected_tip: None,
+            create: false,
+        }
+    }
+}
+
+/// A record that passed the filter, encoded.
+#[derive(Clone, Debug)]
+struct Checked {
+    id: RecordId,
+    record: Record,
+    bytes: Vec<u8>,
+    /// The destination holds it already: it is left out of the commit.
+    present: bool,
+}
+
+/// What [`Memory::apply`] did (or, in a dry run, would do).
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    /// Every record of the plan, in order, whether it was new to the destination or not.
+    pub ids: Vec<(RecordId, Kind)>,
+    /// Records new to the destination.
+    pub added: usize,
+    /// The commits written, in order (none in a dry run, or when every record was there).
+    pub commits: Vec<ObjectId>,
+    /// The records went to the review-mode proposals.
+    pub proposed: bool,
+    /// The destination's tip had moved since the plan was decided (another writer landed first).
+    pub moved: bool,
+    /// The plan rendered, in a dry run.
+    pub dry_run: Option<PlanView>,
+}
+
+impl Applied {
+    /// The last commit written, if any.
+    pub fn commit(&self) -> Option<String> {
+        self.commits.last().map(|c| c.to_string())
+    }
+}
+
+/// A plan rendered: what `--dry-run` prints (text or JSON).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PlanView {
+    /// The ref the commits would go to.
+    #[serde(rename = "ref")]
+    pub ref_name: String,
+    /// Its tip the plan was decided against.
+    pub expected_tip: Option<String>,
+    pub commits: Vec<CommitView>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CommitView {
+    pub message: String,
+    pub records: Vec<RecordView>,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RecordView {
+    pub id: String,
+    pub kind: String,
+    pub path: String,
+    pub summary: String,
+    /// The destination holds this record already: it would not be written again.
+    pub present: bool,
+}
+
+/// Step 1, the filter, over a whole plan: every problem of every record, each prefixed with the
+/// record's place when the plan has more than one.
+fn filter(plan: &WritePlan) -> Result<Vec<Vec<Checked>>> {
+    let many = plan.commits.iter().map(|c| c.records.len()).sum::<usize>() > 1;
+    let mut problems = Vec::new();
+    let mut out = Vec::with_capacity(plan.commits.len());
+    let mut n = 0;
+    for commit in &plan.commits {
+        let mut group = Vec::with_capacity(commit.records.len());
+        for planned in &commit.records {
+            n += 1;
+            let (id, record, bytes) = match planned {
+                Planned::New(record) => {
+                    let (id, bytes) = record.encode();
+                    (id, record.clone(), bytes)
+                }
+                Planned::Copy { id, bytes } => {
+                    if RecordId::of_bytes(bytes) != *id {
+                        return Err(Error::Integrity(format!(
+                            "record {} does not hash to its id: it was changed after it was written; nothing was copied",
+                            id.short()
+                        )));
+                    }
+                    let record = record::parse::parse(bytes).map_err(|p| {
+                        Error::Invalid(Problems(
+                            p.0.into_iter()
+                                .map(|p| Problem::new(format!("record {n} ({}): {}", id.short(), p.field), p.message))
+                                .collect(),
+                        ))
+                    })?;
+                    (*id, record, bytes.clone())
+                }
+            };
+            let mut found = record::validate::validate(&record);
+            found.extend(crate::redact::check(&record));
+            // The writer must never emit bytes its own reader rejects (checked once the record
+            // is valid, so a bad field is reported as that field, not as unreadable bytes).
+            if found.is_empty() && matches!(planned, Planned::New(_)) {
+                if let Err(p) = record::parse::parse(&bytes) {
+                    return Err(Error::Integrity(format!(
+                        "internal: the canonical form of a new record does not parse: {p}"
+                    )));
+                }
+            }
+            problems.extend(found.into_iter().map(|p| {
+                if many {
+                    Problem::new(format!("record {n} ({}): {}", id.short(), p.field), p.message)
+                } else {
+                    p
+                }
+            }));
+            group.push(Checked { id, record, bytes, present: false });
+        }
+        out.push(group);
+    }
+    if !problems.is_empty() {
+        return Err(Error::Invalid(Problems(problems)));
+    }
+    Ok(out)
+}
+
+/// The CAS commit of each group on `store`, in order. A failure after some groups landed says
+/// how many records did, so the caller can tell the user what to run again.
+fn commit_groups(
+    store: &Store,
+    groups: &[(String, Vec<Checked>)],
+    ctx: &WriteContext,
+    create: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Vec<ObjectId>, usize)> {
+    let total: usize = groups.iter().map(|(_, g)| g.len()).sum();
+    let (mut commits, mut added, mut done) = (Vec::new(), 0, 0);
+    for (message, group) in groups {
+        let encoded: Vec<(Kind, RecordId, Vec<u8>)> =
+            group.iter().filter(|c| !c.present).map(|c| (c.record.kind, c.id, c.bytes.clone())).collect();
+        if encoded.is_empty() && !create {
+            done += group.len();
+            progress(done, total);
+            continue;
+        }
+        match store.write_records(&encoded, message, &ctx.identity, ctx.now, create) {
+            Ok(w) => {
+                commits.extend(w.commit);
+                added += w.added;
+            }
+            Err(e) if done > 0 => {
+                return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) })
+            }
+            Err(e) => return Err(e),
+        }
+        done += group.len();
+        progress(done, total);
+    }
+    Ok((commits, added))
+}
+
+fn view(store: &Store, expected_tip: Option<ObjectId>, groups: &[(String, Vec<Checked>)]) -> PlanView {
+    PlanView {
+        ref_name: store.ref_name().to_string(),
+        expected_tip: expected_tip.map(|t| t.to_string()),
+        commits: groups
+            .iter()
+            .map(|(message, group)| CommitView {
+                message: message.clone(),
+                records: group
+                    .iter()
+                    .map(|c| RecordView {
+                        id: c.id.to_hex(),
+                        kind: c.record.kind.as_str().to_string(),
+                        path: Record::path(c.record.kind, &c.id),
+                        summary: c.record.summary(),
+                        present: c.present,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The messages with `{id}` filled in from each group's first record.
+fn messages(plan: &WritePlan, checked: Vec<Vec<Checked>>) -> Vec<(String, Vec<Checked>)> {
+    plan.commits
+        .iter()
+        .zip(checked)
+        .map(|(c, group)| {
+            let message = match group.first() {
+                Some(first) => c.message.replace("{id}", &first.id.short()),
+                None => c.message.clone(),
+            };
+            (message, group)
+        })
+        .collect()
+}
+
+impl Memory {
+    /// The tip of this memory's own ref as it was loaded (or last written).
+    pub(crate) fn own_tip(&self) -> Option<ObjectId> {
+        self.tips.iter().find(|(name, _)| name == self.store.ref_name()).map(|(_, c)| *c)
+    }
+
+    /// A plan of one commit to where `neo.mode` sends writes, decided against this memory's tip.
+    pub(crate) fn plan_one(&self, message: String, records: Vec<Record>) -> WritePlan {
+        WritePlan { expected_tip: self.own_tip(), ..WritePlan::one(Destination::ByMode, message, records) }
+    }
+
+    /// Carry out `plan`: filter, de-duplicate, commit, update the state (see the module header).
+    /// In a dry run (`ctx.dry_run`) the first two steps run and the plan comes back rendered.
+    pub fn apply(&mut self, plan: WritePlan, ctx: &WriteContext) -> Result<Applied> {
+        self.apply_with_progress(plan, ctx, &mut |_, _| {})
+    }
+
+    /// [`Memory::apply`], calling `progress(done, total)` after each commit.
+    pub fn apply_with_progress(
+        &mut self,
+        plan: WritePlan,
+        ctx: &WriteContext,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<Applied> {
+        let proposed = plan.destination == Destination::ByMode && self.store.write_mode() == WriteMode::Review;
+        let target: &mut Memory = match plan.destination {
+            Destination::ByMode => self.target()?,
+            Destination::Own => self,
+        };
+        let checked = filter(&plan)?;
+        let mut groups = messages(&plan, checked);
+        for (_, group) in &mut groups {
+            for c in group.iter_mut() {
+                c.present = target.state.entries.contains_key(&c.id) && !target.remote_only.contains_key(&c.id);
+            }
+        }
+        // Under review the plan was decided against the memory, but lands in the proposals.
+        let expected_tip = if proposed { target.own_tip() } else { plan.expected_tip };
+        let ids = groups.iter().flat_map(|(_, g)| g.iter().map(|c| (c.id, c.record.kind))).collect();
+        if ctx.dry_run {
+            let dry = view(&target.store, expected_tip, &groups);
+            return Ok(Applied { ids, proposed, dry_run: Some(dry), ..Applied::default() });
+        }
+        let before = target.store.local_tip()?;
+        let moved = plan.expected_tip.is_some() && before != expected_tip;
+        let (commits, added) = commit_groups(&target.store, &groups, ctx, plan.create, progress)?;
+        target.absorb(groups, commits.last().copied())?;
+        Ok(Applied { ids, added, commits, proposed, moved, dry_run: None })
+    }
+
+    /// Step 4: the records just written join the state (and their blobs the blob map).
+    fn absorb(&mut self, groups: Vec<(String, Vec<Checked>)>, last: Option<ObjectId>) -> Result<()> {
+        let mut fresh = Vec::new();
+        for c in groups.into_iter().flat_map(|(_, g)| g) {
+            if c.present {
+                continue;
+            }
+            self.blobs.insert(c.id, self.store.hash_blob(&c.bytes)?);
+            fresh.push((c.id, c.record));
+        }
+        if let Some(commit) = last {
+            self.tips.retain(|(name, _)| name != self.store.ref_name());
+            self.tips.insert(0, (self.store.ref_name().to_string(), commit));
+        }
+        if !fresh.is_empty() {
+            self.state = std::mem::take(&mut self.state).with_records(fresh);
+        }
+        Ok(())
+    }
+}
+
+/// Carry out `plan` on a ref no loaded memory stands for (the org outbox a proposal is built
+/// on): the same filter and commit, with nothing to de-duplicate against but the ref's tree.
+pub(crate) fn apply_to_store(store: &Store, plan: &WritePlan, ctx: &WriteContext) -> Result<Applied> {
+    let checked = filter(plan)?;
+    let groups = messages(plan, checked);
+    let ids = groups.iter().flat_map(|(_, g)| g.iter().map(|c| (c.id, c.record.kind))).collect();
+    if ctx.dry_run {
+        return Ok(Applied { ids, dry_run: Some(view(store, plan.expected_tip, &groups)), ..Applied::default() });
+    }
+    let (commits, added) = commit_groups(store, &groups, ctx, plan.create, &mut |_, _| {})?;
+    Ok(Applied { ids, added, commits, ..Applied::default() })
+}
