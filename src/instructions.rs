@@ -86,7 +86,7 @@ const HEADING_TYPES: &[(&[&str], FactType)] = &[
 /// 1. wording: an item that opens like a rule (`Never …`, `Always …`, `Do not …`, `Must …`,
 ///    `Avoid …`, `Only …`) or says `must`, `never`, `may not` is a constraint; one that asks (ends with `?`, or opens with `TODO`,
 ///    `Unknown`, `Unclear`) is a known unknown;
-/// 2. else the innermost heading that names a kind ([`HEADING_TYPES`]);
+/// 2. else the innermost heading that names a kind (`HEADING_TYPES`);
 /// 3. else a pattern (a convention of the project).
 pub fn type_of(text: &str, section: &[String]) -> (FactType, String) {
     // A leading label (`Cargo: never run …`, `TODOs: do not …`) names the topic; the wording

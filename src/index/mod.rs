@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 /// Bumped whenever the on-disk layout of the caches changes (3: the lexical analyzer drops
 /// English function words; vectors are keyed by record and passage ([`vector_texts`]) and may fall
 /// short of the records after an interrupted build; 4: the lexical analyzer adds English stems
-/// and identifier parts, [`lexical::terms`]; 5: lexical postings keep term frequencies but no
+/// and identifier parts, `lexical::terms`; 5: lexical postings keep term frequencies but no
 /// positions, which no query reads, and passages cut long paragraphs at sentences).
 pub const CACHE_FORMAT: u32 = 5;
 

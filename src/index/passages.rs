@@ -5,7 +5,7 @@
 //! its markdown structure (pulldown-cmark's top-level blocks: headings, paragraphs, lists, code
 //! blocks, quotes, tables; an oversized list is split between its items, never a code block),
 //! grouped into passages of about [`TARGET_BYTES`]. A paragraph longer than that (an abstract,
-//! notes pasted as one block) is cut between its sentences ([`sentences`]), so it becomes
+//! notes pasted as one block) is cut between its sentences (`sentences`), so it becomes
 //! windows of whole sentences rather than one vector of its first 256 tokens. Each passage starts with the record's subject
 //! and the heading it sits under, so it reads on its own, and repeats the previous passage's last
 //! block when that block is short (a little overlap, so a sentence that leads into the next block

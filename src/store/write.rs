@@ -72,7 +72,7 @@ pub fn cleanup_tempfiles_signal_safe() {
     gix::tempfile::registry::cleanup_tempfiles_signal_safe();
 }
 
-/// The number of ref updates in progress (see [`REF_UPDATES_IN_FLIGHT`]).
+/// The number of ref updates in progress (see `REF_UPDATES_IN_FLIGHT`).
 pub fn ref_updates_in_flight() -> usize {
     REF_UPDATES_IN_FLIGHT.load(Ordering::SeqCst)
 }

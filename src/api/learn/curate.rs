@@ -1,5 +1,5 @@
 //! `git neo curate`: one scope's memory kept under its cap and free of stale, unhelpful and
-//! duplicated facts, by appending records (the plan is [`crate::curate`]; this module gathers
+//! duplicated facts, by appending records (the plan is `crate::curate`; this module gathers
 //! its inputs: settings, telemetry, near-duplicate pairs from the recall index, what is already
 //! held or waiting in review; then writes the plan in one commit through the normal write path,
 //! so `neo.mode=review` makes it a proposal).

@@ -1,6 +1,6 @@
 //! Local retrieval telemetry: what each recall looked at and returned, kept in this clone only.
 //!
-//! One JSON line per recall in `.git/neo/telemetry/recalls.jsonl` ([`crate::layout`]): when,
+//! One JSON line per recall in `.git/neo/telemetry/recalls.jsonl` (`crate::layout`): when,
 //! which front end asked (CLI, prompt hook, MCP), a hash of the query (and its text unless
 //! `neo.telemetry.queries=false`), hashes of its words and a coarse copy of its embedding (so
 //! implicit feedback can tell a repeated question from a new one without the text), candidate

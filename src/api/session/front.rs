@@ -143,7 +143,7 @@ impl Session {
         Ok(requests.iter().map(|r| memory.prepare_fact(r, &wc).err()).collect())
     }
 
-    /// Add many facts `batch_size` per commit ([`Memory::import`]).
+    /// Add many facts `batch_size` per commit (`Memory::import`).
     pub fn import(
         &mut self,
         requests: &[AddRequest],
@@ -155,7 +155,7 @@ impl Session {
         memory.import(requests, batch_size, skip_invalid, &wc, progress)
     }
 
-    /// Import another memory tool's store ([`Memory::import_foreign`]).
+    /// Import another memory tool's store (`Memory::import_foreign`).
     pub fn import_foreign(
         &mut self,
         foreign: &crate::foreign::Foreign,

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 pub use crate::api::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
-/// How many nearest records [`Session::near_pairs`] looks at for each record.
+/// How many nearest records `Session::near_pairs` looks at for each record.
 pub const NEAR_NEIGHBOURS: usize = 10;
 
 /// A front end's hold on one repository's memory and the scopes around it (see the module docs).
@@ -486,7 +486,7 @@ impl Session {
     /// Add a fact to the target scope, superseding by explicit id, by key, and (with the model)
     /// by similarity to the current facts of the same type and area there. `dry_run` decides
     /// everything and writes nothing. The model and indexes are opened only when a similarity
-    /// comparison is needed. A write to the org memory is shared at once (see [`Session::share`]).
+    /// comparison is needed. A write to the org memory is shared at once (see `Session::share`).
     pub fn add(&mut self, req: &AddRequest, dry_run: bool) -> Result<AddOutcome> {
         let scope = self.target();
         let (foreign, local) = self.foreign_supersessions(req)?;
