@@ -217,7 +217,7 @@ impl Warm {
             created_at: None,
             sources: a.sources,
         };
-        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, false))?)
+        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, a.dry_run))?)
     }
 
     fn record_attempt(&mut self, a: tools::AttemptArgs) -> ToolResult {
@@ -242,11 +242,11 @@ impl Warm {
     }
 
     fn mark_outdated(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        Reply::of(&self.session.outdated(&a.id, &a.reason).map_err(err)?)
+        Reply::of(&self.session.dry_run(a.dry_run, |s| s.outdated(&a.id, &a.reason)).map_err(err)?)
     }
 
     fn forget(&mut self, a: tools::IdReasonArgs) -> ToolResult {
-        Reply::of(&self.session.forget(&a.id, &a.reason).map_err(err)?)
+        Reply::of(&self.session.dry_run(a.dry_run, |s| s.forget(&a.id, &a.reason)).map_err(err)?)
     }
 
     fn show(&mut self, a: tools::IdArgs) -> ToolResult {

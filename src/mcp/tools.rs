@@ -85,6 +85,10 @@ fn id() -> Value {
     json!({"type": "string", "description": "record id or unique prefix (4+ hex digits)"})
 }
 
+fn dry_run() -> Value {
+    json!({"type": "boolean"})
+}
+
 fn ids() -> Value {
     json!({"type": "array", "items": {"type": "string"}})
 }
@@ -111,9 +115,9 @@ pub fn all() -> Vec<Tool> {
                     "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "relevant facts, default 10"},
                     "budget": {"type": "integer", "minimum": 200, "maximum": 50000, "description": "tokens, default 4000"},
                     "types": {"type": "array", "items": {"enum": FACT_TYPES}},
-                    "scope": {"type": "string", "description": "read only this scope (default: all, ranked together)"},
+                    "scope": {"type": "string", "description": "only this scope (default: all)"},
                     "area": {"type": "string"},
-                    "as_of": {"type": "string", "description": "YYYY-MM-DD, UTC time or commit: memory as it stood then"}
+                    "as_of": {"type": "string", "description": "YYYY-MM-DD, time or commit: memory then"}
                 }),
                 &["query"],
             ),
@@ -140,7 +144,7 @@ pub fn all() -> Vec<Tool> {
                     "area": {"type": "string", "description": "free-form part of the project"},
                     "tags": {"type": "array", "items": {"type": "string"}},
                     "key": {"type": "string", "description": "stable name of what it is about, e.g. db.engine"},
-                    "slot": {"type": "string", "description": "what it is about as \"subject / predicate\", e.g. \"mobile team / project\"; becomes the key"},
+                    "slot": {"type": "string", "description": "\"subject / predicate\", e.g. \"mobile team / project\"; becomes the key"},
                     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
                     "supersedes": ids(),
                     "depends_on": ids(),
@@ -149,7 +153,8 @@ pub fn all() -> Vec<Tool> {
                     "sources": {"type": "array", "items": {"type": "string"}, "description": "cited sections: PATH#heading"},
                     "valid_from": {"type": "string"},
                     "valid_to": {"type": "string"},
-                    "suggestion": {"type": "string", "maxLength": TEXT, "description": "code it recommends"}
+                    "suggestion": {"type": "string", "maxLength": TEXT, "description": "code it recommends"},
+                    "dry_run": dry_run()
                 }),
                 &["type", "subject"],
             ),
@@ -158,8 +163,8 @@ pub fn all() -> Vec<Tool> {
         .with_raw_output_schema(written()),
         Tool::new(
             "record_attempt",
-            "Record what you tried on a task: action, what you observed, what you infer, files touched, and the \
-             check you ran with its result. The commit and file state are read by git-neo, not taken from you.",
+            "Record what you tried on a task: action, observation, inference, files touched, and the check you \
+             ran with its result. The commit and file state are read by git-neo, not taken from you.",
             schema(
                 json!({
                     "task": {"type": "string", "minLength": 1},
@@ -182,14 +187,14 @@ pub fn all() -> Vec<Tool> {
         Tool::new(
             "mark_outdated",
             "Mark a fact or attempt as no longer true, with why. It stays in history.",
-            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
+            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}, "dry_run": dry_run()}), &["id", "reason"]),
         )
         .annotate(additive())
         .with_raw_output_schema(written()),
         Tool::new(
             "forget",
-            "Hide a wrong or harmful record from memory (a retraction; revertible with git neo revert).",
-            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}}), &["id", "reason"]),
+            "Hide a wrong or harmful record (a retraction; git neo revert undoes it).",
+            schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}, "dry_run": dry_run()}), &["id", "reason"]),
         )
         .annotate(ToolAnnotations::new().read_only(false).destructive(true).open_world(false))
         .with_raw_output_schema(written()),
@@ -307,6 +312,8 @@ pub struct RecallArgs {
 pub struct AddFactArgs {
     #[serde(rename = "type")]
     pub fact_type: String,
+    #[serde(default)]
+    pub dry_run: bool,
     pub subject: String,
     #[serde(default)]
     pub body: String,
@@ -355,6 +362,8 @@ pub struct AttemptArgs {
 pub struct IdReasonArgs {
     pub id: String,
     pub reason: String,
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Deserialize)]

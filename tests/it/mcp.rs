@@ -181,8 +181,20 @@ fn a_client_does_the_whole_memory_loop_through_the_server() {
     let (e, text) = c.call("show", j!({"id": &attempt[..10]}));
     assert!(!e && json(&text)["status"] == "outdated", "{text}");
 
+    // A dry run through the server takes the CLI's path: the plan comes back, nothing is written,
+    // and the warm server's next call writes for real.
+    let tip = sb.tip(&repo);
+    let (e, text) = c.call("forget", j!({"id": &pg16[..10], "reason": "wrong cluster", "dry_run": true}));
+    assert!(!e, "{text}");
+    let dry = json(&text);
+    assert_eq!(dry["plan"]["commits"][0]["records"][0]["kind"], "retraction", "{text}");
+    assert_eq!(sb.tip(&repo), tip, "a dry run through MCP wrote");
+    let (_, text) = c.call("show", j!({"id": &pg16[..10]}));
+    assert_eq!(json(&text)["status"], "valid", "{text}");
+
     let (e, text) = c.call("forget", j!({"id": &pg16[..10], "reason": "wrong cluster"}));
     assert!(!e, "{text}");
+    assert_eq!(json(&text)["id"], dry["id"], "the plan and the write differ");
     let (_, text) = c.call("show", j!({"id": &pg16[..10]}));
     assert_eq!(json(&text)["status"], "retracted");
 
