@@ -7,8 +7,8 @@ pub mod hooks;
 pub(crate) mod scope_ops;
 pub mod scopes;
 
-use crate::api::WriteContext;
 use crate::api::write::plan::{Destination, Planned, PlannedCommit, WritePlan};
+use crate::api::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 pub use crate::store::MergeKind;

@@ -258,8 +258,11 @@ impl Memory {
                 records: chunk.iter().map(|(_, r)| plan::Planned::New(r.clone())).collect(),
             })
             .collect();
-        let plan =
-            plan::WritePlan { commits, expected_tip: self.own_tip(), ..plan::WritePlan::one(plan::Destination::ByMode, String::new(), Vec::new()) };
+        let plan = plan::WritePlan {
+            commits,
+            expected_tip: self.own_tip(),
+            ..plan::WritePlan::one(plan::Destination::ByMode, String::new(), Vec::new())
+        };
         let applied = self.apply_with_progress(plan, ctx, progress)?;
         outcome.commits = applied.commits.len();
         let sups = fresh.iter().filter(|(_, r)| r.kind == Kind::Supersession).count();

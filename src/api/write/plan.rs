@@ -219,9 +219,7 @@ fn commit_groups(
                 commits.extend(w.commit);
                 added += w.added;
             }
-            Err(e) if done > 0 => {
-                return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) })
-            }
+            Err(e) if done > 0 => return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) }),
             Err(e) => return Err(e),
         }
         done += group.len();

@@ -1,9 +1,9 @@
 //! Review mode: the proposals ref, and approving or rejecting what waits in it.
 
+use super::plan;
 use super::*;
 use crate::error::{Error, Result};
 use crate::record::{Record, RecordId};
-use super::plan;
 use crate::state::Entry;
 use crate::store::WriteMode;
 
