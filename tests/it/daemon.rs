@@ -108,6 +108,15 @@ fn the_server_answers_exactly_as_the_process_does_and_its_writes_land() {
     assert_eq!(bad.2, Some(1));
     assert_eq!(sb.tip(&repo), tip, "nothing written");
 
+    // A dry run: the same plan through the server as in the process, nothing written, and the
+    // warm server neither stays in dry-run mode nor keeps the planned retraction.
+    let dry = ["forget", &id[..10], "--reason", "moved", "--dry-run", "--json"];
+    let served = text(&neo(&sb, &repo, true, &dry));
+    assert_eq!(served, text(&neo(&sb, &repo, false, &dry)));
+    assert_eq!(json(&served.0)["plan"]["commits"][0]["records"][0]["kind"], "retraction", "{served:?}");
+    assert_eq!(sb.tip(&repo), tip, "a dry run through the server wrote");
+    assert!(text(&neo(&sb, &repo, true, &["list", "--json"])).0.contains(&id), "the server hid the fact");
+
     // The prompt hook reads its event from the client's stdin.
     let mut hook = sb.neo_cmd(&repo);
     hook.env("GIT_NEO_EMBEDDER", "hash")
