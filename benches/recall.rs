@@ -193,7 +193,7 @@ fn main() {
                     fusion: Default::default(),
                     expand: git_neo::recall::expand::When::Never,
                 };
-                let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, true);
+                let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, &[], true);
                 lat.push(t.elapsed());
                 assert!(!out.facts.is_empty());
             }

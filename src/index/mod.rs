@@ -469,6 +469,30 @@ impl Indexes {
         v.get(vectors::key(ordinal as u64, passage))
     }
 
+    /// Each of `ids`'s best passage for `query` (cosine similarity, passage number), read from
+    /// the stored vectors: the exact similarity of records the vector search did not return (the
+    /// lexical side's), so fusion weighs every candidate by both scores. Ids without vectors are
+    /// left out.
+    pub fn similarities(&self, ids: &[RecordId], query: &[f32]) -> Vec<(RecordId, f32, usize)> {
+        let Some(v) = &self.vectors else { return Vec::new() };
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let wanted: HashSet<RecordId> = ids.iter().copied().collect();
+        let mut out = Vec::with_capacity(ids.len());
+        for (ordinal, id) in self.ids.iter().enumerate().filter(|(_, id)| wanted.contains(id)) {
+            // A record's passages are numbered from 0 without gaps.
+            let best = (0..passages::MAX_PASSAGES)
+                .map_while(|p| v.get(vectors::key(ordinal as u64, p)).map(|vec| (p, vec)))
+                .map(|(p, vec)| (crate::embed::cosine(query, &vec), p))
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((cos, p)) = best {
+                out.push((*id, cos, p));
+            }
+        }
+        out
+    }
+
     /// [`lexical::Lexical::doc_freq`] of this index.
     pub fn doc_freq(&self, word: &str) -> Result<(u64, u64), IndexError> {
         self.lexical.doc_freq(word).map_err(|e| cache_err(&self.dir, e))

@@ -94,3 +94,44 @@ fn a_write_may_leave_the_lexical_index_behind_and_the_next_search_catches_it_up(
         Indexes::open(&dir, &new, &["b".into()], &since, Some(&mut embedder), true, &mut |_, _| {}).expect("read");
     assert!(matches!(r, Refresh::UpToDate) && reopened.lexical_complete(), "{r:?}");
 }
+
+#[test]
+fn a_records_similarity_is_its_best_passage_as_the_search_ranks_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut embedder = HashEmbedder::new(64);
+    // One long record of several passages among short ones.
+    let long_body: String =
+        (0..12).map(|i| format!("## Part {i}\n\n{}\n\n", format!("topic{i} words ").repeat(40))).collect();
+    let long = Record {
+        kind: Kind::Fact,
+        payload: Payload::Fact(Fact::new(FactType::Pattern, "A long record")),
+        author: "Ada <ada@example.com>".into(),
+        created_at: Timestamp(1_770_000_000),
+        body: long_body,
+    };
+    let long_id = long.encode().0;
+    let state = crate::state::fold((0..30).map(fact).chain([(long_id, long)]));
+    let (idx, _) = Indexes::open(
+        &tmp.path().join("i"),
+        &state,
+        &["t".into()],
+        &|_| None,
+        Some(&mut embedder),
+        true,
+        &mut |_, _| {},
+    )
+    .expect("open");
+    let q = embedder.embed(&["topic7 words".to_string()]).expect("embed").remove(0);
+    let searched = idx.search_passages(&q, 40).expect("search");
+    let ids: Vec<RecordId> = searched.iter().map(|s| s.0).collect();
+    let measured = idx.similarities(&ids, &q);
+    assert_eq!(measured.len(), ids.len(), "every indexed record has a similarity");
+    for (id, cos, passage) in &searched {
+        let m = measured.iter().find(|m| m.0 == *id).expect("measured");
+        assert!((m.1 - cos).abs() < 1e-3, "{id}: measured {} against searched {cos}", m.1);
+        assert_eq!(m.2, *passage, "the same best passage");
+    }
+    let long_match = measured.iter().find(|m| m.0 == long_id).expect("the long record");
+    assert!(long_match.2 > 0, "a later passage matched best: {long_match:?}");
+    assert!(idx.similarities(&[RecordId::of_bytes(b"unknown")], &q).is_empty(), "an unknown id has none");
+}

@@ -399,21 +399,27 @@ pub fn same_words(item: &Item) -> Option<String> {
 }
 
 /// Rank `state`'s records for `req` from the two candidate lists (record id, raw score), best
-/// first; `vector` is empty when no model is available.
+/// first; `vector` is empty when no model is available. `measured` holds the similarity of
+/// lexical candidates that the vector search did not return (they keep no vector rank).
 pub fn recall(
     state: &State,
     req: &Request,
     lexical: &[(RecordId, f32)],
     vector: &[(RecordId, f32)],
+    measured: &[(RecordId, f32)],
     semantic: bool,
 ) -> Recall {
-    let ranks = ranks_of(lexical, vector);
+    let mut ranks = ranks_of(lexical, vector);
+    for (id, sim) in measured {
+        if let Some(r) = ranks.get_mut(id).filter(|r| r.similarity.is_none()) {
+            r.similarity = Some(*sim);
+        }
+    }
     let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
-    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic).with_ranges(
-        lexical.last().map_or(0.0, |l| l.1),
-        vector.first().map_or(1.0, |v| v.1),
-        vector.last().map_or(0.0, |v| v.1),
-    );
+    let worst_lexical = lexical.last().map_or(0.0, |l| l.1);
+    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic)
+        .with_ranges(worst_lexical, vector.first().map_or(1.0, |v| v.1), vector.last().map_or(0.0, |v| v.1))
+        .with_lexical_floor(if lexical.len() >= CANDIDATES { worst_lexical } else { 0.0 });
     let type_ok = |e: &Entry| match e.record.as_fact() {
         Some(f) => req.types.is_empty() || req.types.contains(&f.fact_type),
         None => req.types.is_empty(),
@@ -639,7 +645,7 @@ mod tests {
             fusion: FusionKind::default(),
             expand: expand::When::Never,
         };
-        let out = recall(&state, &req, &lexical, &[], false);
+        let out = recall(&state, &req, &lexical, &[], &[], false);
         let shown: Vec<RecordId> = out.facts.iter().map(|f| f.id).collect();
         assert_eq!(shown.len(), 4, "three copies are one: {shown:?}");
         let copy = out.facts.iter().find(|f| f.subject.contains("update you")).expect("the line");

@@ -294,8 +294,21 @@ pub fn recall_parts(
         Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),
     };
-    let passage_of: std::collections::HashMap<RecordId, usize> = vector.iter().map(|(id, _, p)| (*id, *p)).collect();
+    // The lexical candidates the vector search did not return are weighed by their exact
+    // similarity too (read from their stored vectors, no search): otherwise a record that both
+    // sides rank just outside the other's top 50 counts as unrelated on that side.
+    let mut measured: Vec<(RecordId, f32, usize)> = Vec::new();
+    if let Some((_, q)) = &query_vector {
+        let mut have: std::collections::HashSet<RecordId> = vector.iter().map(|v| v.0).collect();
+        let missing: Vec<RecordId> = lexical.iter().map(|l| l.0).filter(|id| !have.contains(id)).collect();
+        for p in parts {
+            measured.extend(p.indexes.similarities(&missing, q).into_iter().filter(|m| have.insert(m.0)));
+        }
+    }
+    let passage_of: std::collections::HashMap<RecordId, usize> =
+        vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
     let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
+    let measured: Vec<(RecordId, f32)> = measured.into_iter().map(|(id, s, _)| (id, s)).collect();
     let single_scope = match parts {
         [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
         _ => None,
@@ -316,7 +329,7 @@ pub fn recall_parts(
             (state, &then.1)
         }
     };
-    let mut out = crate::recall::recall(state, req, &lexical, &vector, semantic);
+    let mut out = crate::recall::recall(state, req, &lexical, &vector, &measured, semantic);
     out.query_vector = query_vector;
     out.expanded = expanded;
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
