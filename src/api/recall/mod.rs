@@ -294,6 +294,23 @@ pub fn recall_parts(
         Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),
     };
+    // An expansion finds candidates with a moved query; they are ranked by their similarity to
+    // the query as asked (read from their stored vectors): the moved vector leans towards the
+    // feedback records, and scoring by it ranked them above what the query means (SciFact
+    // train nDCG@10 0.7189 scored by the moved vector, docs/recall.md).
+    let vector = match (&expanded, &query_vector) {
+        (Some(_), Some((_, q))) => {
+            let ids: Vec<RecordId> = vector.iter().map(|v| v.0).collect();
+            let mut seen = std::collections::HashSet::new();
+            let mut again: Vec<(RecordId, f32, usize)> = Vec::new();
+            for p in parts {
+                again.extend(p.indexes.similarities(&ids, q).into_iter().filter(|m| seen.insert(m.0)));
+            }
+            again.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            again
+        }
+        _ => vector,
+    };
     // The lexical candidates the vector search did not return are weighed by their exact
     // similarity too (read from their stored vectors, no search): otherwise a record that both
     // sides rank just outside the other's top 50 counts as unrelated on that side.
