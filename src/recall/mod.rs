@@ -3,8 +3,12 @@
 //! Ranking (documented in docs/recall.md):
 //! - Candidates: the top [`CANDIDATES`] of the lexical index (BM25) and of the vector index.
 //! - Relevance: the query's [`Fusion`] of the two lists (by default, with vectors `0.9 × cosine +
-//!   0.1 × bm25 / best bm25`, lexical only `bm25 / best bm25`). A weak first pass is expanded
-//!   once before ranking ([`expand`], run by the caller, which owns the indexes).
+//!   0.1 × (bm25 - floor) / (best bm25 - floor)`, the floor being the last lexical candidate's
+//!   score when the list was cut at its limit, else 0; lexical only `bm25 / best bm25`). A
+//!   lexical candidate the vector search did not return carries its similarity too, read from
+//!   its stored vectors by the caller. A weak first pass is expanded once before ranking
+//!   ([`expand`], run by the caller, which owns the indexes), and its candidates are ranked by
+//!   their similarity to the query as asked.
 //! - Score: `relevance × (0.5 + confidence) × (1 + 0.1 × min(log2(1 + successes), 3))
 //!   + 0.02 × exp(-age_days / 180)`.
 //! - Layers: constraints (every valid constraint, the matching ones first, at most 2/3 of the
