@@ -15,8 +15,8 @@
 //!   matches must not pull the query away from what it means).
 //!
 //! The moved vector only finds candidates: the caller ranks every candidate by its similarity to
-//! the query as asked. So an expansion costs one more lexical query and one more vector query. The measurements that
-//! set these constants are in docs/recall.md.
+//! the query as asked. So an expansion costs one more lexical query and one more vector query.
+//! The measurements that set these constants are in docs/recall.md.
 
 use serde::Serialize;
 

@@ -254,6 +254,36 @@ fn expand(
     Ok((lexical, merge_hits(vec, crate::recall::CANDIDATES), Some(expansion)))
 }
 
+/// Every candidate's similarity to the query as asked, read from the stored vectors in one pass
+/// over each index (no search, no model call): the lexical candidates the vector search did not
+/// return (`measured`: otherwise a record that both sides rank just outside the other's top 50
+/// counts as unrelated on that side), and, after an expansion (`rescore`), the vector list
+/// itself, ranked again. The moved vector only finds candidates: it leans towards the feedback
+/// records, and scoring by it ranked them above what the query means (SciFact train nDCG@10
+/// 0.7189 scored by the moved vector, docs/recall.md).
+fn by_query(
+    parts: &[Part<'_>],
+    query: &[f32],
+    vector: Vec<(RecordId, f32, usize)>,
+    lexical: &[(RecordId, f32)],
+    rescore: bool,
+) -> (Vec<(RecordId, f32, usize)>, Vec<(RecordId, f32, usize)>) {
+    let in_vector: std::collections::HashSet<RecordId> = vector.iter().map(|v| v.0).collect();
+    let mut ids: Vec<RecordId> = if rescore { vector.iter().map(|v| v.0).collect() } else { Vec::new() };
+    ids.extend(lexical.iter().map(|l| l.0).filter(|id| !in_vector.contains(id)));
+    let mut seen = std::collections::HashSet::new();
+    let mut all = Vec::new();
+    for p in parts {
+        all.extend(p.indexes.similarities(&ids, query).into_iter().filter(|m| seen.insert(m.0)));
+    }
+    let (mut again, measured): (Vec<_>, Vec<_>) = all.into_iter().partition(|m| in_vector.contains(&m.0));
+    if !rescore {
+        return (vector, measured);
+    }
+    again.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    (again, measured)
+}
+
 /// Recall over `parts` (one or more scopes) ranked together. With several scopes, `union` is the
 /// fold of all their records and the scope each record came from; attempts' freshness is told
 /// against the first part's repository (the project's).
@@ -294,34 +324,10 @@ pub fn recall_parts(
         Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),
     };
-    // An expansion finds candidates with a moved query; they are ranked by their similarity to
-    // the query as asked (read from their stored vectors): the moved vector leans towards the
-    // feedback records, and scoring by it ranked them above what the query means (SciFact
-    // train nDCG@10 0.7189 scored by the moved vector, docs/recall.md).
-    let vector = match (&expanded, &query_vector) {
-        (Some(_), Some((_, q))) => {
-            let ids: Vec<RecordId> = vector.iter().map(|v| v.0).collect();
-            let mut seen = std::collections::HashSet::new();
-            let mut again: Vec<(RecordId, f32, usize)> = Vec::new();
-            for p in parts {
-                again.extend(p.indexes.similarities(&ids, q).into_iter().filter(|m| seen.insert(m.0)));
-            }
-            again.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            again
-        }
-        _ => vector,
+    let (vector, measured) = match &query_vector {
+        Some((_, q)) => by_query(parts, q, vector, &lexical, expanded.is_some()),
+        None => (vector, Vec::new()),
     };
-    // The lexical candidates the vector search did not return are weighed by their exact
-    // similarity too (read from their stored vectors, no search): otherwise a record that both
-    // sides rank just outside the other's top 50 counts as unrelated on that side.
-    let mut measured: Vec<(RecordId, f32, usize)> = Vec::new();
-    if let Some((_, q)) = &query_vector {
-        let mut have: std::collections::HashSet<RecordId> = vector.iter().map(|v| v.0).collect();
-        let missing: Vec<RecordId> = lexical.iter().map(|l| l.0).filter(|id| !have.contains(id)).collect();
-        for p in parts {
-            measured.extend(p.indexes.similarities(&missing, q).into_iter().filter(|m| have.insert(m.0)));
-        }
-    }
     let passage_of: std::collections::HashMap<RecordId, usize> =
         vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
     let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
