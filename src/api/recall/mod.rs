@@ -254,6 +254,9 @@ fn expand(
     Ok((lexical, merge_hits(vec, crate::recall::CANDIDATES), Some(expansion)))
 }
 
+/// A vector candidate: record, cosine similarity, the passage that matched best.
+type Hit = (RecordId, f32, usize);
+
 /// Every candidate's similarity to the query as asked, read from the stored vectors in one pass
 /// over each index (no search, no model call): the lexical candidates the vector search did not
 /// return (`measured`: otherwise a record that both sides rank just outside the other's top 50
@@ -264,10 +267,10 @@ fn expand(
 fn by_query(
     parts: &[Part<'_>],
     query: &[f32],
-    vector: Vec<(RecordId, f32, usize)>,
+    vector: Vec<Hit>,
     lexical: &[(RecordId, f32)],
     rescore: bool,
-) -> (Vec<(RecordId, f32, usize)>, Vec<(RecordId, f32, usize)>) {
+) -> (Vec<Hit>, Vec<Hit>) {
     let in_vector: std::collections::HashSet<RecordId> = vector.iter().map(|v| v.0).collect();
     let mut ids: Vec<RecordId> = if rescore { vector.iter().map(|v| v.0).collect() } else { Vec::new() };
     ids.extend(lexical.iter().map(|l| l.0).filter(|id| !in_vector.contains(id)));
