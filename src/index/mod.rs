@@ -341,8 +341,11 @@ impl Indexes {
                 }
             }
             self.stamp.vectors = needed;
-            // Shortest first across the whole set, saved part by part.
-            texts.sort_by_key(|(k, t)| (t.len(), *k));
+            // Saved part by part in key order (each part embedded shortest first): a record's
+            // passages are added in order, which folding the parts relies on
+            // ([`Vectors::save`] finds a record's passages by counting up from 0). Sorting the
+            // whole set by length instead added a record's short later passages before its
+            // long first one, and a fold in between dropped them.
             let total = texts.len();
             for part in texts.chunks(SAVE_EVERY) {
                 let vectors = self.vectors.as_mut().expect("checked above");

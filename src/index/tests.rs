@@ -135,3 +135,43 @@ fn a_records_similarity_is_its_best_passage_as_the_search_ranks_it() {
     assert!(long_match.2 > 0, "a later passage matched best: {long_match:?}");
     assert!(idx.similarities(&[RecordId::of_bytes(b"unknown")], &q).is_empty(), "an unknown id has none");
 }
+
+/// A record of `passages` passages whose first is much longer than the rest.
+fn long_fact(i: usize, passages: usize) -> (RecordId, Record) {
+    let mut body = format!("{}\n\n", "opening words of some length ".repeat(40));
+    for p in 1..passages {
+        body.push_str(&format!("## Part {p}\n\nshort part {p} of record {i}\n\n"));
+    }
+    let r = Record {
+        kind: Kind::Fact,
+        payload: Payload::Fact(Fact::new(FactType::Pattern, format!("Long record {i}"))),
+        author: "Ada <ada@example.com>".into(),
+        created_at: Timestamp(1_770_000_000 + i as i64),
+        body,
+    };
+    (r.encode().0, r)
+}
+
+#[test]
+fn a_build_saved_part_by_part_keeps_every_passage_of_every_record() {
+    // Thousands of records of several passages: the build saves and folds its parts several
+    // times, while some records have only part of their passages embedded.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let n = SAVE_EVERY + SAVE_EVERY / 2;
+    let state = crate::state::fold((0..n).map(|i| long_fact(i, 3)));
+    let tips = vec!["tip".to_string()];
+    let mut embedder = HashEmbedder::new(32);
+    let (idx, refresh) =
+        Indexes::open(&dir, &state, &tips, &|_| None, Some(&mut embedder), true, &mut |_, _| {}).expect("build");
+    assert!(matches!(refresh, Refresh::Rebuilt { .. }), "{refresh:?}");
+    let want = n * 3;
+    assert_eq!(idx.stamp.vectors, want);
+    assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(want), "the building process holds every passage");
+    drop(idx);
+    let (reopened, again) =
+        Indexes::open(&dir, &state, &tips, &|_| Some(vec![]), Some(&mut embedder), true, &mut |_, _| {})
+            .expect("reopen");
+    assert!(matches!(again, Refresh::UpToDate), "nothing to embed again: {again:?}");
+    assert_eq!(reopened.vectors.as_ref().map(Vectors::len), Some(want));
+}

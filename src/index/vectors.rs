@@ -187,7 +187,9 @@ impl Vectors {
     }
 
     /// Persist: the new part alone while it is small, else fold it into a rebuilt main index.
-    /// `ordinals` bounds the records' ordinals (usearch cannot list its keys).
+    /// `ordinals` bounds the records' ordinals (usearch cannot list its keys), and a record's
+    /// passages are found by counting up from 0 to the first missing one: callers add a record's
+    /// passages in order, never a later one before an earlier one.
     pub fn save(&mut self, ordinals: u64) -> Result<(), VectorError> {
         let (main_path, new_path) = (Self::main_path(&self.dir), Self::new_path(&self.dir));
         let write = |index: &usearch::Index, path: &Path| -> Result<(), VectorError> {
