@@ -1,6 +1,6 @@
 //! Recall quality on public sets nobody here wrote, printed as a table
 //! (`cargo bench --bench quality -- [--data DIR] [--statebench DIR] [--lexical] [--limit N]
-//! [--baseline BIN] [--configs neo.recall.fusion=rrf,neo.recall.expand=false] [--keep DIR]`).
+//! [--sets scifact,cosqa,conversation] [--baseline BIN] [--configs neo.recall.fusion=rrf,neo.recall.expand=false] [--keep DIR]`).
 //!
 //! Sets (see the README in the data directory, by default `../shared/data/retrieval` beside the
 //! repository): SciFact (5,183 abstracts, title as subject, abstract as body; the 809 train
@@ -334,6 +334,11 @@ fn main() {
         }
     }
     println!("| set | recall | nDCG@10 | MRR@10 | recall@5 | recall@10 | p50 |\n|---|---|---|---|---|---|---|");
+    // `--sets WORD[,WORD]`: only the sets whose name holds one of the words (case aside).
+    if let Some(only) = value("--sets") {
+        let words: Vec<String> = only.split(',').map(str::to_lowercase).collect();
+        sets.retain(|(name, _)| words.iter().any(|w| name.to_lowercase().contains(w.as_str())));
+    }
     for (name, (docs, mut queries)) in sets {
         queries.truncate(limit);
         let (repo, keys) = write(&root, &name.replace(' ', "-"), &docs);

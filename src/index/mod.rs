@@ -30,8 +30,10 @@ use std::path::{Path, PathBuf};
 /// English function words; vectors are keyed by record and passage ([`vector_texts`]) and may fall
 /// short of the records after an interrupted build; 4: the lexical analyzer adds English stems
 /// and identifier parts, `lexical::terms`; 5: lexical postings keep term frequencies but no
-/// positions, which no query reads, and passages cut long paragraphs at sentences).
-pub const CACHE_FORMAT: u32 = 5;
+/// positions, which no query reads, and passages cut long paragraphs at sentences; 6: a passage
+/// does not repeat a subject it already says, and a build no longer drops passages, which one
+/// before this could).
+pub const CACHE_FORMAT: u32 = 6;
 
 /// Records embedded between saves while building vectors: an interrupted build loses at most
 /// this much work.
@@ -70,8 +72,9 @@ pub enum Refresh {
 
 /// The texts of a record that the vector index embeds, one per passage: a fact's subject and
 /// body ([`passages::split`]: one passage when it fits the model's window, several for a long
-/// body), each followed by its type, scope and tags (measured on the recall fixture: without them
-/// hybrid recall@5 fell from 0.984 to 0.937); an attempt's whole text.
+/// body; the subject is not repeated where the passage already says it), each followed by its
+/// type, scope and tags (measured on the recall fixture: without them hybrid recall@5 fell from
+/// 0.984 to 0.937); an attempt's whole text.
 pub fn vector_texts(record: &Record) -> Vec<String> {
     match &record.payload {
         Payload::Fact(f) => passages::split(&f.subject, &record.body)
