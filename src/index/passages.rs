@@ -7,7 +7,7 @@
 //! grouped into passages of about [`TARGET_BYTES`]. A paragraph longer than that (an abstract,
 //! notes pasted as one block) is cut between its sentences (`sentences`), so it becomes
 //! windows of whole sentences rather than one vector of its first 256 tokens. Each passage starts with the record's subject
-//! (unless it already says it: [`says`]) and the heading it sits under, so it reads on its own, and repeats the previous passage's last
+//! (unless it already says it: `says`) and the heading it sits under, so it reads on its own, and repeats the previous passage's last
 //! block when that block is short (a little overlap, so a sentence that leads into the next block
 //! is not cut from it; inside a long paragraph, windows overlap by their boundary sentence). Line ranges are 1-based and inclusive, within the body.
 //!
@@ -75,14 +75,14 @@ pub fn split(subject: &str, body: &str) -> Vec<Passage> {
             None => first.start,
         };
         let own = body_trimmed[start..last.end].trim();
-        let mut text = String::new();
-        if let Some(h) = heading.filter(|_| !first.heading) {
-            text.push_str(h);
-            text.push('\n');
-        }
-        text.push_str(own);
-        let text = with_subject(subject, &text);
-        out.push(Passage { text, lines: (line_of(start), line_of(last.end.saturating_sub(1).max(start))) });
+        let text = match heading.filter(|_| !first.heading) {
+            Some(h) => format!("{h}\n{own}"),
+            None => own.to_string(),
+        };
+        out.push(Passage {
+            text: with_subject(subject, &text),
+            lines: (line_of(start), line_of(last.end.saturating_sub(1).max(start))),
+        });
         group.clear();
     };
     for b in blocks {
@@ -128,7 +128,7 @@ fn with_subject(subject: &str, text: &str) -> String {
 /// docstring. Measured with the real model on CoSQA dev (6,267 functions whose docstring's first
 /// line is the subject), vector-only MRR@10 rose from 0.505 to 0.520 when the repeated line was
 /// left out; a title the abstract does not contain (SciFact) is unaffected.
-pub fn says(text: &str, subject: &str) -> bool {
+fn says(text: &str, subject: &str) -> bool {
     let subject = subject.trim().trim_end_matches('…').trim_end_matches("...");
     let words: Vec<&str> = subject.split_whitespace().collect();
     if words.is_empty() {
