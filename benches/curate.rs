@@ -86,6 +86,7 @@ fn run(name: &str, corpus: &[(String, String, String)]) {
     let session = || {
         Session::new(SessionOptions {
             dir: repo.clone(),
+            git_dir: None,
             ref_name: None,
             identity: Some(who()),
             clock: Clock::Fixed(now),

@@ -296,6 +296,7 @@ fn baseline(
 fn session(repo: &Path, embedder: EmbedderChoice) -> Session {
     Session::new(SessionOptions {
         dir: repo.to_path_buf(),
+        git_dir: None,
         ref_name: None,
         identity: Some(who()),
         clock: Clock::Fixed(Timestamp(1_780_000_000)),

@@ -141,6 +141,7 @@ fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) ->
     common::git(&repo, &["config", "neo.updates.frame", if frame { "true" } else { "false" }], None);
     let mut s = Session::new(SessionOptions {
         dir: repo,
+        git_dir: None,
         ref_name: None,
         identity: Some(common::who()),
         clock: Clock::Fixed(Timestamp(1_735_689_600)),

@@ -106,6 +106,11 @@ impl CacheDir {
     pub fn purged(&self) -> PathBuf {
         self.root.join("purged")
     }
+
+    /// The check commands this clone ran or approved (hashes), which `recheck` runs without asking.
+    pub fn trusted_checks(&self) -> PathBuf {
+        self.root.join("trusted-checks")
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@
 //! - [`recall`]: what recall returns and its rendering; [`embed`]: the embedder choice;
 //! - [`construct`]: the curated pattern library; [`instructions`], [`foreign`]: readers of other
 //!   tools' files; [`setup`]: agent configuration; [`report`]: the HTML page; [`markdown`];
-//! - [`error`]: typed errors and their categories.
+//! - [`error`]: typed errors and their categories; [`display`]: text from a record or a ref made
+//!   safe for a terminal.
 //!
 //! Beneath them, and not API: the store (the only module that names gix), the fold, the derived
 //! indexes, outcome detection, the frame rule, the write-time filter, configuration keys, ranking
@@ -17,6 +18,7 @@
 // The library's API: what the front ends (and any other program) use. `cargo doc` shows these.
 pub mod api;
 pub mod construct;
+pub mod display;
 pub mod embed;
 pub mod error;
 pub mod foreign;

@@ -5,6 +5,7 @@ use super::Ctx;
 use git_neo::api::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
 use git_neo::record::Payload;
 use git_neo::Error;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -66,6 +67,9 @@ pub struct RecheckArgs {
     /// Timeout in seconds.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_secs())]
     timeout: u64,
+    /// Run the check even if this clone never ran it before (it is printed first either way).
+    #[arg(long)]
+    yes: bool,
 }
 
 /// The user's shell (`$SHELL`), or `/bin/sh`.
@@ -122,22 +126,29 @@ pub fn task(ctx: &mut Ctx, args: TaskArgs) -> Result<(), Error> {
     let mut bytes = 0;
     for (i, v) in shown.iter().enumerate() {
         let Payload::Attempt(a) = &v.entry.record.payload else { continue };
-        let status = if v.entry.status == git_neo::api::Status::Valid {
+        let mut status = if v.entry.status == git_neo::api::Status::Valid {
             String::new()
         } else {
             format!(" [{}]", v.entry.status.as_str())
         };
+        if let Some(from) = &v.fetched_from {
+            status.push_str(&format!(" [fetched from {}, not merged: never re-run]", git_neo::display::escape(from)));
+        }
         let mut text = format!(
             "{} {} {} ({}{}){status}\n    observed: {}\n",
             ctx.out.paint("33", &v.entry.id.short()),
             v.entry.record.created_at,
-            a.action,
+            git_neo::display::escape(&a.action),
             a.check.result,
-            a.check.command.as_deref().map(|c| format!(", {}: {c}", a.check.source)).unwrap_or_default(),
-            a.observation.lines().next().unwrap_or("")
+            a.check
+                .command
+                .as_deref()
+                .map(|c| format!(", {}: {}", a.check.source, git_neo::display::escape(c)))
+                .unwrap_or_default(),
+            git_neo::display::escape(a.observation.lines().next().unwrap_or(""))
         );
         if let Some(inf) = &a.inference {
-            text.push_str(&format!("    inferred: {}\n", inf.lines().next().unwrap_or("")));
+            text.push_str(&format!("    inferred: {}\n", git_neo::display::escape(inf.lines().next().unwrap_or(""))));
         }
         text.push_str(&format!("    check: {}\n", v.freshness));
         if bytes + text.len() > args.max_bytes {
@@ -157,7 +168,18 @@ pub fn task(ctx: &mut Ctx, args: TaskArgs) -> Result<(), Error> {
 }
 
 pub fn recheck(ctx: &mut Ctx, args: RecheckArgs) -> Result<(), Error> {
-    let (new, outcome) = ctx.session.recheck(&args.target, &shell(), Duration::from_secs(args.timeout))?;
+    // The exact command is shown before anything runs; one this clone never ran needs --yes, or a
+    // yes typed at a terminal.
+    let plan = ctx.session.recheck_plan(&args.target)?;
+    let shown = git_neo::display::escape(&plan.command);
+    let mut approved = args.yes;
+    if plan.known || args.yes {
+        ctx.out.note(&format!("running the check of attempt {}: {shown}", plan.attempt.short()));
+    } else if !ctx.out.json && std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        ctx.out.note(&format!("the check of attempt {} is new to this clone:\n    {shown}", plan.attempt.short()));
+        approved = confirm("run it? [y/N] ");
+    }
+    let (new, outcome) = ctx.session.recheck(&args.target, &shell(), Duration::from_secs(args.timeout), approved)?;
     if ctx.out.json {
         ctx.out.json(&serde_json::json!({ "attempt": new, "outcome": outcome }));
     } else {
@@ -165,4 +187,14 @@ pub fn recheck(ctx: &mut Ctx, args: RecheckArgs) -> Result<(), Error> {
         ctx.out.note(&format!("re-checked: new attempt {}, outcome {}", new.id.short(), outcome.id.short()));
     }
     Ok(())
+}
+
+/// Ask on stderr and read a line from the terminal: yes only for `y` or `yes`.
+fn confirm(question: &str) -> bool {
+    use std::io::Write;
+    let _ = write!(std::io::stderr(), "{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok()
+        && matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }

@@ -130,6 +130,11 @@ pub fn eligible(cli: &Cli) -> bool {
 
 /// Whether the environment allows the server (`GIT_NEO_DAEMON=off|0|false` does not).
 pub fn enabled(env: Env) -> bool {
+    // A repository named through git's environment (`git --git-dir=…`, GIT_DIR, GIT_WORK_TREE) is
+    // opened in-process exactly as named; the server is found by the work tree a directory is in.
+    if ["GIT_DIR", "GIT_WORK_TREE"].iter().any(|k| env(k).is_some_and(|v| !v.is_empty())) {
+        return false;
+    }
     !matches!(env("GIT_NEO_DAEMON").as_deref().map(str::trim), Some("off" | "0" | "false" | "no"))
 }
 

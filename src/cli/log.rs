@@ -49,19 +49,19 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         ctx.out.json(&commits);
         return Ok(());
     }
-    if commits.is_empty() {
+    if commits.is_empty() && args.max_count > 0 {
         ctx.out.note(&format!("{} has no history yet", ctx.session.ref_name()?));
     }
     let summaries = ctx.session.summaries(commits.iter().flat_map(|c| c.added.iter().map(|a| a.id)))?;
     for c in commits {
-        let subject = c.message.lines().next().unwrap_or_default().to_string();
+        let subject = git_neo::display::escape(c.message.lines().next().unwrap_or_default()).into_owned();
         ctx.out.line(&format!("{} {} {}", ctx.out.paint("33", &c.commit[..12]), c.time, subject));
         for added in &c.added {
             let summary = summaries.get(&added.id).map(String::as_str).unwrap_or_default();
             ctx.out.line(&format!("    + {} {} {summary}", added.kind, added.id.short()));
         }
         for change in &c.other_changes {
-            ctx.out.line(&format!("    ! {} {}", change.change, change.path));
+            ctx.out.line(&format!("    ! {} {}", change.change, git_neo::display::escape(&change.path)));
         }
     }
     Ok(())

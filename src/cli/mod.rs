@@ -257,8 +257,9 @@ impl Ctx {
                     .out
                     .note(&format!("rebuilt the recall index ({reason}): {records} records, {embedded} embedded")),
                 Notice::InvalidEntries { count, first } => self.out.warn(&format!(
-                    "{count} entr{} on the memory ref are not valid records and are ignored (first: {first})",
+                    "{count} entr{} on the memory ref are not valid records and are ignored (first: {})",
                     if count == 1 { "y" } else { "ies" },
+                    git_neo::display::escape(&first),
                 )),
                 Notice::ConstructProblems { count, first } => self.out.warn(&format!(
                     "{count} problem(s) in project patterns, which are left out (first: {first}); run `git neo construct lint`"
@@ -324,7 +325,21 @@ pub fn session_options(
     env: Env,
 ) -> Result<SessionOptions, Error> {
     let data_dir = data_root(env);
-    let config = gitconfig::overrides(env)?;
+    let mut config = gitconfig::overrides(env)?;
+    // git hands `--git-dir` and `--work-tree` to `git neo` as GIT_DIR and GIT_WORK_TREE, relative
+    // to the directory it was run in; the repository they name is the one to use, as in git.
+    let beside = |v: String| {
+        let p = PathBuf::from(v);
+        if p.is_absolute() {
+            p
+        } else {
+            dir.join(p)
+        }
+    };
+    let git_dir = env("GIT_DIR").filter(|v| !v.is_empty()).map(beside);
+    if let Some(work_tree) = env("GIT_WORK_TREE").filter(|v| !v.is_empty()).map(beside) {
+        config.push(format!("core.worktree={}", work_tree.display()));
+    }
     let env = |k: &str| env(k).filter(|v| !v.trim().is_empty());
     let identity = match (env("GIT_AUTHOR_NAME"), env("GIT_AUTHOR_EMAIL")) {
         (Some(name), Some(email)) => Some(git_neo::api::Identity { name, email }),
@@ -349,6 +364,7 @@ pub fn session_options(
     };
     let mut opts = SessionOptions {
         dir,
+        git_dir,
         ref_name,
         identity,
         clock,

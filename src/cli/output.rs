@@ -47,8 +47,15 @@ impl Out {
         self.captured.take().unwrap_or_default()
     }
 
-    /// Print a line on stdout. A closed pipe stops further output silently.
+    /// Print a line on stdout, terminal controls it does not paint itself made visible
+    /// ([`git_neo::display::escape_output`]). A closed pipe stops further output silently.
     pub fn line(&mut self, s: &str) {
+        let s = git_neo::display::escape_output(s);
+        self.raw_line(&s);
+    }
+
+    /// Print a line on stdout as it is (JSON, whose encoder escapes every control character).
+    fn raw_line(&mut self, s: &str) {
         if self.broken_pipe {
             return;
         }
@@ -68,13 +75,15 @@ impl Out {
     /// Print a JSON value on stdout.
     pub fn json<T: serde::Serialize>(&mut self, value: &T) {
         match serde_json::to_string_pretty(value) {
-            Ok(s) => self.line(&s),
+            Ok(s) => self.raw_line(&s),
             Err(e) => self.note(&format!("error: cannot encode JSON output: {e}")),
         }
     }
 
     /// A note for people on stderr (never in JSON mode's stdout).
     pub fn note(&self, s: &str) {
+        let s = git_neo::display::escape_output(s);
+        let s = s.as_ref();
         if let Some(c) = &self.captured {
             let mut err = c.stderr.borrow_mut();
             err.extend_from_slice(s.as_bytes());

@@ -53,11 +53,15 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     } else {
         for p in &report.problems {
             let at = p.commit.as_deref().map(|c| format!(" (commit {})", &c[..12])).unwrap_or_default();
+            // A path, a field and a message can quote a tree entry's name or a commit's text,
+            // which anyone who pushed can choose: each is one escaped line, so none can forge
+            // another line of this report.
             let path = if p.path.is_empty() { "memory" } else { &p.path };
-            ctx.out.line(&format!("{path}: {}: {}{at}", p.field, p.message));
+            let e = git_neo::display::escape;
+            ctx.out.line(&format!("{}: {}: {}{at}", e(path), e(&p.field), e(&p.message)));
         }
         for n in &report.notes {
-            ctx.out.line(&format!("note: {n}"));
+            ctx.out.line(&format!("note: {}", git_neo::display::escape(n)));
         }
         let verdict = if report.is_clean() { "ok".to_string() } else { format!("{} problems", report.problems.len()) };
         let copies = match report.copies.len() {

@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 /// and identifier parts, `lexical::terms`; 5: lexical postings keep term frequencies but no
 /// positions, which no query reads, and passages cut long paragraphs at sentences; 6: a passage
 /// does not repeat a subject it already says, and a build no longer drops passages, which one
-/// before this could).
-pub const CACHE_FORMAT: u32 = 6;
+/// before this could; 7: the stamp holds a checksum of the id list, [`Stamp::ids_hash`]).
+pub const CACHE_FORMAT: u32 = 7;
 
 /// Records embedded between saves while building vectors: an interrupted build loses at most
 /// this much work.
@@ -59,6 +59,20 @@ pub struct Stamp {
     /// Vectors the records need (one per passage); fewer in the index after an interrupted build.
     #[serde(default)]
     pub vectors: usize,
+    /// BLAKE3 of the id list's bytes: a record's position is its key in both indexes, so an id
+    /// list changed on disk (two entries swapped keep every size) would answer with the wrong
+    /// records. A list that does not hash to this is rebuilt.
+    #[serde(default)]
+    pub ids_hash: String,
+}
+
+/// The checksum [`Stamp::ids_hash`] holds for `ids`.
+fn ids_hash(ids: &[RecordId]) -> String {
+    let mut h = blake3::Hasher::new();
+    for id in ids {
+        h.update(&id.0);
+    }
+    h.finalize().to_hex().to_string()
 }
 
 /// What opening the caches did.
@@ -247,6 +261,12 @@ impl Indexes {
             }
         }
         let ids = read_ids(&dir.join("ids")).map_err(|e| format!("the id list is unreadable ({e})"))?;
+        // The stamp covers exactly the ids it was written with (a longer list is an interrupted
+        // save, which the record count below catches; a changed one is refused here).
+        let stamped = ids.get(..stamp.records).unwrap_or(&ids);
+        if ids_hash(stamped) != stamp.ids_hash {
+            return Err("the id list does not match its checksum".to_string());
+        }
         let lexical =
             Lexical::open(&dir.join("lexical")).map_err(|e| format!("the lexical index is unreadable ({e})"))?;
         let vectors = match (want_model, &have_model) {
@@ -388,7 +408,15 @@ impl Indexes {
         };
         let mut idx = Indexes {
             dir: dir.to_path_buf(),
-            stamp: Stamp { format: CACHE_FORMAT, tips: Vec::new(), records: 0, model: None, dim: 0, vectors: 0 },
+            stamp: Stamp {
+                format: CACHE_FORMAT,
+                tips: Vec::new(),
+                records: 0,
+                model: None,
+                dim: 0,
+                vectors: 0,
+                ids_hash: String::new(),
+            },
             ids: Vec::new(),
             lexical,
             vectors,
@@ -406,6 +434,7 @@ impl Indexes {
         if let Some(v) = &mut self.vectors {
             v.save(self.ids.len() as u64).map_err(|e| cache_err(&self.dir, e))?;
         }
+        self.stamp.ids_hash = ids_hash(self.ids.get(..self.stamp.records).unwrap_or(&self.ids));
         let json = serde_json::to_vec_pretty(&self.stamp).map_err(|e| cache_err(&self.dir, e))?;
         // The stamp is written last and atomically: a crash before it leaves the old stamp,
         // which no longer matches the files, so the next open rebuilds.

@@ -26,6 +26,31 @@ pub const DEFAULT_HOST: &str = "127.0.0.1";
 /// The path the MCP endpoint is served at.
 pub const PATH: &str = "/mcp";
 
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn connections_are_capped_per_address_and_in_all() {
+        let limits = Arc::new(Limits::default());
+        let a: std::net::IpAddr = "127.0.0.1".parse().expect("an address");
+        let mapped: std::net::IpAddr = "::ffff:127.0.0.1".parse().expect("an address");
+        let mut held: Vec<Slot> =
+            (0..MAX_CONNECTIONS_PER_ADDRESS).map(|_| limits.admit(a).expect("under the cap")).collect();
+        assert!(limits.admit(a).is_none(), "one address over its cap");
+        assert!(limits.admit(mapped).is_none(), "the same address spelled in IPv6");
+        held.pop();
+        assert!(limits.admit(a).is_some(), "a closed connection gives its place back");
+        let mut others = Vec::new();
+        for i in 0..MAX_CONNECTIONS {
+            if let Some(s) = limits.admit(std::net::IpAddr::from([10, 0, (i / 200) as u8, (i % 200) as u8])) {
+                others.push(s);
+            }
+        }
+        assert_eq!(held.len() + others.len(), MAX_CONNECTIONS, "every address together under the total cap");
+    }
+}
+
 /// The longest token accepted from a file, in bytes (a token is a line, not a document).
 pub const MAX_TOKEN: usize = 512;
 
@@ -64,9 +89,12 @@ pub fn check_token(token: &str) -> Result<&str, String> {
 /// constant time (in the token's length) so a wrong guess learns nothing from the timing.
 pub fn authorized(header: Option<&[u8]>, token: &str) -> bool {
     let Some(value) = header else { return false };
-    let Some(given) = value.strip_prefix(b"Bearer ").or_else(|| value.strip_prefix(b"bearer ")) else {
+    // The scheme name is case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer`, `BEARER`.
+    let Some(space) = value.iter().position(|&b| b == b' ') else { return false };
+    if !value[..space].eq_ignore_ascii_case(b"bearer") {
         return false;
-    };
+    }
+    let given = value[space + 1..].trim_ascii();
     let want = token.as_bytes();
     if given.len() != want.len() {
         return false;
@@ -95,6 +123,53 @@ fn not_found() -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, st
         .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new()).boxed()))
 }
 
+/// How long a client may take to send a request's head (the request line and headers), and how
+/// long a kept-alive connection may wait idle for its next one.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Most connections open at once, from all addresses.
+pub const MAX_CONNECTIONS: usize = 128;
+/// Most connections open at once from one address.
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 32;
+
+/// The connections open now, in all and per address.
+#[derive(Default)]
+struct Limits {
+    open: std::sync::Mutex<(usize, std::collections::HashMap<std::net::IpAddr, usize>)>,
+}
+
+/// A connection's place under the caps, given back when it is dropped.
+struct Slot {
+    limits: Arc<Limits>,
+    ip: std::net::IpAddr,
+}
+
+impl Limits {
+    fn admit(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<Slot> {
+        let ip = ip.to_canonical();
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let here = open.1.get(&ip).copied().unwrap_or(0);
+        if open.0 >= MAX_CONNECTIONS || here >= MAX_CONNECTIONS_PER_ADDRESS {
+            return None;
+        }
+        open.0 += 1;
+        *open.1.entry(ip).or_default() += 1;
+        Some(Slot { limits: self.clone(), ip })
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut open = self.limits.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.0 = open.0.saturating_sub(1);
+        if let Some(n) = open.1.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.1.remove(&self.ip);
+            }
+        }
+    }
+}
+
 /// Serve `server` on `addr` until the process is stopped. `ready` is called once with the address
 /// actually bound (port 0 picks a free one), before the first request is accepted.
 pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnOnce(SocketAddr)) -> Result<(), Error> {
@@ -104,15 +179,17 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
             tokio::net::TcpListener::bind(addr).await.map_err(|e| io(&format!("listening on {addr} (--http)"), e))?;
         let bound = listener.local_addr().map_err(|e| io("reading the address listened on", e))?;
         let mut config = StreamableHttpServerConfig::default();
-        if !addr.ip().is_loopback() {
+        // `::ffff:127.0.0.1` is the IPv4 loopback spelled in IPv6: it keeps the Host check too.
+        if !addr.ip().to_canonical().is_loopback() {
             config = config.disable_allowed_hosts();
         }
         let service =
             StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
         let token: Arc<str> = token.into();
         ready(bound);
+        let limits = Arc::new(Limits::default());
         loop {
-            let (stream, _) = match listener.accept().await {
+            let (stream, peer) = match listener.accept().await {
                 Ok(c) => c,
                 // A connection that failed before it was accepted (reset, out of descriptors for
                 // a moment) is that client's problem, not the server's: keep accepting.
@@ -121,9 +198,17 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
                     continue;
                 }
             };
+            // Over either cap the connection is closed at once, before a byte is read: a flood of
+            // half-open connections from one address cannot crowd out the others, nor all of
+            // them together exhaust the process.
+            let Some(slot) = limits.admit(peer.ip()) else {
+                drop(stream);
+                continue;
+            };
             let service = service.clone();
             let token = token.clone();
             tokio::spawn(async move {
+                let _slot = slot;
                 let handler = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
@@ -140,7 +225,11 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
                     }
                 });
                 // A client that hangs up mid-request ends only its own connection.
+                // A client must send a whole request head within HEADER_TIMEOUT (also between
+                // requests on a kept-alive connection), or the connection is closed.
                 let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), handler)
                     .await;
             });
@@ -156,6 +245,9 @@ mod tests {
     fn only_the_exact_bearer_token_is_authorized() {
         let token = "0123456789abcdef0123";
         assert!(authorized(Some(b"Bearer 0123456789abcdef0123"), token));
+        assert!(authorized(Some(b"BEARER 0123456789abcdef0123"), token), "the scheme is case-insensitive");
+        assert!(authorized(Some(b"bEaReR 0123456789abcdef0123"), token));
+        assert!(!authorized(Some(b"Basic 0123456789abcdef0123"), token));
         assert!(!authorized(None, token));
         assert!(!authorized(Some(b"Bearer 0123456789abcdef012"), token), "a prefix");
         assert!(!authorized(Some(b"Bearer 0123456789abcdef01234"), token), "longer");

@@ -6,6 +6,7 @@
 //! identity ([`RecordId`]: the BLAKE3 hash of the file's exact bytes). The byte format is specified
 //! in `docs/format.md`; the snapshot tests in `canonical` pin it.
 
+pub mod bounds;
 pub mod canonical;
 pub mod fast;
 pub mod id;

@@ -580,6 +580,10 @@ fn written_tags(front: &str) -> Vec<(String, String)> {
 /// Parse and validate a record file. On failure, every problem found is returned.
 pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
     let fail = |p: Problem| Err(Problems(vec![p]));
+    // Bounded before parsed: a stranger's record over a bound never reaches the YAML parser.
+    if let Err(p) = super::bounds::check(bytes) {
+        return fail(p);
+    }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {

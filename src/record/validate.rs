@@ -3,7 +3,7 @@
 //! The writer validates a [`Record`] before computing its bytes; the parser validates what it
 //! decoded. Both call [`validate`], so a record the writer accepts is one the verifier accepts.
 
-use super::{Anchor, Payload, Record};
+use super::{Anchor, Payload, Record, Timestamp};
 use serde::Serialize;
 use std::fmt;
 
@@ -89,14 +89,45 @@ impl fmt::Display for Problems {
 }
 
 /// Characters that never belong in a record's text: control characters (other than the line
-/// breaks and tabs that multi-line fields allow), line/paragraph separators, the byte-order mark,
-/// and bidirectional overrides that make text read differently from how it is stored.
+/// breaks and tabs that multi-line fields allow), line/paragraph separators, and every Unicode
+/// format character (category Cf: zero-width spaces and joiners, the soft hyphen, the byte-order
+/// mark, bidirectional controls, tag characters). A format character draws nothing, so a
+/// terminal or a pull-request diff would show a reviewer less than the agent reads.
 fn forbidden_char(c: char, multiline: bool) -> bool {
     if multiline && (c == '\n' || c == '\t') {
         return false;
     }
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_format_char(c)
+}
+
+/// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): invisible
+/// characters that change how text around them is shaped, joined or ordered, or that carry hidden
+/// data (tag characters U+E0000 to U+E007F).
+pub fn is_format_char(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{600}'..='\u{605}'
+            | '\u{61c}'
+            | '\u{6dd}'
+            | '\u{70f}'
+            | '\u{890}'..='\u{891}'
+            | '\u{8e2}'
+            | '\u{180e}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206f}'
+            | '\u{feff}'
+            | '\u{fff9}'..='\u{fffb}'
+            | '\u{110bd}'
+            | '\u{110cd}'
+            | '\u{13430}'..='\u{1343f}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0001}'
+            | '\u{e0020}'..='\u{e007f}'
+    )
 }
 
 fn describe(c: char) -> String {
@@ -400,4 +431,21 @@ pub fn validate(record: &Record) -> Vec<Problem> {
     }
     check_body(&mut p, &record.body);
     p
+}
+
+/// How far ahead of the reading clock a record's `created_at` may be: clocks disagree by
+/// minutes, not by a day.
+pub const MAX_CLOCK_SKEW_SECS: i64 = 24 * 60 * 60;
+
+/// A problem when `created_at` is more than [`MAX_CLOCK_SKEW_SECS`] after `now` (a record dated in
+/// the future would pass as the latest word on its subject).
+pub fn check_not_future(created_at: Timestamp, now: Timestamp) -> Option<Problem> {
+    (created_at.0 > now.0.saturating_add(MAX_CLOCK_SKEW_SECS)).then(|| {
+        Problem::new(
+            "created_at",
+            format!(
+                "is {created_at}, more than a day after now ({now}); a record is dated when it is written: fix the writer's clock"
+            ),
+        )
+    })
 }

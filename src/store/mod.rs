@@ -13,6 +13,7 @@ mod purge;
 mod read;
 mod refs;
 mod sync;
+mod trust;
 // `git` is spawned here (gc, fetch, push): an edge this module owns (clippy.toml).
 #[allow(clippy::disallowed_methods)]
 mod write;
@@ -100,6 +101,10 @@ pub struct StoreOptions {
     /// reads it from its environment; the library never reads git's environment variables itself,
     /// so a command run by the background server sees exactly its caller's configuration.
     pub config: Vec<String>,
+    /// The git directory the caller named (`GIT_DIR`, `git --git-dir=…`), absolute: opened as
+    /// given instead of searching from a directory, exactly as git does. The front end reads it;
+    /// a work tree named with `GIT_WORK_TREE` arrives as `core.worktree` in [`Self::config`].
+    pub git_dir: Option<std::path::PathBuf>,
 }
 
 /// How every repository is opened:
@@ -129,6 +134,11 @@ pub struct Store {
 impl Store {
     /// Find the repository containing `dir` (a work tree, a linked worktree or a bare repository).
     pub fn discover(dir: &Path, options: StoreOptions) -> Result<Store> {
+        if let Some(git_dir) = options.git_dir.clone() {
+            let repo = gix::open_opts(&git_dir, open_options(gix::open::Options::default(), &options.config))
+                .map_err(|e| Error::NotARepository { path: git_dir.clone(), source: Box::new(e) })?;
+            return Store::from_repo(repo, options);
+        }
         let mut trust = gix::sec::trust::Mapping::<gix::open::Options>::default();
         for level in [&mut trust.full, &mut trust.reduced] {
             level.modify(|o| open_options(o, &options.config));

@@ -60,6 +60,24 @@ impl Store {
         let Some(mut r) = self.repo.try_find_reference(name).git(|| format!("reading {name}"))? else {
             return Ok(None);
         };
+        // The memory ref must name a commit itself: writes move it with a compare-and-swap on
+        // the id it holds, so a ref holding a tag (or a tree, or a blob) could never be moved and
+        // every write would retry until it gave up. Said at once, with the way out.
+        if let Some(id) = r.target().try_id().map(|id| id.to_owned()) {
+            let kind = self.repo.find_header(id).map(|h| h.kind()).ok();
+            if let Some(kind) = kind.filter(|k| *k != gix::object::Kind::Commit) {
+                let what = match kind {
+                    gix::object::Kind::Tag => "an annotated tag",
+                    gix::object::Kind::Tree => "a tree",
+                    gix::object::Kind::Blob => "a blob",
+                    gix::object::Kind::Commit => "a commit",
+                };
+                return Err(Error::Integrity(format!(
+                    "{name} points to {what} ({id}), not to a commit: the memory ref must be a branch of commits; \
+                     point it back at its last commit with `git update-ref {name} <commit>`"
+                )));
+            }
+        }
         Ok(Some(r.peel_to_id().git(|| format!("resolving {name}"))?.detach()))
     }
 
@@ -300,6 +318,23 @@ impl Store {
                 |repo, e| {
                     // A blob that cannot be read is reported at its path, like any damaged record:
                     // the rest is still read, and verify lists every such problem.
+                    // Bounded before read: the object's header says its size, so a stranger's
+                    // oversized blob is named invalid without being inflated into memory.
+                    if let Ok(h) = repo.find_header(e.blob) {
+                        if h.size() > crate::record::bounds::MAX_RECORD_BYTES as u64 {
+                            return Ok(Err(StrayEntry {
+                                path: e.path.clone(),
+                                problems: Problems(vec![crate::record::Problem::new(
+                                    "file",
+                                    format!(
+                                        "is {} bytes; a record is at most {} bytes: it was not written by git-neo, remove it from the memory ref",
+                                        h.size(),
+                                        crate::record::bounds::MAX_RECORD_BYTES
+                                    ),
+                                )]),
+                            }));
+                        }
+                    }
                     Ok(match repo.find_blob(e.blob) {
                         Ok(blob) => check_entry(e, &blob.data),
                         Err(err) => Err(StrayEntry {

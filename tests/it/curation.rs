@@ -20,6 +20,7 @@ const START: i64 = 1_735_689_600;
 fn session(repo: &Path, at: i64, embedder: &EmbedderChoice) -> Session {
     Session::new(SessionOptions {
         dir: repo.to_path_buf(),
+        git_dir: None,
         ref_name: None,
         identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
         clock: Clock::Fixed(Timestamp(at)),

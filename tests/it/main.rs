@@ -15,6 +15,7 @@ mod edges;
 mod faults;
 mod fold;
 mod format;
+mod hostile;
 mod instructions;
 mod mcp;
 mod modes;

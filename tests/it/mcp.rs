@@ -406,7 +406,7 @@ fn every_tool_answers_with_structured_content_that_matches_its_output_schema() {
 
 /// `git neo mcp --http 127.0.0.1:0` in `repo`: the child and the URL it printed (and the token
 /// it printed, when it made one up).
-fn spawn_http(home: &Path, repo: &Path, extra: &[&str]) -> (Child, String, Option<String>) {
+pub fn spawn_http(home: &Path, repo: &Path, extra: &[&str]) -> (Child, String, Option<String>) {
     let mut cmd = Command::new(bin());
     hermetic(&mut cmd, home)
         .current_dir(repo)
@@ -429,7 +429,7 @@ fn spawn_http(home: &Path, repo: &Path, extra: &[&str]) -> (Child, String, Optio
 }
 
 /// One raw HTTP/1.1 POST of `body` to `url`, with `auth` as the Authorization header: the status.
-fn post(url: &str, auth: Option<&str>, body: &str) -> u16 {
+pub fn post(url: &str, auth: Option<&str>, body: &str) -> u16 {
     use std::io::Read;
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut s = std::net::TcpStream::connect(addr).expect("connect");

@@ -15,6 +15,7 @@ fn ada() -> Identity {
 fn session(repo: &Path) -> Session {
     Session::new(SessionOptions {
         dir: repo.to_path_buf(),
+        git_dir: None,
         ref_name: None,
         identity: Some(ada()),
         clock: Clock::Fixed(Timestamp(1_772_366_400)),

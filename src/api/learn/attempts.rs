@@ -147,6 +147,10 @@ pub struct AttemptView {
     #[serde(flatten)]
     pub entry: Entry,
     pub freshness: Freshness,
+    /// The remote-tracking ref the attempt was fetched from when this clone's memory does not
+    /// hold it (never re-run, never latest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_from: Option<String>,
 }
 
 impl Memory {
@@ -229,6 +233,9 @@ impl Memory {
         };
         problems.extend(record::validate::validate(&record));
         problems.extend(crate::redact::check(&record));
+        for (i, t) in req.tags.iter().enumerate() {
+            crate::redact::check_given(&mut problems, &format!("tags[{i}]"), t);
+        }
         if let CheckSpec::Run { command, .. } | CheckSpec::Reported { command, .. } = &req.check {
             for p in crate::redact::scan(command) {
                 problems.push(Problem::new(
@@ -252,6 +259,8 @@ impl Memory {
             CheckSpec::Run { command, shell, timeout } => {
                 let dir = work.clone().unwrap_or_else(|| store.common_dir().to_path_buf());
                 let run = run_command(command, shell, &dir, *timeout)?;
+                // Whoever records an attempt by running its check here has read that command.
+                store.trust_check(command.trim())?;
                 a.check.command = Some(command.trim().to_string());
                 a.check.result =
                     if run.exit_code == Some(0) && !run.timed_out { CheckResult::Passed } else { CheckResult::Failed };
@@ -273,37 +282,67 @@ impl Memory {
             if let Payload::Attempt(a) = &e.record.payload {
                 if a.task == task.trim() {
                     let freshness = freshness(self.store(), a.check.commit.as_deref(), &a.files)?;
-                    out.push(AttemptView { entry: e.clone(), freshness });
+                    let fetched_from = self.fetched_from(&e.id).map(str::to_string);
+                    out.push(AttemptView { entry: e.clone(), freshness, fetched_from });
                 }
             }
         }
         Ok(out)
     }
 
-    /// Re-run the check of an attempt (or of a task's latest attempt with a command) at HEAD:
-    /// records a new attempt linked to it, and an outcome for the original.
-    pub fn recheck(
-        &mut self,
-        prefix: &str,
-        shell: &Path,
-        timeout: Duration,
-        ctx: &WriteContext,
-    ) -> Result<(AddOutcome, AddOutcome)> {
+    /// What `recheck` would run for `prefix` (an attempt id, or a task id whose latest attempt
+    /// with a command is meant): the attempt, its exact command, and whether this clone has run or
+    /// approved that command before.
+    ///
+    /// This is the trust boundary for checks: only an attempt in the local memory's own history
+    /// is ever chosen. A fetched copy's attempt (a fork's, a remote's) is refused by name, and a
+    /// task's latest attempt is looked for among local ones only, so a fetched record can neither
+    /// be run nor be "latest" over local evidence, whatever its `created_at`.
+    pub fn recheck_plan(&self, prefix: &str) -> Result<RecheckPlan> {
         let original = match self.resolve("id", prefix) {
             Ok(id) if matches!(self.state().entries[&id].record.payload, Payload::Attempt(_)) => id,
             Ok(id) => return Err(Error::invalid("id", format!("{} is not an attempt", id.short()))),
             Err(e) => {
-                // Not an id: a task id, whose latest attempt with a command is re-checked.
+                // Not an id: a task id, whose latest local attempt with a command is re-checked.
                 let latest = self
                     .state()
                     .iter()
+                    .filter(|e| self.fetched_from(&e.id).is_none())
                     .filter(|e| matches!(&e.record.payload, Payload::Attempt(a) if a.task == prefix.trim() && a.check.command.is_some()))
                     .last()
                     .map(|e| e.id);
-                latest.ok_or(e)?
+                match latest {
+                    Some(id) => id,
+                    None => {
+                        let fetched = self.state().iter().find(|e| {
+                            self.fetched_from(&e.id).is_some()
+                                && matches!(&e.record.payload, Payload::Attempt(a) if a.task == prefix.trim())
+                        });
+                        return Err(match fetched {
+                            Some(f) => Error::invalid(
+                                "id",
+                                format!(
+                                    "task {} has no attempt with a check in this clone's memory; its only ones were fetched from {} and are never run here (review them, merge with `git neo sync`, then recheck)",
+                                    prefix.trim(),
+                                    self.fetched_from(&f.id).unwrap_or("a remote")
+                                ),
+                            ),
+                            None => e,
+                        });
+                    }
+                }
             }
         };
-        let Payload::Attempt(old) = self.state().entries[&original].record.payload.clone() else {
+        if let Some(from) = self.fetched_from(&original) {
+            return Err(Error::invalid(
+                "id",
+                format!(
+                    "attempt {} was fetched from {from} and is not in this clone's memory: its check is never run here (review it, merge with `git neo sync`, then recheck)",
+                    original.short()
+                ),
+            ));
+        }
+        let Payload::Attempt(old) = &self.state().entries[&original].record.payload else {
             unreachable!("checked above")
         };
         let Some(command) = old.check.command.clone() else {
@@ -312,6 +351,38 @@ impl Memory {
                 format!("attempt {} recorded no check command to re-run", original.short()),
             ));
         };
+        let known = self.store().is_trusted_check(&command);
+        Ok(RecheckPlan { attempt: original, command, known })
+    }
+
+    /// Re-run the check of an attempt (or of a task's latest attempt with a command) at HEAD:
+    /// records a new attempt linked to it, and an outcome for the original. A command new to this
+    /// clone runs only when `approved` (the person saw it and said yes); once run, it is known.
+    pub fn recheck(
+        &mut self,
+        prefix: &str,
+        shell: &Path,
+        timeout: Duration,
+        approved: bool,
+        ctx: &WriteContext,
+    ) -> Result<(AddOutcome, AddOutcome)> {
+        let plan = self.recheck_plan(prefix)?;
+        if !plan.known && !approved {
+            return Err(Error::invalid(
+                "yes",
+                format!(
+                    "the check of attempt {} is new to this clone and was not run: `{}`; read it, then run again with --yes to run it",
+                    plan.attempt.short(),
+                    crate::display::escape(&plan.command)
+                ),
+            ));
+        }
+        let original = plan.attempt;
+        let Payload::Attempt(old) = self.state().entries[&original].record.payload.clone() else {
+            unreachable!("checked above")
+        };
+        let command = plan.command;
+        self.store().trust_check(&command)?;
         let req = AttemptRequest {
             task: old.task.clone(),
             action: format!("re-check of {}", original.short()),
@@ -355,4 +426,16 @@ impl Memory {
         let scored = self.write(outcome, message, ctx)?;
         Ok((new, scored))
     }
+}
+
+/// What `recheck` would run, for the front end to show before it runs (see
+/// [`Memory::recheck_plan`]).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RecheckPlan {
+    /// The attempt whose check is re-run.
+    pub attempt: RecordId,
+    /// The exact command, as recorded.
+    pub command: String,
+    /// Whether this clone ran or approved this command before (a new one needs approval).
+    pub known: bool,
 }

@@ -130,10 +130,22 @@ impl Session {
         self.memory()?.task_history(task)
     }
 
+    /// What `recheck` of `prefix` would run, and whether the command is new to this clone.
+    pub fn recheck_plan(&mut self, prefix: &str) -> Result<crate::api::attempts::RecheckPlan> {
+        self.memory()?.recheck_plan(prefix)
+    }
+
     /// Re-run an attempt's check at HEAD with `shell`: the new attempt and the original's outcome.
-    pub fn recheck(&mut self, prefix: &str, shell: &Path, timeout: Duration) -> Result<(AddOutcome, AddOutcome)> {
+    /// A command new to this clone runs only when `approved`.
+    pub fn recheck(
+        &mut self,
+        prefix: &str,
+        shell: &Path,
+        timeout: Duration,
+        approved: bool,
+    ) -> Result<(AddOutcome, AddOutcome)> {
         let (memory, wc) = self.writing()?;
-        memory.recheck(prefix, shell, timeout, &wc)
+        memory.recheck(prefix, shell, timeout, approved, &wc)
     }
 
     /// Every problem of each request, as the write would find it, without writing (`None` for a

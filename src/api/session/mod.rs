@@ -99,6 +99,20 @@ fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> 
                 .into(),
         })?,
     };
+    // git refuses an author holding `<`, `>` or a line break (they delimit the email in a commit
+    // header): say so as the setting to fix, before anything is written.
+    for (key, value) in [("user.name", &identity.name), ("user.email", &identity.email)] {
+        if let Some(c) = value.chars().find(|c| matches!(c, '<' | '>') || c.is_control()) {
+            return Err(Error::invalid(
+                key,
+                format!(
+                    "{:?} holds {}, which git does not allow in an author; set it without it (`git config {key} …`, or GIT_AUTHOR_NAME/GIT_AUTHOR_EMAIL)",
+                    crate::display::escape(value),
+                    crate::display::escape(&c.to_string())
+                ),
+            ));
+        }
+    }
     Ok(WriteContext::new(identity, now))
 }
 
@@ -568,7 +582,7 @@ impl Session {
     pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
         let store = self.store()?;
         let Some((name, tip, from)) = crate::api::verify::target(&store, range)? else { return Ok(None) };
-        let mut report = crate::api::verify::verify(&store, &name, tip, from)?;
+        let mut report = crate::api::verify::verify(&store, &name, tip, from, self.now())?;
         // Recall reads the remote-tracking copies too (what they alone hold, filtered): verify
         // checks every ref recall reads, and names the copy a problem is on.
         if range.is_none() {
@@ -576,7 +590,7 @@ impl Session {
                 if copy_tip == tip || copy == name {
                     continue;
                 }
-                let other = crate::api::verify::verify(&store, &copy, copy_tip, None)?;
+                let other = crate::api::verify::verify(&store, &copy, copy_tip, None, self.now())?;
                 for mut p in other.problems {
                     if report.problems.iter().any(|q| q.path == p.path && q.field == p.field && q.message == p.message)
                     {

@@ -37,6 +37,9 @@ impl Clock {
 pub struct SessionOptions {
     /// A directory inside the repository.
     pub dir: PathBuf,
+    /// The repository's git directory when the caller named it (`GIT_DIR`, `git --git-dir`):
+    /// then it is opened as given, and `dir` is not searched, as git does.
+    pub git_dir: Option<PathBuf>,
     /// The memory ref (`--ref`); `None` reads `git config neo.ref`.
     pub ref_name: Option<String>,
     /// The author of writes; `None` uses git config `user.name` and `user.email`.
@@ -63,6 +66,7 @@ impl SessionOptions {
     pub fn places(&self) -> crate::api::scopes::Places {
         crate::api::scopes::Places {
             dir: self.dir.clone(),
+            git_dir: self.git_dir.clone(),
             ref_name: self.ref_name.clone(),
             data_dir: self.data_dir.clone(),
             config: self.config.clone(),

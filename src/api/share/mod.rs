@@ -259,7 +259,7 @@ pub fn propose(store: &Store, remote: Option<&str>, name: Option<&str>, ctx: &Wr
 /// A fetched tip of a shared memory must pass verify before anything of it is read or merged.
 /// One that fails is forgotten (its remote-tracking copy deleted, so reads keep to the last
 /// verified copy) and the reason is kept for recall to say.
-pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId) -> Result<()> {
+pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId, now: crate::record::Timestamp) -> Result<()> {
     // Already merged, so already verified: a write that fetches the tip it pushed last time
     // verifies nothing again.
     if let Some(local) = store.local_tip()? {
@@ -268,7 +268,7 @@ pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId) -> Result<()> 
         }
     }
     let name = format!("refs/remotes/{remote}/{}", store.branch()?);
-    let report = super::verify::verify(store, &name, tip, None)?;
+    let report = super::verify::verify(store, &name, tip, None, now)?;
     if report.is_clean() {
         return super::scopes::set_refused(store, None);
     }
@@ -295,7 +295,7 @@ pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Optio
         WriteMode::Review => publish_proposals(memory, ctx),
         WriteMode::Auto => {
             sync_checked(memory.store(), Some(super::scopes::REMOTE), ctx, &|s, t| {
-                verify_fetched(s, super::scopes::REMOTE, t)
+                verify_fetched(s, super::scopes::REMOTE, t, ctx.now)
             })?;
             super::scopes::stamp_fetch(memory.store())?;
             Ok(None)
@@ -311,7 +311,7 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
     use crate::store::WriteMode;
     let remote = super::scopes::REMOTE;
     if memory.store().write_mode() == WriteMode::Auto {
-        let outcome = sync_checked(memory.store(), Some(remote), ctx, &|s, t| verify_fetched(s, remote, t))?;
+        let outcome = sync_checked(memory.store(), Some(remote), ctx, &|s, t| verify_fetched(s, remote, t, ctx.now))?;
         super::scopes::stamp_fetch(memory.store())?;
         return Ok(outcome);
     }
@@ -320,7 +320,7 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
     let theirs = store.fetch_memory(remote)?;
     let (mut merge, mut tip) = (MergeKind::UpToDate, before);
     if let Some(t) = theirs {
-        verify_fetched(store, remote, t)?;
+        verify_fetched(store, remote, t, ctx.now)?;
         let branch = store.branch()?.to_string();
         let (kind, new) = store.merge_into_local(t, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;
         (merge, tip) = (kind, Some(new));

@@ -18,6 +18,8 @@ pub const REMOTE: &str = "origin";
 pub struct Places {
     /// A directory inside the project repository.
     pub dir: PathBuf,
+    /// The project's git directory when the caller named it ([`StoreOptions::git_dir`]).
+    pub git_dir: Option<PathBuf>,
     /// The project memory ref (`--ref`).
     pub ref_name: Option<String>,
     /// `<data dir>/git-neo`, where the user memory and org caches live; `None` when the
@@ -30,7 +32,10 @@ pub struct Places {
 impl Places {
     /// The project's store.
     pub fn project(&self) -> Result<Store> {
-        Store::discover(&self.dir, StoreOptions { ref_name: self.ref_name.clone(), ..self.store_options() })
+        Store::discover(
+            &self.dir,
+            StoreOptions { ref_name: self.ref_name.clone(), git_dir: self.git_dir.clone(), ..self.store_options() },
+        )
     }
 
     /// Store options carrying only the caller's configuration (every other setting read from

@@ -337,6 +337,14 @@ impl Memory {
                 _ => Some(slot),
             },
         };
+        // Tags and the slot are lowercased and reshaped before they are stored, which would turn
+        // a credential into something the filter no longer knows: they are filtered as given.
+        for (i, t) in req.tags.iter().enumerate() {
+            crate::redact::check_given(problems, &format!("tags[{i}]"), t);
+        }
+        if let Some(slot) = &req.slot {
+            crate::redact::check_given(problems, "slot", slot);
+        }
         let mut tags: Vec<String> = req.tags.iter().map(|t| t.trim().to_lowercase()).collect();
         tags.sort();
         tags.dedup();

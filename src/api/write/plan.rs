@@ -136,7 +136,7 @@ pub struct RecordView {
 
 /// Step 1, the filter, over a whole plan: every problem of every record, each prefixed with the
 /// record's place when the plan has more than one.
-fn filter(plan: &WritePlan) -> Result<Vec<Vec<Checked>>> {
+fn filter(plan: &WritePlan, now: crate::record::Timestamp) -> Result<Vec<Vec<Checked>>> {
     let many = plan.commits.iter().map(|c| c.records.len()).sum::<usize>() > 1;
     let mut problems = Vec::new();
     let mut out = Vec::with_capacity(plan.commits.len());
@@ -169,6 +169,9 @@ fn filter(plan: &WritePlan) -> Result<Vec<Vec<Checked>>> {
             };
             let mut found = record::validate::validate(&record);
             found.extend(crate::redact::check(&record));
+            if matches!(planned, Planned::New(_)) {
+                found.extend(record::validate::check_not_future(record.created_at, now));
+            }
             // The writer must never emit bytes its own reader rejects (checked once the record
             // is valid, so a bad field is reported as that field, not as unreadable bytes).
             if found.is_empty() && matches!(planned, Planned::New(_)) {
@@ -295,7 +298,7 @@ impl Memory {
             Destination::ByMode => self.target()?,
             Destination::Own => self,
         };
-        let checked = filter(&plan)?;
+        let checked = filter(&plan, ctx.now)?;
         let mut groups = messages(&plan, checked);
         for (_, group) in &mut groups {
             for c in group.iter_mut() {
@@ -340,7 +343,7 @@ impl Memory {
 /// Carry out `plan` on a ref no loaded memory stands for (the org outbox a proposal is built
 /// on): the same filter and commit, with nothing to de-duplicate against but the ref's tree.
 pub(crate) fn apply_to_store(store: &Store, plan: &WritePlan, ctx: &WriteContext) -> Result<Applied> {
-    let checked = filter(plan)?;
+    let checked = filter(plan, ctx.now)?;
     let groups = messages(plan, checked);
     let ids = groups.iter().flat_map(|(_, g)| g.iter().map(|c| (c.id, c.record.kind))).collect();
     if ctx.dry_run {
