@@ -12,6 +12,9 @@ pub const REF: &str = "neo.ref";
 pub const LOCK_TIMEOUT: &str = "neo.lockTimeout";
 /// Seconds one fetch or push of `sync` may take before it is stopped (default 120).
 pub const SYNC_TIMEOUT: &str = "neo.sync.timeout";
+/// What `sync` does with a remote memory history rewritten without a `Neo-Purge` note: `warn`
+/// (the default: merge, push the dropped records back, and say so) or `refuse`.
+pub const SYNC_REWRITES: &str = "neo.sync.rewrites";
 /// How writes are handled: `auto`, `review` or `off`.
 pub const MODE: &str = "neo.mode";
 /// The project's own Construct patterns, relative to the work tree.

@@ -93,6 +93,38 @@ impl Store {
         Ok(Some(r.peel_to_id().git(|| format!("resolving {tracking}"))?.detach()))
     }
 
+    /// The remote-tracking copy of the memory branch for `remote`, as it is now (before a fetch).
+    pub fn tracking_tip(&self, remote: &str) -> Result<Option<ObjectId>> {
+        let tracking = format!("refs/remotes/{remote}/{}", self.branch()?);
+        let Some(mut r) = self.repo.try_find_reference(tracking.as_str()).git(|| format!("reading {tracking}"))? else {
+            return Ok(None);
+        };
+        Ok(Some(r.peel_to_id().git(|| format!("resolving {tracking}"))?.detach()))
+    }
+
+    /// Put the remote-tracking copy back at `old` when it holds `new` (a fetched history that sync
+    /// refused is not left to be read, nor taken as the base the next sync compares with).
+    pub fn restore_tracking(&self, remote: &str, old: ObjectId, new: ObjectId) -> Result<()> {
+        let tracking = format!("refs/remotes/{remote}/{}", self.branch()?);
+        self.run_git(&[
+            "update-ref",
+            "-m",
+            "neo: sync refused a rewritten history",
+            &tracking,
+            &old.to_string(),
+            &new.to_string(),
+        ])
+        .map(|_| ())
+    }
+
+    /// The records `old`'s tree holds that `new`'s does not.
+    pub fn dropped_records(&self, old: ObjectId, new: ObjectId) -> Result<Vec<crate::record::RecordId>> {
+        let (before, _) = self.entries_of_tree(self.tree_of(old)?)?;
+        let (after, _) = self.entries_of_tree(self.tree_of(new)?)?;
+        let kept: std::collections::HashSet<_> = after.iter().filter_map(|e| e.name_id).collect();
+        Ok(before.into_iter().filter_map(|e| e.name_id).filter(|id| !kept.contains(id)).collect())
+    }
+
     /// Whether `ancestor` is reachable from `descendant` (or equal to it).
     pub fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<bool> {
         if ancestor == descendant {

@@ -90,10 +90,15 @@ fn peak_kib(sb: &Sandbox, repo: &Path, args: &[&str]) -> (u64, std::process::Out
         .neo_cmd(repo)
         .env("GIT_NEO_EMBEDDER", "hash")
         .args(args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run git-neo");
+    // The prompt hook reads the prompt from stdin; the other commands ignore it.
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _ = stdin.write_all(b"when are releases cut, on tuesdays?\n");
+    drop(stdin);
     let status = PathBuf::from(format!("/proc/{}/status", child.id()));
     let mut peak = 0;
     // Output is drained by threads so a full pipe never stalls the child while it is measured.
@@ -286,8 +291,19 @@ fn an_oversized_record_is_named_invalid_and_costs_no_memory() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     sb.neo_ok(&repo, &["add", "--type", "decision", "--subject", "Releases are cut on Tuesdays"]);
-    let (baseline, out) = peak_kib(&sb, &repo, &["list"]);
-    assert!(out.status.success());
+    let commands = [&["list"][..], &["recall", "release tuesdays"], &["hook", "prompt"]];
+    // Each command's own peak without the records (twice: the first run may build caches).
+    let peak = |sb: &Sandbox, cmd: &[&str]| {
+        (0..2)
+            .map(|_| {
+                let (kib, out) = peak_kib(sb, &repo, cmd);
+                assert!(out.status.success(), "{cmd:?}: {}", stderr(&out));
+                kib
+            })
+            .max()
+            .unwrap_or(0)
+    };
+    let baselines: Vec<u64> = commands.iter().map(|c| peak(&sb, c)).collect();
     // Under the size bound but a list far over its bound; and a file far over the size bound.
     let head = "---\nneo: 1\nkind: fact\nauthor: \"M <m@example.com>\"\ncreated_at: 2026-03-01T12:00:00Z\ntype: decision\nsubject: \"Many tags\"\ntags:\n";
     let many = |n: usize| {
@@ -297,10 +313,9 @@ fn an_oversized_record_is_named_invalid_and_costs_no_memory() {
         s.into_bytes()
     };
     plant(&sb, &repo, "refs/heads/neo-memory", &[named(many(90_000)), named(many(1_000_000))], "neo: add");
-    for cmd in [&["list"][..], &["recall", "release tuesdays"], &["hook", "prompt"]] {
-        let (peak, out) = peak_kib(&sb, &repo, cmd);
-        assert!(out.status.success(), "{cmd:?}: {}", stderr(&out));
-        assert!(peak < baseline * 2, "{cmd:?} peaked at {peak} KiB against {baseline} KiB without the records");
+    for (cmd, baseline) in commands.iter().zip(baselines) {
+        let hostile = peak(&sb, cmd);
+        assert!(hostile < baseline * 2, "{cmd:?} peaked at {hostile} KiB against {baseline} KiB without the records");
     }
     let out = sb.neo(&repo, &["verify"]);
     assert_eq!(out.status.code(), Some(3));
@@ -520,6 +535,60 @@ fn the_filter_catches_every_listed_format_in_every_field() {
     assert_eq!(sb.tip(&repo), None, "nothing was written");
     // Settings named like secrets whose value is a name are not secrets.
     sb.neo_ok(&repo, &["add", "--type", "decision", "--subject", "Set AUTH_MODE=oauth2_pkce_v2 to enable PKCE"]);
+}
+
+// 9. `sync` accepts a remote history rewritten without a `Neo-Purge` trailer, silently.
+#[test]
+fn sync_tells_of_a_rewritten_remote_history_and_refuses_it_when_asked() {
+    let sb = Sandbox::new();
+    sb.git(sb.dir.path(), &["init", "-q", "--bare", "remote.git"]);
+    let remote = sb.path("remote.git");
+    sb.git(sb.dir.path(), &["clone", "-q", "remote.git", "me"]);
+    let me = sb.path("me");
+    sb.git(&me, &["commit", "-q", "--allow-empty", "-m", "first"]);
+    let kept = sb.neo_ok(&me, &["add", "--type", "decision", "--subject", "Releases are cut on Tuesdays"]);
+    let dropped = sb.neo_ok(&me, &["add", "--type", "decision", "--subject", "Billing jobs finish within 30 minutes"]);
+    sb.neo_ok(&me, &["sync"]);
+    // Someone rewrites the remote's memory branch: a new root commit holding only one record.
+    let rewrite = |sb: &Sandbox| {
+        let path = Record::path(Kind::Fact, &git_neo::record::RecordId::from_hex(&kept).expect("an id"));
+        let bytes = sb.git(&me, &["cat-file", "blob", &format!("neo-memory:{path}")]);
+        let index = sb.dir.path().join("rewrite-index");
+        let _ = std::fs::remove_file(&index);
+        let format = git_in(sb, &remote, &["hash-object", "-w", "--stdin"], Some(b"1\n"), None);
+        let blob = git_in(sb, &remote, &["hash-object", "-w", "--stdin"], Some(format!("{bytes}\n").as_bytes()), None);
+        for (p, b) in [("FORMAT", &format), (path.as_str(), &blob)] {
+            git_in(
+                sb,
+                &remote,
+                &["update-index", "--add", "--cacheinfo", &format!("100644,{b},{p}")],
+                None,
+                Some(&index),
+            );
+        }
+        let tree = git_in(sb, &remote, &["write-tree"], None, Some(&index));
+        let commit = git_in(sb, &remote, &["commit-tree", &tree, "-F", "-"], Some(b"neo: history squashed"), None);
+        sb.git(&remote, &["update-ref", "refs/heads/neo-memory", &commit]);
+    };
+    rewrite(&sb);
+    let out = sb.neo(&me, &["sync"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rewritten without a Neo-Purge note") && stderr(&out).contains(&dropped[..12]),
+        "{}",
+        stderr(&out)
+    );
+    // Nothing was lost: the dropped record is on the remote again.
+    let listed = sb.git(&remote, &["ls-tree", "-r", "--name-only", "neo-memory"]);
+    assert!(listed.contains(&dropped), "{listed}");
+    // Refused when the team says so, and the next sync still sees it.
+    sb.git(&me, &["config", "neo.sync.rewrites", "refuse"]);
+    rewrite(&sb);
+    for _ in 0..2 {
+        let out = sb.neo(&me, &["sync"]);
+        assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+    }
 }
 
 // 10. Index caches trust their own bytes.

@@ -46,6 +46,45 @@ pub struct SyncOutcome {
 /// Warnings for `Neo-Purge` trailers in `from..to` that purged nothing: each names its commit
 /// and what to do. They are not purge notes (see [`Store::false_purge_notes`]), so they neither
 /// purge anything here nor block the sync.
+/// When the remote's memory history was rewritten since the last fetch (the copy fetched before
+/// is no ancestor of the new one) and records it held are gone without a `Neo-Purge` note for
+/// them: what a person must hear. Nothing is lost (the local ref keeps them and the push that
+/// follows puts them back), but someone rewrote a shared history. With `neo.sync.rewrites =
+/// refuse` the sync stops instead, and the fetched copy is put back.
+fn rewritten(store: &Store, remote: &str, before: Option<ObjectId>, fetched: ObjectId) -> Result<Option<String>> {
+    let Some(before) = before else { return Ok(None) };
+    if store.is_ancestor(before, fetched)? {
+        return Ok(None);
+    }
+    let purged = store.purged_ids(fetched)?;
+    let dropped: Vec<RecordId> = store
+        .dropped_records(before, fetched)?
+        .into_iter()
+        .filter(|id| !purged.iter().any(|p| id.to_hex().starts_with(p.as_str())))
+        .collect();
+    if dropped.is_empty() {
+        return Ok(None);
+    }
+    let shown: Vec<String> = dropped.iter().take(5).map(|id| id.short()).collect();
+    let more = if dropped.len() > 5 { format!(" and {} more", dropped.len() - 5) } else { String::new() };
+    let told = format!(
+        "the memory history on {remote} was rewritten without a Neo-Purge note: {} record(s) it held are gone from it ({}{more}); \
+         whoever rewrote {remote}'s memory branch must say why (a purge is done with `git neo purge`, which leaves the note)",
+        dropped.len(),
+        shown.join(", ")
+    );
+    let refuse =
+        store.config_value(crate::config::SYNC_REWRITES).is_some_and(|v| v.trim().eq_ignore_ascii_case("refuse"));
+    if refuse {
+        store.restore_tracking(remote, before, fetched)?;
+        return Err(Error::Integrity(format!(
+            "{told}; refused ({} = refuse): nothing was merged or pushed",
+            crate::config::SYNC_REWRITES
+        )));
+    }
+    Ok(Some(format!("{told}; they are kept here, and this sync pushes them back")))
+}
+
 fn false_purge_warnings(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Vec<String>> {
     Ok(store
         .false_purge_notes(from, to)?
@@ -142,6 +181,7 @@ pub fn sync_checked(
     let mut merge = MergeKind::UpToDate;
     let mut warnings = Vec::new();
     let first_local = store.local_tip()?;
+    let tracked = store.tracking_tip(&remote)?;
     for attempt in 1..=SYNC_ATTEMPTS {
         let before = store.local_tip()?;
         let theirs = store.fetch_memory(&remote)?;
@@ -150,6 +190,9 @@ pub fn sync_checked(
                 check(store, t)?;
                 if attempt == 1 {
                     warnings = false_purge_warnings(store, before, t)?;
+                    if let Some(told) = rewritten(store, &remote, tracked, t)? {
+                        warnings.push(told);
+                    }
                 }
                 refuse_purged(store, t, &remote)?;
                 let merge_with = apply_purges(store, t, ctx)?;
