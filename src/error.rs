@@ -65,7 +65,7 @@ pub enum Error {
     Integrity(String),
 
     /// A git operation failed.
-    #[error("git: {context}: {source}")]
+    #[error("git: {context}: {source}{}", full_disk(source.as_ref()))]
     Git {
         context: String,
         #[source]
@@ -168,3 +168,41 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// The error of a git operation, kept with its chain but without naming gix here (only `store`
 /// does; it converts gix's errors into this).
 pub type GitError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// What to add to a git error whose cause, anywhere down its chain, is a full disk: gix says only
+/// what it could not write ("Could not write loose object header"), never why.
+fn full_disk(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28) {
+                return " (no space left on device: free some space and run the command again; the memory ref was not moved)";
+            }
+        }
+        cause = c.source();
+    }
+    ""
+}
+
+#[cfg(test)]
+mod full_disk_tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("Could not write loose object header")]
+    struct Loose(#[source] std::io::Error);
+
+    #[test]
+    fn a_full_disk_under_a_git_error_is_named() {
+        let full = Error::Git {
+            context: "writing a record".into(),
+            source: Box::new(Loose(std::io::Error::from_raw_os_error(28))),
+        };
+        assert!(full.to_string().contains("no space left on device"), "{full}");
+        let other = Error::Git {
+            context: "writing a record".into(),
+            source: Box::new(Loose(std::io::Error::from_raw_os_error(13))),
+        };
+        assert!(!other.to_string().contains("no space"), "{other}");
+    }
+}

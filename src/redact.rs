@@ -219,7 +219,7 @@ fn compiled() -> &'static [(usize, Regex)] {
 fn assignment() -> &'static Regex {
     static CELL: OnceLock<Regex> = OnceLock::new();
     CELL.get_or_init(|| {
-        Regex::new(r#"(?i)\b([A-Z0-9_.\-]*(?:SECRET|TOKEN|PASSW(?:OR)?D|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CLIENT_?SECRET|AUTH)[A-Z0-9_.\-]*)['"]?\s*(?:=>|[:=])\s*['"]?([^\s'"`,;)]{12,})"#)
+        Regex::new(r#"(?i)\b([A-Z0-9_.\-]*(?:SECRET|TOKEN|PASSW(?:OR)?D|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CLIENT_?SECRET|AUTH)[A-Z0-9_.\-]*)['"]?\s*(?:=>|[:=])\s*['"]?([^\s'"`,;)&]{12,})"#)
             .expect("the filter's assignment pattern is fixed and tested")
     })
 }
@@ -593,6 +593,66 @@ mod tests {
         }
     }
 
+    /// Every credential format of the issue that found the gaps, in every kind of field a fact
+    /// holds, spelled plainly, in fullwidth letters, and split by a zero-width space: the
+    /// filter's catch rate on them is 100%.
+    #[test]
+    fn every_listed_format_is_caught_in_every_field_and_spelling() {
+        use crate::record::{Fact, FactType, Kind, Payload, Record, Timestamp};
+        let k = |a: &str, b: &str| format!("{a}{b}");
+        let formats = [
+            k("npm_", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"),
+            k("pypi-AgEIcHlwaS5vcmcCJDA1", "YzQ4ZjI0LTg2ZDItNDg0Ny1hZTg3LWQ2Y2E0YjU3YjE3NwACKlsz"),
+            k("hf_", "aBcDeFgHiJkLmNoPqRsTuVwXyZ01234567"),
+            k("SG.", "aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012"),
+            k("xapp-1-A0123456789-", "0123456789012-abcdef0123456789"),
+            k("AccountKey=", "q8Zr3vN1xKp2LwT9mB4cD5eF6gH7iJ8kL9mN0oP1qR2sT3uV4wX5yZ6a7B8c9D0e=="),
+            k("Authorization: Bearer ", "eyq8Zr3vN1xKp2LwT9mB4c"),
+            k("authorization: basic ", "YWRtaW46aHVudGVyMjAyNA9x"),
+            k("redis://:s3cretP", "ass@cache.internal:6379"),
+            k("postgres://app:p@ss", "w0rd!x@db.internal/app"),
+            k("wJalrXUtnFEMI/K7MDENG/bPxRfiCY", "zEXAMP1EKE"),
+            k("password => \"Xk9mP2vL7q", "R4nW8\""),
+            k("AKIA", "IOSFODNN7QWERTY1"),
+            k("ghp_", "abcdefghijklmnopqrstuvwxyz0123456789AB"),
+        ];
+        let fullwidth = |s: &str| -> String {
+            s.chars().map(|c| if c.is_ascii_alphanumeric() { char::from_u32(c as u32 + 0xFEE0).unwrap_or(c) } else { c }).collect()
+        };
+        let split = |s: &str| -> String {
+            let mid = s.char_indices().nth(s.chars().count() / 2).map(|(i, _)| i).unwrap_or(0);
+            format!("{}\u{200b}{}", &s[..mid], &s[mid..])
+        };
+        let mut missed = Vec::new();
+        for plain in &formats {
+            for spelled in [plain.clone(), fullwidth(plain), split(plain)] {
+                for field in ["subject", "body", "key", "tags[0]", "author", "suggestion"] {
+                    let mut fact = Fact::new(FactType::Decision, "A fact");
+                    let mut r = Record {
+                        kind: Kind::Fact,
+                        payload: Payload::Fact(Fact::new(FactType::Decision, "A fact")),
+                        author: "A <a@example.com>".into(),
+                        created_at: Timestamp(0),
+                        body: String::new(),
+                    };
+                    match field {
+                        "subject" => fact.subject = spelled.clone(),
+                        "body" => r.body = spelled.clone(),
+                        "key" => fact.key = Some(spelled.clone()),
+                        "tags[0]" => fact.tags = vec![spelled.clone()],
+                        "author" => r.author = spelled.clone(),
+                        _ => fact.suggestion = Some(spelled.clone()),
+                    }
+                    r.payload = Payload::Fact(fact);
+                    if !check(&r).iter().any(|p| p.field == field) {
+                        missed.push(format!("{field}: {spelled}"));
+                    }
+                }
+            }
+        }
+        assert!(missed.is_empty(), "missed {} of {}: {missed:#?}", missed.len(), formats.len() * 3 * 6);
+    }
+
     #[test]
     fn ordinary_code_and_prose_pass() {
         let clean = [
@@ -623,6 +683,7 @@ mod tests {
             "# Instructions: run `make` first",
             "x = items[INST_INDEX]",
             "Set AUTH_MODE=oauth2_pkce_v2 to enable PKCE",
+            "[![coverage](https://codecov.io/gh/o/r/badge.svg?token=Q1w2E3r4T5&logo=codecov)]",
             "Authorization: Bearer YOUR_TOKEN_HERE",
             "Authorization: Bearer $GITHUB_TOKEN",
             "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 of the empty file",
