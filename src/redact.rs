@@ -617,7 +617,9 @@ mod tests {
             k("ghp_", "abcdefghijklmnopqrstuvwxyz0123456789AB"),
         ];
         let fullwidth = |s: &str| -> String {
-            s.chars().map(|c| if c.is_ascii_alphanumeric() { char::from_u32(c as u32 + 0xFEE0).unwrap_or(c) } else { c }).collect()
+            s.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { char::from_u32(c as u32 + 0xFEE0).unwrap_or(c) } else { c })
+                .collect()
         };
         let split = |s: &str| -> String {
             let mid = s.char_indices().nth(s.chars().count() / 2).map(|(i, _)| i).unwrap_or(0);

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// `git neo` with the deterministic embedder, through a server when `daemon` is true.
-fn neo(sb: &Sandbox, repo: &Path, daemon: bool, args: &[&str]) -> Output {
+pub fn neo(sb: &Sandbox, repo: &Path, daemon: bool, args: &[&str]) -> Output {
     sb.neo_cmd(repo)
         .env("GIT_NEO_EMBEDDER", "hash")
         .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
@@ -17,7 +17,7 @@ fn neo(sb: &Sandbox, repo: &Path, daemon: bool, args: &[&str]) -> Output {
         .expect("run git-neo")
 }
 
-fn status(sb: &Sandbox, repo: &Path) -> serde_json::Value {
+pub fn status(sb: &Sandbox, repo: &Path) -> serde_json::Value {
     json(&String::from_utf8_lossy(&neo(sb, repo, false, &["daemon", "status", "--json"]).stdout))
 }
 
@@ -35,7 +35,7 @@ fn wait_until_running(sb: &Sandbox, repo: &Path) -> serde_json::Value {
 }
 
 /// A foreground server for `repo`, stopped (and waited for) when dropped.
-struct Server<'a> {
+pub struct Server<'a> {
     child: Child,
     sb: &'a Sandbox,
     repo: &'a Path,
@@ -56,7 +56,7 @@ impl Drop for Server<'_> {
     }
 }
 
-fn start<'a>(sb: &'a Sandbox, repo: &'a Path) -> Server<'a> {
+pub fn start<'a>(sb: &'a Sandbox, repo: &'a Path) -> Server<'a> {
     let mut cmd: Command = sb.neo_cmd(repo);
     cmd.env("GIT_NEO_EMBEDDER", "hash").args(["daemon", "run", "--idle", "60"]);
     let child = cmd.spawn().expect("start the server");

@@ -389,6 +389,49 @@ fn names_and_messages_from_a_ref_never_reach_the_terminal_raw() {
     assert!(verify.contains(&format!("facts/{fan}/x\\e[2K\\rline\\nFAKE: all good")), "{verify}");
 }
 
+// 3 and 4 through the background server: the same bounds and the same escaping.
+#[test]
+fn through_the_server_a_hostile_record_neither_floods_memory_nor_forges_lines() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["add", "--type", "decision", "--subject", "Releases are cut on Tuesdays"]);
+    let server = super::daemon::start(&sb, &repo);
+    let pid = super::daemon::status(&sb, &repo)["pid"].as_u64().expect("the server's pid");
+    let hwm = || {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .map(|v| v.trim().trim_end_matches(" kB").trim().parse::<u64>().unwrap_or(0))
+            })
+            .unwrap_or(0)
+    };
+    let ask = |sb: &Sandbox| {
+        let out = super::daemon::neo(sb, &repo, true, &["recall", "release tuesdays"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    ask(&sb);
+    let baseline = hwm();
+    assert!(baseline > 0);
+    let head = "---\nneo: 1\nkind: fact\nauthor: \"M <m@example.com>\"\ncreated_at: 2026-03-01T12:00:00Z\ntype: decision\nsubject: \"Many tags\"\ntags:\n";
+    let mut many = String::from(head);
+    many.push_str(&"- \"\"\n".repeat(1_000_000));
+    many.push_str("---\n");
+    // A valid record beside it, whose subject a terminal would obey if printed raw: a record
+    // cannot hold one (validation), so the hostile text rides in on the commit message.
+    plant(&sb, &repo, "refs/heads/neo-memory", &[named(many.into_bytes())], "neo: add\x1b[2K\rFAKE: ok");
+    let out = ask(&sb);
+    for text in [&out.stdout, &out.stderr] {
+        assert!(!text.contains(&0x1b) && !text.contains(&b'\r'), "{}", String::from_utf8_lossy(text));
+    }
+    assert!(stderr(&out).contains("not valid records"), "{}", stderr(&out));
+    let peak = hwm();
+    assert!(peak < baseline * 2, "the server peaked at {peak} KiB against {baseline} KiB before the record");
+    drop(server);
+}
+
 // 5. `mcp --http` holds unauthenticated connections forever.
 #[test]
 fn http_closes_half_sent_requests_and_caps_connections() {
