@@ -52,7 +52,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
             Some(f) => f.fact_type.as_str().to_string(),
             None => e.record.kind.as_str().to_string(),
         };
-        let status = if e.status == Status::Valid { String::new() } else { format!(" [{}]", e.status.as_str()) };
+        let mut status = if e.status == Status::Valid { String::new() } else { format!(" [{}]", e.status.as_str()) };
+        if let Some(from) = ctx.session.fetched_from(&e.id)? {
+            status.push_str(&format!(" [fetched from {}, not merged]", git_neo::display::escape(&from)));
+        }
         let conf =
             if e.record.as_fact().is_some() { format!("{:>5}", e.confidence.to_string()) } else { "    -".to_string() };
         let line =

@@ -177,6 +177,8 @@ fn a_fetched_attempt_never_runs_and_a_new_command_needs_a_yes() {
     // `task` marks it as fetched.
     let task = sb.neo_ok(&victim, &["task", "BUILD-1"]);
     assert!(task.contains("fetched from refs/remotes/fork/neo-memory, not merged"), "{task}");
+    let list = sb.neo_ok(&victim, &["list"]);
+    assert!(list.contains("[fetched from refs/remotes/fork/neo-memory, not merged]"), "{list}");
 
     // A local attempt at the same task is the latest, whatever the fork's date says.
     let local = format!("touch {}", sb.path("local-ran").display());

@@ -98,6 +98,12 @@ impl Session {
         Ok(self.memory()?.list(filter)?.into_iter().cloned().collect())
     }
 
+    /// The remote-tracking ref `id` was fetched from, when only a fetched copy holds it (not
+    /// merged by `sync`): front ends mark such records with it.
+    pub fn fetched_from(&mut self, id: &crate::record::RecordId) -> Result<Option<String>> {
+        Ok(self.memory()?.fetched_from(id).map(str::to_string))
+    }
+
     /// Review-mode proposals waiting for `approve` or `reject`.
     pub fn proposed(&mut self) -> Result<Vec<Entry>> {
         self.memory()?.proposed()
