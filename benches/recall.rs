@@ -190,6 +190,7 @@ fn main() {
                     now: Timestamp(1_780_000_000),
                     as_of: None,
                     origins: None,
+                    fetched: None,
                     fusion: Default::default(),
                     expand: git_neo::recall::expand::When::Never,
                 };

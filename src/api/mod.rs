@@ -187,6 +187,11 @@ impl Memory {
         self.remote_only.get(id).map(String::as_str)
     }
 
+    /// Every record only a remote-tracking copy holds (fetched, not merged).
+    pub fn fetched_ids(&self) -> impl Iterator<Item = RecordId> + '_ {
+        self.remote_only.keys().copied()
+    }
+
     /// How many records of remote-tracking copies wait for `sync` because they would change
     /// records of the local ref.
     pub fn held_back(&self) -> usize {

@@ -14,10 +14,14 @@ use crate::record::RecordId;
 use crate::state::State;
 
 /// Flag the items of `items` (one layer, best first) that hold the same slot, newer first.
-pub fn mark(items: &mut Vec<Item>, state: &State) {
+///
+/// A record only a fetched copy holds (`fetched`: a fork's, a remote's, not merged) is never the
+/// newer of a pair with a record of this clone's own memory, whatever date it carries: a date is
+/// what its writer claimed, and a stranger's claim does not outrank local evidence.
+pub fn mark(items: &mut Vec<Item>, state: &State, fetched: &dyn Fn(&RecordId) -> bool) {
     let frames: Vec<_> = items.iter().map(|i| frame(&i.subject)).collect();
     let key = |id: &RecordId| state.entries.get(id).and_then(|e| e.record.as_fact()).and_then(|f| f.key.clone());
-    let created = |id: &RecordId| state.entries.get(id).map(|e| (e.record.created_at, *id));
+    let created = |id: &RecordId| state.entries.get(id).map(|e| (!fetched(id), e.record.created_at, *id));
     let mut pairs = Vec::new();
     for i in 0..items.len() {
         for j in i + 1..items.len() {

@@ -62,6 +62,8 @@ pub struct Request {
     /// from the project). Current facts sharing a key with a fact of a stronger scope
     /// ([`crate::scope::Scope::priority`]) are left out, constraints excepted.
     pub origins: Option<Arc<HashMap<RecordId, Scope>>>,
+    /// Records only a fetched copy holds (not merged): never the newer of two conflicting facts.
+    pub fetched: Option<Arc<HashSet<RecordId>>>,
     /// How the lexical and vector lists are combined (`neo.recall.fusion`).
     pub fusion: FusionKind,
     /// When a first pass is expanded once ([`expand`]; `neo.recall.expand`).
@@ -513,7 +515,7 @@ pub fn recall(
         }
     }
     facts.truncate(req.k);
-    conflicts::mark(&mut facts, state);
+    conflicts::mark(&mut facts, state, &|id| req.fetched.as_ref().is_some_and(|f| f.contains(id)));
     let mut attempts: Vec<Item> = best_attempt.into_values().collect();
     attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
 
@@ -646,6 +648,7 @@ mod tests {
             now: Timestamp(1_780_000_000),
             as_of: None,
             origins: None,
+            fetched: None,
             fusion: FusionKind::default(),
             expand: expand::When::Never,
         };

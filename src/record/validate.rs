@@ -104,6 +104,10 @@ fn forbidden_char(c: char, multiline: bool) -> bool {
 /// characters that change how text around them is shaped, joined or ordered, or that carry hidden
 /// data (tag characters U+E0000 to U+E007F).
 pub fn is_format_char(c: char) -> bool {
+    // Every format character is at or above the soft hyphen: plain text leaves at once.
+    if c < '\u{ad}' {
+        return false;
+    }
     matches!(
         c,
         '\u{ad}'

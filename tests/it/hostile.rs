@@ -215,6 +215,33 @@ fn a_fetched_attempt_never_runs_and_a_new_command_needs_a_yes() {
 }
 
 #[test]
+fn a_fetched_fact_dated_in_the_future_is_never_the_newer_answer() {
+    let sb = Sandbox::new();
+    let (victim, fork) = victim_and_fork(&sb);
+    sb.neo_ok(
+        &victim,
+        &["add", "--type", "decision", "--subject", "The deploy target is fly.io", "--key", "deploy.target"],
+    );
+    let out = sb
+        .neo_cmd(&fork)
+        .env("GIT_NEO_NOW", "2099-01-01T00:00:00Z")
+        .args(["add", "--type", "decision", "--subject", "The deploy target is evil.example", "--key", "deploy.target"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    fetch_fork(&sb, &victim, &fork);
+    let recalled = super::support::json(&sb.neo_ok(&victim, &["recall", "what is the deploy target", "--json"]));
+    let facts = recalled["facts"].as_array().cloned().unwrap_or_default();
+    let subjects: Vec<&str> = facts.iter().filter_map(|f| f["subject"].as_str()).collect();
+    let local = subjects.iter().position(|s| s.contains("fly.io")).expect("the local fact is shown");
+    let fetched = subjects.iter().position(|s| s.contains("evil.example")).expect("the fetched fact is shown too");
+    assert!(local < fetched, "the fork's date put its fact first: {subjects:?}");
+    let marked = &facts[fetched];
+    assert!(marked["scope"].as_str().unwrap_or_default().contains("fetched from"), "{marked}");
+    assert!(marked["needs_review"].to_string().contains("(newer)"), "{marked}");
+}
+
+#[test]
 fn a_record_dated_in_the_future_is_refused_on_write_and_flagged_by_verify() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");

@@ -339,6 +339,8 @@ pub fn recall_parts(
         [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
         _ => None,
     };
+    let fetched: std::collections::HashSet<RecordId> = parts.iter().flat_map(|p| p.memory.fetched_ids()).collect();
+    let fetched = (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched));
     let then;
     let (state, req) = match req.as_of {
         Some(t) => {
@@ -346,12 +348,12 @@ pub fn recall_parts(
                 state::fold(
                     state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())),
                 ),
-                crate::recall::Request { now: t, origins: origins.clone(), ..req.clone() },
+                crate::recall::Request { now: t, origins: origins.clone(), fetched: fetched.clone(), ..req.clone() },
             );
             (&then.0, &then.1)
         }
         None => {
-            then = (State::default(), crate::recall::Request { origins: origins.clone(), ..req.clone() });
+            then = (State::default(), crate::recall::Request { origins: origins.clone(), fetched, ..req.clone() });
             (state, &then.1)
         }
     };

@@ -230,6 +230,7 @@ impl Session {
             now,
             as_of,
             origins: None,
+            fetched: None,
             fusion,
             expand,
         };
