@@ -31,7 +31,8 @@ fn push_escaped(out: &mut String, c: char) {
 /// `s` on one line, every unsafe character written as an escape (line breaks and tabs too). Text
 /// with nothing unsafe is returned as it is, without copying.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(unsafe_char) {
+    let clean = if s.is_ascii() { !s.bytes().any(|b| b < 0x20 || b == 0x7f) } else { !s.chars().any(unsafe_char) };
+    if clean {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
@@ -68,7 +69,13 @@ pub fn escape_text(s: &str) -> Cow<'_, str> {
 /// [`escape`] still cannot move the cursor, overwrite a line or hide text.
 pub fn escape_output(s: &str) -> Cow<'_, str> {
     let safe = |c: char| c == '\n' || c == '\t' || !unsafe_char(c);
-    if s.chars().all(|c| safe(c) || c == '\x1b') && !has_foreign_escape(s) {
+    // Most output is plain ASCII: checked byte by byte (ESC is looked at by `has_foreign_escape`).
+    let clean = if s.is_ascii() {
+        !s.bytes().any(|b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | 0x1b)) || b == 0x7f)
+    } else {
+        s.chars().all(|c| safe(c) || c == '\x1b')
+    };
+    if clean && !has_foreign_escape(s) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);

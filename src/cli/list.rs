@@ -47,14 +47,15 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     if entries.is_empty() {
         ctx.out.note("no records match");
     }
+    let fetched = ctx.session.fetched()?;
     for e in entries {
         let what = match e.record.as_fact() {
             Some(f) => f.fact_type.as_str().to_string(),
             None => e.record.kind.as_str().to_string(),
         };
         let mut status = if e.status == Status::Valid { String::new() } else { format!(" [{}]", e.status.as_str()) };
-        if let Some(from) = ctx.session.fetched_from(&e.id)? {
-            status.push_str(&format!(" [fetched from {}, not merged]", git_neo::display::escape(&from)));
+        if let Some(from) = fetched.get(&e.id) {
+            status.push_str(&format!(" [fetched from {}, not merged]", git_neo::display::escape(from)));
         }
         let conf =
             if e.record.as_fact().is_some() { format!("{:>5}", e.confidence.to_string()) } else { "    -".to_string() };

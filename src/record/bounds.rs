@@ -43,7 +43,63 @@ pub fn check(bytes: &[u8]) -> Result<(), Problem> {
     }
     // Only the front matter is YAML; the body is markdown, kept whole and never parsed here.
     let Some(front) = front_matter(bytes) else { return Ok(()) };
+    if plainly_within(front) {
+        return Ok(());
+    }
     scan(front)
+}
+
+/// Whether `front` is within every bound by counting alone, as every record the writer makes
+/// is: each list item needs a line or a comma of its own, so fewer of both than the list bound
+/// means no list can pass it; no `&` or `*` means no anchor or alias; and shallow indentation with
+/// few brackets cannot nest past the depth bound. One pass, no state: most records never reach
+/// [`scan`], which only ever refuses more.
+fn plainly_within(front: &[u8]) -> bool {
+    let (mut lines, mut commas) = (0usize, 0usize);
+    // Leading spaces and list dashes of the current line (a dash opens a level as indentation
+    // does), and the deepest flow nesting outside quoted strings.
+    let (mut indent, mut max_indent, mut flow, mut max_flow) = (0usize, 0usize, 0usize, 0usize);
+    let mut line_start = true;
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < front.len() {
+        let b = front[i];
+        i += 1;
+        if b == b'\n' {
+            lines += 1;
+            line_start = true;
+            indent = 0;
+            continue;
+        }
+        if let Some(q) = quote {
+            if q == b'"' && b == b'\\' {
+                i += 1;
+            } else if b == q {
+                quote = None;
+            }
+            continue;
+        }
+        if line_start && (b == b' ' || b == b'-') {
+            indent += 1;
+            max_indent = max_indent.max(indent);
+            continue;
+        }
+        line_start = false;
+        match b {
+            b'"' | b'\'' => quote = Some(b),
+            b',' => commas += 1,
+            b'[' | b'{' => {
+                flow += 1;
+                max_flow = max_flow.max(flow);
+            }
+            b']' | b'}' => flow = flow.saturating_sub(1),
+            b'&' | b'*' => return false,
+            _ => {}
+        }
+    }
+    // Columns 0 to 4 hold at most five block levels; three flow levels on top keep the whole at
+    // the depth bound.
+    lines < MAX_LIST_ITEMS && commas + 1 < MAX_LIST_ITEMS && max_indent <= 4 && max_flow <= MAX_DEPTH - 5
 }
 
 /// The bytes between the opening `---\n` and the closing `\n---` line, if the file has them.
@@ -234,6 +290,32 @@ mod tests {
             "neo: 1\nkind: fact\ntags: [\"a\", \"b, c\", \"[d]\"]\nanchors:\n  - path: \"src/a.rs\"\n    lines: 1-2\ncheck:\n  command: \"cargo test\"\n  output: |\n    - a\n    - b\n    - *c\nsubject: \"a & b * c\"\n",
         );
         assert_eq!(check(&ok), Ok(()));
+    }
+
+    #[test]
+    fn what_counting_lets_through_the_scan_lets_through_too() {
+        // Every shape the fast path accepts is one the full scan accepts: here at its edges.
+        let cases = [
+            front("neo: 1\ntags: [\"a\", \"b\"]\nanchors:\n  - path: \"x\"\n    lines: 1-2\n"),
+            front(&format!("tags: [{}]\n", vec!["\"\""; MAX_LIST_ITEMS - 2].join(", "))),
+            front("a: [[[1]]]\nb:\n  c:\n  - d: 1\n    e: \"x, ] & *\"\n"),
+        ];
+        for c in &cases {
+            let f = front_matter(c).expect("front matter");
+            assert!(plainly_within(f), "{}", String::from_utf8_lossy(f));
+            assert_eq!(scan(f), Ok(()), "{}", String::from_utf8_lossy(f));
+        }
+    }
+
+    #[test]
+    fn counting_leaves_what_it_cannot_vouch_for_to_the_scan() {
+        for tricky in
+            ["a: \"]]]]]]]]\" [[[[[[[[[[1]]]]]]]]]]\n", "- - - - - - - - - - a\n", "a: &x 1\n", "a:\n     b: 1\n"]
+        {
+            let c = front(tricky);
+            assert!(!plainly_within(front_matter(&c).expect("front matter")), "{tricky}");
+        }
+        assert!(check(&front("- - - - - - - - - - a\n")).is_err(), "dashes nest");
     }
 
     #[test]

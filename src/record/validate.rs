@@ -100,6 +100,18 @@ fn forbidden_char(c: char, multiline: bool) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_format_char(c)
 }
 
+/// The first character of `value` no record stores (see [`forbidden_char`]); plain ASCII text is
+/// checked byte by byte.
+fn first_forbidden(value: &str, multiline: bool) -> Option<char> {
+    if value.is_ascii() {
+        return value
+            .bytes()
+            .find(|&b| (b < 0x20 && !(multiline && (b == b'\n' || b == b'\t'))) || b == 0x7f)
+            .map(char::from);
+    }
+    value.chars().find(|&c| forbidden_char(c, multiline))
+}
+
 /// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): invisible
 /// characters that change how text around them is shaped, joined or ordered, or that carry hidden
 /// data (tag characters U+E0000 to U+E007F).
@@ -149,7 +161,7 @@ pub fn check_line(problems: &mut Vec<Problem>, field: &str, value: &str, max_cha
         problems.push(Problem::new(field, format!("is empty; give {what}")));
         return;
     }
-    if let Some(c) = value.chars().find(|&c| forbidden_char(c, false)) {
+    if let Some(c) = first_forbidden(value, false) {
         problems.push(Problem::new(field, format!("contains {}; it must be a single line of plain text", describe(c))));
     }
     if value.trim() != value {
@@ -167,7 +179,7 @@ pub fn check_text(problems: &mut Vec<Problem>, field: &str, value: &str, max_byt
         problems.push(Problem::new(field, format!("is empty; give {what}")));
         return;
     }
-    if let Some(c) = value.chars().find(|&c| forbidden_char(c, true)) {
+    if let Some(c) = first_forbidden(value, true) {
         problems.push(Problem::new(field, format!("contains {}, which records do not store; remove it", describe(c))));
     }
     if value.len() > max_bytes {
@@ -260,7 +272,12 @@ pub fn check_body(problems: &mut Vec<Problem>, body: &str) {
             format!("line {} is a front-matter fence (---); use *** or ___ for a horizontal rule", n + 1),
         ));
     }
-    if let Some(c) = body.chars().find(|&c| forbidden_char(c, true) && c != '\r') {
+    let found = if body.is_ascii() {
+        body.bytes().find(|&b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')) || b == 0x7f).map(char::from)
+    } else {
+        body.chars().find(|&c| forbidden_char(c, true) && c != '\r')
+    };
+    if let Some(c) = found {
         problems.push(Problem::new("body", format!("contains {}, which records do not store; remove it", describe(c))));
     }
 }

@@ -98,10 +98,12 @@ impl Session {
         Ok(self.memory()?.list(filter)?.into_iter().cloned().collect())
     }
 
-    /// The remote-tracking ref `id` was fetched from, when only a fetched copy holds it (not
-    /// merged by `sync`): front ends mark such records with it.
-    pub fn fetched_from(&mut self, id: &crate::record::RecordId) -> Result<Option<String>> {
-        Ok(self.memory()?.fetched_from(id).map(str::to_string))
+    /// Every record only a fetched copy holds (not merged by `sync`), with the remote-tracking
+    /// ref it was read from: front ends mark such records with it. Read once for a whole listing.
+    pub fn fetched(&mut self) -> Result<std::collections::BTreeMap<crate::record::RecordId, String>> {
+        let memory = self.memory()?;
+        let ids: Vec<crate::record::RecordId> = memory.fetched_ids().collect();
+        Ok(ids.into_iter().filter_map(|id| memory.fetched_from(&id).map(|f| (id, f.to_string()))).collect())
     }
 
     /// Review-mode proposals waiting for `approve` or `reject`.
