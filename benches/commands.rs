@@ -11,6 +11,9 @@
 //! Then the same memory with a user memory (1k facts) and an org memory (5k facts) beside it:
 //! recall reads all three scopes, ranked together (docs/scopes.md).
 //!
+//! `-- --interleaved --baseline PATH`: only `add` and `recall` through each binary's warm server,
+//! the two binaries alternating call by call (see [`interleaved`]).
+//!
 //! `-- --first`: only the first command in a fresh clone. Ten times over, a new repository whose
 //! ref holds 100 facts (as a clone receives them: no index, no server yet) answers `git neo
 //! recall` (the first, which starts the server), then a second and, once the server is up, a
@@ -252,6 +255,73 @@ fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> 
     (median(add), median(replacing), median(recall))
 }
 
+/// `-- --interleaved --baseline PATH`: `git neo add` and `git neo recall` through each binary's
+/// warm server, alternating between the two binaries call by call (each on its own copy of the
+/// memory, with its own server and socket directory), so that a drift of the machine during the
+/// run weighs on both alike. Measured one after the other, the same binary's figures moved by up
+/// to a third between runs here.
+fn interleaved(n: usize, repo: &Path, baseline: &Path, this: &Path, root: &Path, next: &mut usize, rounds: usize) {
+    let copy = root.join(format!("r{n}-baseline"));
+    git(root, &["clone", "-q", "--no-local", &repo.to_string_lossy(), &copy.to_string_lossy()], None);
+    git(&copy, &["fetch", "-q", "origin", "neo-memory:neo-memory"], None);
+    // The copy reads its own ref alone, as the original does (no remote-tracking copy to union).
+    git(&copy, &["update-ref", "-d", "refs/remotes/origin/neo-memory"], None);
+    git(&copy, &["remote", "remove", "origin"], None);
+    let sides = [
+        ("baseline", baseline.to_path_buf(), copy, root.join("run-baseline")),
+        ("this", this.to_path_buf(), repo.to_path_buf(), root.join("run-this")),
+    ];
+    let mut servers = Vec::new();
+    for (_, exe, repo, run) in &sides {
+        std::fs::create_dir_all(run).expect("a socket directory");
+        let mut c = neo(exe, repo, false, run);
+        c.args(["reindex"]);
+        ok(c);
+        let mut server = neo(exe, repo, false, run);
+        server.args(["daemon", "run", "--idle", "300"]).stdout(Stdio::null()).stderr(Stdio::null());
+        servers.push(server.spawn().expect("server"));
+        wait_for_server(exe, repo, run);
+        let _ = recall_and_add(exe, repo, true, run, next, 2);
+    }
+    let mut add = [Vec::new(), Vec::new()];
+    let mut recall = [Vec::new(), Vec::new()];
+    for r in 0..rounds {
+        let order: [usize; 2] = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+        for &i in &order {
+            let (_, exe, repo, run) = &sides[i];
+            *next += 1;
+            let mut c = neo(exe, repo, true, run);
+            c.args(["add", "-t", "pattern", "-s", &new_fact(*next), "--json"]);
+            add[i].push(ok(c));
+        }
+        for &i in &order {
+            let (_, exe, repo, run) = &sides[i];
+            let mut c = neo(exe, repo, true, run);
+            c.args(["recall", "how do retries behave under load", "--json"]);
+            recall[i].push(ok(c));
+        }
+    }
+    let (add, recall) = (add.map(median), recall.map(median));
+    for (i, (name, ..)) in sides.iter().enumerate() {
+        println!(
+            "| {n} | {name} | `git neo add`, through the server, interleaved | {} | ratio to baseline {:.3} |",
+            ms(add[i]),
+            add[i].as_secs_f64() / add[0].as_secs_f64()
+        );
+        println!(
+            "| {n} | {name} | `git neo recall`, through the server, interleaved | {} | ratio to baseline {:.3} |",
+            ms(recall[i]),
+            recall[i].as_secs_f64() / recall[0].as_secs_f64()
+        );
+    }
+    for ((_, exe, repo, run), mut server) in sides.iter().zip(servers) {
+        let mut stop = neo(exe, repo, false, run);
+        stop.args(["daemon", "stop"]);
+        ok(stop);
+        let _ = server.wait();
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let one: Option<usize> =
@@ -287,6 +357,10 @@ fn main() {
         git(&repo, &["prune-packed"], None);
         let mut next = n + 1;
         let rounds = 10;
+        if let (true, Some(b)) = (args.iter().any(|a| a == "--interleaved"), &baseline) {
+            interleaved(n, &repo, b, &this, tmp.path(), &mut next, 30);
+            continue;
+        }
         let mut binaries = vec![("this", this.clone())];
         if let Some(b) = &baseline {
             binaries.insert(0, ("baseline", b.clone()));
