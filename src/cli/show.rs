@@ -31,6 +31,9 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         let by: Vec<String> = e.superseded_by.iter().map(|i| i.short()).collect();
         state.push_str(&format!("  superseded by: {}", by.join(", ")));
     }
+    if let Some(from) = ctx.session.fetched()?.get(&e.id) {
+        state.push_str(&format!("  fetched from {}, not merged", git_neo::display::escape(from)));
+    }
     ctx.out.line(&state);
     ctx.out.line("");
     for l in shown.text.lines() {

@@ -179,6 +179,8 @@ fn a_fetched_attempt_never_runs_and_a_new_command_needs_a_yes() {
     assert!(task.contains("fetched from refs/remotes/fork/neo-memory, not merged"), "{task}");
     let list = sb.neo_ok(&victim, &["list"]);
     assert!(list.contains("[fetched from refs/remotes/fork/neo-memory, not merged]"), "{list}");
+    let shown = sb.neo_ok(&victim, &["show", &fork_attempt[..12]]);
+    assert!(shown.contains("fetched from refs/remotes/fork/neo-memory, not merged"), "{shown}");
 
     // A local attempt at the same task is the latest, whatever the fork's date says.
     let local = format!("touch {}", sb.path("local-ran").display());
