@@ -40,14 +40,23 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         needs_review: args.needs_review,
     };
     let entries = if args.proposed { ctx.session.proposed()? } else { ctx.session.list(&filter)? };
+    let fetched = ctx.session.fetched()?;
     if ctx.out.json {
-        ctx.out.json(&entries);
+        // A record only a fetched copy holds says where it came from, as in the text.
+        let mut value = serde_json::to_value(&entries).unwrap_or_default();
+        for item in value.as_array_mut().into_iter().flatten() {
+            let from =
+                item["id"].as_str().and_then(git_neo::record::RecordId::from_hex).and_then(|id| fetched.get(&id));
+            if let (Some(from), Some(map)) = (from, item.as_object_mut()) {
+                map.insert("fetched_from".into(), from.clone().into());
+            }
+        }
+        ctx.out.json(&value);
         return Ok(());
     }
     if entries.is_empty() {
         ctx.out.note("no records match");
     }
-    let fetched = ctx.session.fetched()?;
     for e in entries {
         let what = match e.record.as_fact() {
             Some(f) => f.fact_type.as_str().to_string(),

@@ -179,6 +179,9 @@ fn a_fetched_attempt_never_runs_and_a_new_command_needs_a_yes() {
     assert!(task.contains("fetched from refs/remotes/fork/neo-memory, not merged"), "{task}");
     let list = sb.neo_ok(&victim, &["list"]);
     assert!(list.contains("[fetched from refs/remotes/fork/neo-memory, not merged]"), "{list}");
+    let listed = super::support::json(&sb.neo_ok(&victim, &["list", "--json"]));
+    let marked = listed.as_array().into_iter().flatten().find(|e| e["id"] == fork_attempt.as_str()).expect("listed");
+    assert_eq!(marked["fetched_from"], "refs/remotes/fork/neo-memory", "{marked}");
     let shown = sb.neo_ok(&victim, &["show", &fork_attempt[..12]]);
     assert!(shown.contains("fetched from refs/remotes/fork/neo-memory, not merged"), "{shown}");
 
