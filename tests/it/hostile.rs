@@ -507,7 +507,8 @@ fn http_closes_half_sent_requests_and_caps_connections() {
     use std::io::Read;
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let (mut child, url, token) = super::mcp::spawn_http(sb.dir.path(), &repo, &[]);
+    let (child, url, token) = super::mcp::spawn_http(sb.dir.path(), &repo, &[]);
+    let _server = Stopped(child);
     let token = token.expect("a printed token");
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
     let mut held = Vec::new();
@@ -539,8 +540,6 @@ fn http_closes_half_sent_requests_and_caps_connections() {
     drop(held);
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
     assert_eq!(super::mcp::post(&url, Some(&format!("bearer {token}")), init), 200, "a client with the token");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 // 11. `[::ffff:127.0.0.1]` counted as loopback for binding but turned the Host check off.
@@ -558,7 +557,9 @@ fn an_ipv4_mapped_loopback_bind_keeps_the_host_check() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
     let mut child = cmd.spawn().expect("spawn git neo mcp --http");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let stdout = child.stdout.take().expect("stdout");
+    let _server = Stopped(child);
+    let mut out = BufReader::new(stdout);
     let (mut first, mut second) = (String::new(), String::new());
     out.read_line(&mut first).expect("the address line");
     out.read_line(&mut second).expect("the token line");
@@ -581,8 +582,16 @@ fn an_ipv4_mapped_loopback_bind_keeps_the_host_check() {
     };
     assert_eq!(status(&format!("evil.example:{port}")), "403", "a rebinding Host was served");
     assert_eq!(status(&format!("localhost:{port}")), "200");
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// A server child process, stopped when the test ends, whether it passed or not.
+struct Stopped(std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// The HTTP transport's bounds as the binary sets them (src/mcp/http.rs).
