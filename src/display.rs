@@ -5,7 +5,7 @@
 //! or clear a line, a carriage return could overwrite what was printed, a line break could add a
 //! fake line to `verify`'s report, and a bidi control or a zero-width character could make text
 //! read differently from what is stored. Every front end passes such text through [`escape`] (one
-//! line) or [`escape_text`] (a multi-line body) before printing it; what they make visible is
+//! line), and every line it prints through [`escape_output`]; what they make visible is
 //! written as a Rust-style escape (`\e`, `\r`, `\n`, `\u{202e}`), so the reader sees that it is
 //! there and what it is.
 
@@ -31,36 +31,7 @@ fn push_escaped(out: &mut String, c: char) {
 /// `s` on one line, every unsafe character written as an escape (line breaks and tabs too). Text
 /// with nothing unsafe is returned as it is, without copying.
 pub fn escape(s: &str) -> Cow<'_, str> {
-    let clean = if s.is_ascii() { !s.bytes().any(|b| b < 0x20 || b == 0x7f) } else { !s.chars().any(unsafe_char) };
-    if clean {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if unsafe_char(c) {
-            push_escaped(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// `s` as lines: line breaks and tabs kept, every other unsafe character escaped (a carriage
-/// return too, so no line can overwrite another).
-pub fn escape_text(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c != '\n' && c != '\t' && unsafe_char(c)) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c != '\n' && c != '\t' && unsafe_char(c) {
-            push_escaped(&mut out, c);
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    escaped(s, false)
 }
 
 /// A whole line of output as the front end is about to write it: line breaks, tabs and the
@@ -68,28 +39,32 @@ pub fn escape_text(s: &str) -> Cow<'_, str> {
 /// character escaped. The last guard before a terminal: whatever a command forgot to pass through
 /// [`escape`] still cannot move the cursor, overwrite a line or hide text.
 pub fn escape_output(s: &str) -> Cow<'_, str> {
-    let safe = |c: char| c == '\n' || c == '\t' || !unsafe_char(c);
-    // Most output is plain ASCII: checked byte by byte (ESC is looked at by `has_foreign_escape`).
+    escaped(s, true)
+}
+
+/// [`escape`], or with `output` [`escape_output`]: the one loop both take.
+fn escaped(s: &str, output: bool) -> Cow<'_, str> {
+    let kept = |c: char| output && (c == '\n' || c == '\t');
+    // Most text is plain ASCII: checked byte by byte (in output, ESC is looked at by
+    // `has_foreign_escape`, which lets the front end's own colours through).
     let clean = if s.is_ascii() {
-        !s.bytes().any(|b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | 0x1b)) || b == 0x7f)
+        !s.bytes().any(|b| (b < 0x20 && !(output && matches!(b, b'\n' | b'\t' | 0x1b))) || b == 0x7f)
     } else {
-        s.chars().all(|c| safe(c) || c == '\x1b')
+        s.chars().all(|c| kept(c) || !unsafe_char(c) || (output && c == '\x1b'))
     };
-    if clean && !has_foreign_escape(s) {
+    if clean && !(output && has_foreign_escape(s)) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
     let mut rest = s;
     while let Some(c) = rest.chars().next() {
-        if c == '\x1b' {
-            let n = sgr_len(rest);
-            if n > 0 {
-                out.push_str(&rest[..n]);
-                rest = &rest[n..];
-                continue;
-            }
+        let colour = if output && c == '\x1b' { sgr_len(rest) } else { 0 };
+        if colour > 0 {
+            out.push_str(&rest[..colour]);
+            rest = &rest[colour..];
+            continue;
         }
-        if safe(c) {
+        if kept(c) || !unsafe_char(c) {
             out.push(c);
         } else {
             push_escaped(&mut out, c);
@@ -138,7 +113,7 @@ mod tests {
     }
 
     #[test]
-    fn text_keeps_its_lines_but_no_carriage_return() {
-        assert_eq!(escape_text("a\n\tb\rc\x1b[31m"), "a\n\tb\\rc\\e[31m");
+    fn output_keeps_its_lines_but_no_carriage_return() {
+        assert_eq!(escape_output("a\n\tb\rc\x1b[31m\x1b[5;1H"), "a\n\tb\\rc\x1b[31m\\e[5;1H");
     }
 }

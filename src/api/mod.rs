@@ -187,9 +187,9 @@ impl Memory {
         self.remote_only.get(id).map(String::as_str)
     }
 
-    /// Every record only a remote-tracking copy holds (fetched, not merged).
-    pub fn fetched_ids(&self) -> impl Iterator<Item = RecordId> + '_ {
-        self.remote_only.keys().copied()
+    /// Every record only a remote-tracking copy holds (fetched, not merged), with its ref.
+    pub fn fetched(&self) -> &std::collections::BTreeMap<RecordId, String> {
+        &self.remote_only
     }
 
     /// How many records of remote-tracking copies wait for `sync` because they would change

@@ -41,6 +41,10 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
     };
     let entries = if args.proposed { ctx.session.proposed()? } else { ctx.session.list(&filter)? };
     let fetched = ctx.session.fetched()?;
+    if ctx.out.json && fetched.is_empty() {
+        ctx.out.json(&entries);
+        return Ok(());
+    }
     if ctx.out.json {
         // A record only a fetched copy holds says where it came from, as in the text.
         let mut value = serde_json::to_value(&entries).unwrap_or_default();

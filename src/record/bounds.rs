@@ -32,15 +32,7 @@ pub const MAX_DEPTH: usize = 8;
 /// Check `bytes` against the bounds before they are parsed. The problem names the bound and what to
 /// do; the file is never decoded further when this fails.
 pub fn check(bytes: &[u8]) -> Result<(), Problem> {
-    if bytes.len() > MAX_RECORD_BYTES {
-        return Err(Problem::new(
-            "file",
-            format!(
-                "is {} bytes; a record is at most {MAX_RECORD_BYTES} bytes: it was not written by git-neo, remove it from the memory ref",
-                bytes.len()
-            ),
-        ));
-    }
+    check_size(bytes.len() as u64)?;
     // Only the front matter is YAML; the body is markdown, kept whole and never parsed here.
     let Some(front) = front_matter(bytes) else { return Ok(()) };
     if plainly_within(front) {
@@ -100,6 +92,20 @@ fn plainly_within(front: &[u8]) -> bool {
     // Columns 0 to 4 hold at most five block levels; three flow levels on top keep the whole at
     // the depth bound.
     lines < MAX_LIST_ITEMS && commas + 1 < MAX_LIST_ITEMS && max_indent <= 4 && max_flow <= MAX_DEPTH - 5
+}
+
+/// The size bound alone, for a reader that knows a file's size before its bytes (a git object's
+/// header): the same problem [`check`] names.
+pub fn check_size(len: u64) -> Result<(), Problem> {
+    if len > MAX_RECORD_BYTES as u64 {
+        return Err(Problem::new(
+            "file",
+            format!(
+                "is {len} bytes; a record is at most {MAX_RECORD_BYTES} bytes: it was not written by git-neo, remove it from the memory ref"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The bytes between the opening `---\n` and the closing `\n---` line, if the file has them.

@@ -100,16 +100,20 @@ fn forbidden_char(c: char, multiline: bool) -> bool {
     c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_format_char(c)
 }
 
-/// The first character of `value` no record stores (see [`forbidden_char`]); plain ASCII text is
-/// checked byte by byte.
-fn first_forbidden(value: &str, multiline: bool) -> Option<char> {
+/// The first character of `value` no record stores (see [`forbidden_char`]), besides those
+/// `allowed` (the body also keeps carriage returns, which canonical bytes drop); plain ASCII text
+/// is checked byte by byte.
+fn first_forbidden(value: &str, multiline: bool, allowed: &[char]) -> Option<char> {
     if value.is_ascii() {
         return value
             .bytes()
-            .find(|&b| (b < 0x20 && !(multiline && (b == b'\n' || b == b'\t'))) || b == 0x7f)
+            .find(|&b| {
+                ((b < 0x20 && !(multiline && (b == b'\n' || b == b'\t'))) || b == 0x7f)
+                    && !allowed.contains(&char::from(b))
+            })
             .map(char::from);
     }
-    value.chars().find(|&c| forbidden_char(c, multiline))
+    value.chars().find(|&c| forbidden_char(c, multiline) && !allowed.contains(&c))
 }
 
 /// Whether `c` is a Unicode format character (general category Cf, Unicode 15.1): invisible
@@ -161,7 +165,7 @@ pub fn check_line(problems: &mut Vec<Problem>, field: &str, value: &str, max_cha
         problems.push(Problem::new(field, format!("is empty; give {what}")));
         return;
     }
-    if let Some(c) = first_forbidden(value, false) {
+    if let Some(c) = first_forbidden(value, false, &[]) {
         problems.push(Problem::new(field, format!("contains {}; it must be a single line of plain text", describe(c))));
     }
     if value.trim() != value {
@@ -179,7 +183,7 @@ pub fn check_text(problems: &mut Vec<Problem>, field: &str, value: &str, max_byt
         problems.push(Problem::new(field, format!("is empty; give {what}")));
         return;
     }
-    if let Some(c) = first_forbidden(value, true) {
+    if let Some(c) = first_forbidden(value, true, &[]) {
         problems.push(Problem::new(field, format!("contains {}, which records do not store; remove it", describe(c))));
     }
     if value.len() > max_bytes {
@@ -230,7 +234,7 @@ pub fn check_repo_path(problems: &mut Vec<Problem>, field: &str, path: &str) {
     if path.split('/').any(|c| c.is_empty() || c == ".") {
         problems.push(Problem::new(field, format!("{path:?} is not normalised; remove empty and '.' components")));
     }
-    if path.chars().any(|c| forbidden_char(c, false)) {
+    if first_forbidden(path, false, &[]).is_some() {
         problems.push(Problem::new(field, "contains a control character; give a plain path"));
     }
 }
@@ -272,12 +276,7 @@ pub fn check_body(problems: &mut Vec<Problem>, body: &str) {
             format!("line {} is a front-matter fence (---); use *** or ___ for a horizontal rule", n + 1),
         ));
     }
-    let found = if body.is_ascii() {
-        body.bytes().find(|&b| (b < 0x20 && !matches!(b, b'\n' | b'\t' | b'\r')) || b == 0x7f).map(char::from)
-    } else {
-        body.chars().find(|&c| forbidden_char(c, true) && c != '\r')
-    };
-    if let Some(c) = found {
+    if let Some(c) = first_forbidden(body, true, &['\r']) {
         problems.push(Problem::new("body", format!("contains {}, which records do not store; remove it", describe(c))));
     }
 }
@@ -387,7 +386,7 @@ pub fn validate(record: &Record) -> Vec<Problem> {
                         format!("is {} bytes; the limit is {MAX_TEXT_BYTES}", out.len()),
                     ));
                 }
-                if let Some(c) = out.chars().find(|&c| forbidden_char(c, true)) {
+                if let Some(c) = first_forbidden(out, true, &[]) {
                     p.push(Problem::new(
                         "check.output",
                         format!("contains {}, which records do not store", describe(c)),

@@ -320,20 +320,10 @@ impl Store {
                     // the rest is still read, and verify lists every such problem.
                     // Bounded before read: the object's header says its size, so a stranger's
                     // oversized blob is named invalid without being inflated into memory.
-                    if let Ok(h) = repo.find_header(e.blob) {
-                        if h.size() > crate::record::bounds::MAX_RECORD_BYTES as u64 {
-                            return Ok(Err(StrayEntry {
-                                path: e.path.clone(),
-                                problems: Problems(vec![crate::record::Problem::new(
-                                    "file",
-                                    format!(
-                                        "is {} bytes; a record is at most {} bytes: it was not written by git-neo, remove it from the memory ref",
-                                        h.size(),
-                                        crate::record::bounds::MAX_RECORD_BYTES
-                                    ),
-                                )]),
-                            }));
-                        }
+                    if let Some(Err(p)) =
+                        repo.find_header(e.blob).ok().map(|h| crate::record::bounds::check_size(h.size()))
+                    {
+                        return Ok(Err(StrayEntry { path: e.path.clone(), problems: Problems(vec![p]) }));
                     }
                     Ok(match repo.find_blob(e.blob) {
                         Ok(blob) => check_entry(e, &blob.data),

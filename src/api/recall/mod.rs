@@ -339,7 +339,8 @@ pub fn recall_parts(
         [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
         _ => None,
     };
-    let fetched: std::collections::HashSet<RecordId> = parts.iter().flat_map(|p| p.memory.fetched_ids()).collect();
+    let fetched: std::collections::HashSet<RecordId> =
+        parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
     let fetched = (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched));
     let then;
     let (state, req) = match req.as_of {

@@ -101,9 +101,7 @@ impl Session {
     /// Every record only a fetched copy holds (not merged by `sync`), with the remote-tracking
     /// ref it was read from: front ends mark such records with it. Read once for a whole listing.
     pub fn fetched(&mut self) -> Result<std::collections::BTreeMap<crate::record::RecordId, String>> {
-        let memory = self.memory()?;
-        let ids: Vec<crate::record::RecordId> = memory.fetched_ids().collect();
-        Ok(ids.into_iter().filter_map(|id| memory.fetched_from(&id).map(|f| (id, f.to_string()))).collect())
+        Ok(self.memory()?.fetched().clone())
     }
 
     /// Review-mode proposals waiting for `approve` or `reject`.
