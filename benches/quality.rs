@@ -219,6 +219,7 @@ fn query(text: &str) -> RecallQuery {
         area: None,
         as_of: None,
         front: None,
+        all_sessions: false,
     }
 }
 

@@ -273,6 +273,7 @@ fn replay(
                         area: None,
                         as_of: None,
                         front: None,
+                        all_sessions: false,
                     })
                     .expect("recall");
                 let current: String = r
@@ -730,6 +731,7 @@ fn conversations(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, 
                     area: None,
                     as_of: None,
                     front: None,
+                    all_sessions: false,
                 })
                 .expect("recall");
             let top: Vec<usize> =

@@ -527,6 +527,7 @@ fn serve(ctx: &mut Ctx, socket: &Path, tree: &Path, idle: Duration) -> Result<()
                 area: None,
                 as_of: None,
                 front: None,
+                all_sessions: false,
             };
             let _ = s.recall(&warm_up);
             let _ = s.take_notices();

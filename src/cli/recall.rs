@@ -25,6 +25,10 @@ pub struct RecallArgs {
     /// Answer from the memory as it stood then: a date (YYYY-MM-DD), a UTC time, or a commit.
     #[arg(long, value_name = "DATE|COMMIT")]
     as_of: Option<String>,
+    /// Also read the sessions of other worktrees (by default: the project, user and org memories
+    /// and this worktree's current session; --scope session:NAME reads one session alone).
+    #[arg(long)]
+    all_sessions: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -47,7 +51,11 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
 
 /// Recall for `query` with the defaults and a `budget`: what the prompt hook prints.
 pub fn answer_for(ctx: &mut Ctx, query: String, budget: usize) -> Result<git_neo::recall::Recall, Error> {
-    answer(ctx, RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None }, Front::Hook)
+    answer(
+        ctx,
+        RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None, all_sessions: false },
+        Front::Hook,
+    )
 }
 
 fn answer(ctx: &mut Ctx, args: RecallArgs, front: Front) -> Result<git_neo::recall::Recall, Error> {
@@ -59,6 +67,7 @@ fn answer(ctx: &mut Ctx, args: RecallArgs, front: Front) -> Result<git_neo::reca
         area: args.area,
         as_of: args.as_of,
         front: Some(front),
+        all_sessions: args.all_sessions,
     };
     let result = ctx.session.recall(&query);
     ctx.say_notices();

@@ -176,6 +176,7 @@ impl Warm {
             area: a.area,
             as_of: a.as_of,
             front: Some(git_neo::api::telemetry::Front::Mcp),
+            all_sessions: a.all_sessions,
         };
         // The tool's argument is `types`; the library names the field of one value `type`.
         let result = self

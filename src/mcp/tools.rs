@@ -115,7 +115,8 @@ pub fn all() -> Vec<Tool> {
                     "k": {"type": "integer", "minimum": 1, "maximum": 50, "description": "relevant facts, default 10"},
                     "budget": {"type": "integer", "minimum": 200, "maximum": 50000, "description": "tokens, default 4000"},
                     "types": {"type": "array", "items": {"enum": FACT_TYPES}},
-                    "scope": {"type": "string", "description": "only this scope (default: all)"},
+                    "scope": {"type": "string", "description": "only this scope (default: project, user, org and this worktree's session)"},
+                    "all_sessions": {"type": "boolean", "description": "also read the sessions of other worktrees"},
                     "area": {"type": "string"},
                     "as_of": {"type": "string", "description": "YYYY-MM-DD, time or commit: memory then"}
                 }),
@@ -303,6 +304,8 @@ pub struct RecallArgs {
     #[serde(default)]
     pub types: Vec<String>,
     pub scope: Option<String>,
+    #[serde(default)]
+    pub all_sessions: bool,
     pub area: Option<String>,
     pub as_of: Option<String>,
 }

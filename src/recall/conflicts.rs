@@ -40,18 +40,25 @@ pub fn mark(items: &mut Vec<Item>, state: &State, fetched: &dyn Fn(&RecordId) ->
     }
     for &(newer, older) in &pairs {
         let (n, o) = (items[newer].id, items[older].id);
+        // Areas are kept apart on write (the same thing in another area is only a possible
+        // update), so the reader is told when the other answer is filed elsewhere: both may hold.
+        let (area_n, area_o) = (where_filed(&items[newer], &items[older]), where_filed(&items[older], &items[newer]));
         let settle = format!(
             "if the newer replaces it: `git neo outdated {} --reason \"replaced by {}\"`",
             o.short(),
             n.short()
         );
-        items[newer]
-            .needs_review
-            .push(format!("conflict: {} says otherwise about the same thing; this one is newer", o.short()));
+        items[newer].needs_review.push(format!(
+            "conflict: {}{} says otherwise about the same thing; this one is newer",
+            o.short(),
+            paren(&area_o)
+        ));
         items[newer].conflicts_with.push(o);
-        items[older]
-            .needs_review
-            .push(format!("conflict: {} (newer) says otherwise about the same thing; {settle}", n.short()));
+        items[older].needs_review.push(format!(
+            "conflict: {} (newer{}) says otherwise about the same thing; {settle}",
+            n.short(),
+            comma(&area_n)
+        ));
         items[older].conflicts_with.push(n);
     }
     // The newer of each pair goes first: just before the older, if it ranked below it.
@@ -62,6 +69,31 @@ pub fn mark(items: &mut Vec<Item>, state: &State, fetched: &dyn Fn(&RecordId) ->
             let it = items.remove(pn);
             items.insert(po, it);
         }
+    }
+}
+
+/// `in area X` (or `filed under no area`) when `it` is filed elsewhere than `other`, else empty.
+fn where_filed(it: &Item, other: &Item) -> String {
+    match (it.area == other.area, it.area.is_empty()) {
+        (true, _) => String::new(),
+        (false, true) => "filed under no area".into(),
+        (false, false) => format!("in area {}", it.area),
+    }
+}
+
+fn comma(s: &str) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(", {s}")
+    }
+}
+
+fn paren(s: &str) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(" ({s})")
     }
 }
 

@@ -129,11 +129,27 @@ pub struct Item {
     /// Sections of ingested documents the fact cites.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cites: Vec<Cited>,
-    /// Other current facts that say the same words, numbers and markers aside (the same line
-    /// said in several sessions, `[D3:1]` and `[D9:1]`), folded into this one so that they do not
-    /// fill the answer with copies ([`same_words`]).
+    /// Other current facts of the same scope, type and area that say exactly what this one says
+    /// (case, spacing, punctuation and a heading turn marker aside: the same line said in several
+    /// sessions, `[D3:1]` and `[D9:1]`), folded into this one so that they do not fill the answer
+    /// with copies ([`same_words`]). A fact that differs in a number, a unit, a name or a
+    /// negation is never folded.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_words: Vec<RecordId>,
+    /// Current facts of weaker scopes that hold this fact's key, left out because this one
+    /// answers for them (a session's note over the project's fact): said, so that the reader
+    /// knows what it hides.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Override>,
+}
+
+/// A fact a stronger scope's fact with the same key answers for.
+#[derive(Clone, Debug, Serialize)]
+pub struct Override {
+    pub id: RecordId,
+    /// Where it lives: `project`, `user`, `org`.
+    pub scope: String,
+    pub subject: String,
 }
 
 /// Which passage of a long body matched the query.
@@ -324,6 +340,7 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         passage: None,
         cites: cited(e, state),
         same_words: Vec::new(),
+        overrides: Vec::new(),
     }
 }
 
@@ -391,17 +408,27 @@ fn replacements(e: &Entry, state: &State) -> Vec<Replacement> {
         .collect()
 }
 
-/// What a fact says, for folding copies: its subject's and body's words as the lexical index
-/// reads them, without the words that hold a digit (turn and record markers, dates, counts), in
-/// order. `None` for a fact of fewer than three such words, which is too short to call a copy.
+/// What a fact says, for folding copies: its subject and body, lowercased, with every run of
+/// spaces and punctuation made one space, and a turn marker heading the subject (`[D3:1]`) left
+/// out, since it says where the line was said, not what. Everything else counts: numbers, units,
+/// names and negations ("within 30 minutes" and "within 5 minutes" are two answers, never one).
+/// `None` for a fact with no words at all.
 pub fn same_words(item: &Item) -> Option<String> {
-    let text = format!("{}\n{}", item.subject, item.body);
-    let words: Vec<String> = crate::index::lexical::terms(&text)
-        .into_iter()
-        .filter(|t| !t.4 && !t.3.chars().any(|c| c.is_ascii_digit()))
-        .map(|t| t.3)
-        .collect();
-    (words.len() >= 3).then(|| words.join(" "))
+    let subject = item.subject.trim_start();
+    let subject = match subject.strip_prefix('[').and_then(|rest| rest.split_once(']')) {
+        Some((marker, rest)) if marker.len() <= 24 && !marker.contains(char::is_whitespace) => rest,
+        _ => subject,
+    };
+    let mut out = String::with_capacity(subject.len() + item.body.len() + 1);
+    for c in subject.chars().chain(std::iter::once('\n')).chain(item.body.chars()) {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.is_empty() && !out.ends_with(' ') {
+            out.push(' ');
+        }
+    }
+    let words = out.trim_end();
+    (!words.is_empty()).then(|| words.to_string())
 }
 
 /// Rank `state`'s records for `req` from the two candidate lists (record id, raw score), best
@@ -441,7 +468,7 @@ pub fn recall(
     let mut matched: Vec<Item> = ranks
         .iter()
         .filter_map(|(id, rank)| state.entries.get(id).map(|e| (e, *rank)))
-        .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted && !shadowed.contains(&e.id))
+        .filter(|(e, _)| type_ok(e) && scope_ok(e) && e.status != Status::Retracted && !shadowed.contains_key(&e.id))
         // Vector search always returns neighbours, related or not: a record that only the vector
         // side found must be at least somewhat similar to count as a match.
         .filter(|(_, rank)| rank.lexical.is_some() || rank.similarity.is_some_and(|s| s >= MIN_SIMILARITY))
@@ -481,8 +508,9 @@ pub fn recall(
     let mut known_unknowns = Vec::new();
     let mut invalidated = Vec::new();
     let mut best_attempt: BTreeMap<String, Item> = BTreeMap::new();
-    // What each shown fact says (its words), to fold the facts that say it again.
-    let mut said: HashMap<(u8, String), usize> = HashMap::new();
+    // What each shown fact says (its words), with where it is filed (scope, type, area), to fold
+    // the facts that say it again there.
+    let mut said: HashMap<(u8, Option<FactType>, String, String), usize> = HashMap::new();
     let origin_of = |id: RecordId| req.origins.as_ref().and_then(|o| o.get(&id)).map_or(2, Scope::priority);
     for it in matched {
         match (it.kind, it.status, it.fact_type) {
@@ -492,18 +520,21 @@ pub fn recall(
             (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
             // Past `k` the facts are cut anyway: their words are not read.
             (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
-            // Copies are folded within one scope only: each scope is a source of its own, and
-            // the reader is told where every answer came from.
-            (Kind::Fact, Status::Valid, _) => match same_words(&it).map(|w| (origin_of(it.id), w)) {
-                Some(said_where) => match said.get(&said_where) {
-                    Some(&shown) => facts[shown].same_words.push(it.id),
-                    None => {
-                        said.insert(said_where, facts.len());
-                        facts.push(it);
-                    }
-                },
-                None => facts.push(it),
-            },
+            // Copies are folded within one scope, type and area only: each scope is a source of
+            // its own (the reader is told where every answer came from), and the same sentence
+            // filed under two areas says something of each.
+            (Kind::Fact, Status::Valid, _) => {
+                match same_words(&it).map(|w| (origin_of(it.id), it.fact_type, it.area.clone(), w)) {
+                    Some(said_where) => match said.get(&said_where) {
+                        Some(&shown) => facts[shown].same_words.push(it.id),
+                        None => {
+                            said.insert(said_where, facts.len());
+                            facts.push(it);
+                        }
+                    },
+                    None => facts.push(it),
+                }
+            }
             (Kind::Fact, Status::Superseded | Status::Outdated, _) => invalidated.push(it),
             (Kind::Attempt, _, _) => {
                 let task = it.task.clone().unwrap_or_default();
@@ -515,6 +546,19 @@ pub fn recall(
         }
     }
     facts.truncate(req.k);
+    for f in &mut facts {
+        f.overrides = shadowed
+            .iter()
+            .filter(|(_, by)| **by == f.id)
+            .filter_map(|(hidden, _)| state.entries.get(hidden))
+            .map(|e| Override {
+                id: e.id,
+                scope: req.origins.as_ref().and_then(|o| o.get(&e.id)).unwrap_or(&Scope::Project).to_string(),
+                subject: e.record.summary(),
+            })
+            .collect();
+        f.overrides.sort_by_key(|o| o.id);
+    }
     conflicts::mark(&mut facts, state, &|id| req.fetched.as_ref().is_some_and(|f| f.contains(id)));
     let mut attempts: Vec<Item> = best_attempt.into_values().collect();
     attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
@@ -588,10 +632,11 @@ pub fn recall(
     out
 }
 
-/// Current non-constraint facts whose key a current fact of a stronger scope also holds: the
-/// stronger one answers (project over org over user; a session's notes over all).
-fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashSet<RecordId> {
-    let Some(origins) = origins else { return HashSet::new() };
+/// Current non-constraint facts whose key a current fact of a stronger scope also holds, each
+/// with the fact that answers for it: the stronger one answers (project over org over user; a
+/// session's notes over all).
+fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashMap<RecordId, RecordId> {
+    let Some(origins) = origins else { return HashMap::new() };
     let keyed: Vec<(&str, u8, RecordId)> = state
         .entries
         .values()
@@ -602,12 +647,16 @@ fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashSe
             (f.fact_type != FactType::Constraint).then(|| (key, origins.get(&e.id).map_or(2, Scope::priority), e.id))
         })
         .collect();
-    let mut strongest: HashMap<&str, u8> = HashMap::new();
-    for (key, p, _) in &keyed {
-        let best = strongest.entry(key).or_insert(*p);
-        *best = (*best).max(*p);
+    // The strongest scope of each key and, among its facts, the newest (by id when tied).
+    let mut strongest: HashMap<&str, (u8, Timestamp, RecordId)> = HashMap::new();
+    for (key, p, id) in &keyed {
+        let at = state.entries[id].record.created_at;
+        let best = strongest.entry(key).or_insert((*p, at, *id));
+        if (*p, at, *id) > *best {
+            *best = (*p, at, *id);
+        }
     }
-    keyed.into_iter().filter(|(key, p, _)| strongest[key] > *p).map(|(_, _, id)| id).collect()
+    keyed.into_iter().filter(|(key, p, _)| strongest[key].0 > *p).map(|(key, _, id)| (id, strongest[key].2)).collect()
 }
 
 #[cfg(test)]
@@ -660,5 +709,73 @@ mod tests {
         assert!(shown.contains(&ids[3]) && shown.contains(&ids[4]) && shown.contains(&ids[5]), "different words stay");
         let md = render::markdown(&out);
         assert!(md.contains("also said in the same words by"), "{md}");
+    }
+
+    fn recall_all(records: &[(RecordId, Record)]) -> Recall {
+        let state = crate::state::fold(records.to_vec());
+        let lexical: Vec<(RecordId, f32)> = records.iter().map(|r| (r.0, 5.0)).collect();
+        let req = Request {
+            query: "billing".into(),
+            k: 10,
+            budget: 10_000,
+            types: Vec::new(),
+            area: None,
+            now: Timestamp(1_780_000_000),
+            as_of: None,
+            origins: None,
+            fetched: None,
+            fusion: FusionKind::default(),
+            expand: expand::When::Never,
+        };
+        recall(&state, &req, &lexical, &[], &[], false)
+    }
+
+    fn in_area(subject: &str, area: &str, at: i64) -> (RecordId, Record) {
+        let (_, mut r) = fact(subject, at);
+        if let Payload::Fact(f) = &mut r.payload {
+            f.scope = area.to_string();
+        }
+        (r.encode().0, r)
+    }
+
+    #[test]
+    fn facts_that_differ_in_anything_they_say_are_each_shown() {
+        for (a, b, class) in [
+            ("Billing jobs must finish within 30 minutes", "Billing jobs must finish within 5 minutes", "numbers"),
+            ("Billing jobs must finish within 30 minutes", "Billing jobs must finish within 30 seconds", "units"),
+            ("Billing jobs run on Postgres", "Billing jobs run on MySQL", "names"),
+            ("Billing jobs may retry failed charges", "Billing jobs may not retry failed charges", "negation"),
+            ("Service 426 uses queue q982 for billing", "Service 427 uses queue q983 for billing", "identifiers"),
+        ] {
+            let out = recall_all(&[fact(a, 0), fact(b, 1)]);
+            assert_eq!(out.facts.len(), 2, "{class}: both are shown");
+            assert!(out.facts.iter().all(|f| f.same_words.is_empty()), "{class}: neither is folded");
+        }
+        let out = recall_all(&[
+            in_area("Billing jobs must finish within 30 minutes", "billing", 0),
+            in_area("Billing jobs must finish within 30 minutes", "billing-eu", 1),
+        ]);
+        assert_eq!(out.facts.len(), 2, "areas: the same sentence in two areas is two answers");
+        let out = recall_all(&[
+            fact("Billing jobs must finish within 30 minutes.", 0),
+            fact("billing jobs  MUST finish within 30 minutes", 1),
+        ]);
+        assert_eq!(out.facts.len(), 1, "case, spacing and punctuation alone: one answer");
+        assert_eq!(out.facts[0].same_words.len(), 1);
+    }
+
+    #[test]
+    fn three_limits_in_three_areas_are_shown_and_flagged() {
+        let out = recall_all(&[
+            in_area("Billing jobs must finish within 30 minutes", "billing", 0),
+            in_area("Billing jobs must finish within 5 minutes", "billing-eu", 1),
+            fact("Billing jobs must finish within 45 minutes", 2),
+        ]);
+        assert_eq!(out.facts.len(), 3, "every limit is an answer");
+        for f in &out.facts {
+            assert_eq!(f.conflicts_with.len(), 2, "each names the other two: {:?}", f.needs_review);
+            assert!(f.needs_review.iter().any(|r| r.starts_with("conflict:")), "{:?}", f.needs_review);
+        }
+        assert!(out.facts[0].subject.contains("45"), "the newest first");
     }
 }

@@ -49,6 +49,16 @@ fn extras(s: &mut String, i: &Item) {
     for r in &i.needs_review {
         let _ = writeln!(s, "  - ⚠ needs review: {}", md(r));
     }
+    for o in &i.overrides {
+        let _ = writeln!(
+            s,
+            "  - {} note overrides {} fact `{}`: {} (the same key)",
+            i.scope,
+            o.scope,
+            o.id.short(),
+            md(&o.subject)
+        );
+    }
     if !i.same_words.is_empty() {
         let ids: Vec<String> = i.same_words.iter().take(8).map(|id| format!("`{}`", id.short())).collect();
         let more = i.same_words.len().saturating_sub(8);

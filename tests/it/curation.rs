@@ -170,6 +170,7 @@ fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
                 area: None,
                 as_of: None,
                 front: None,
+                all_sessions: false,
             })
             .expect("recall");
         if r.constraints.iter().chain(r.facts.iter().take(5)).any(|i| want.contains(&i.id)) {
@@ -279,6 +280,7 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
                         area: None,
                         as_of: None,
                         front: Some(Front::Mcp),
+                        all_sessions: false,
                     })
                     .expect("recall");
                 if r.constraints.iter().chain(&r.facts).any(|i| want.contains(&i.id)) {

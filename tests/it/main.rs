@@ -23,6 +23,7 @@ mod outcomes;
 mod plan;
 mod props;
 mod quality;
+mod readers;
 mod recall;
 mod review;
 mod scopes;

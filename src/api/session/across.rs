@@ -10,14 +10,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 impl Session {
-    /// The scopes a recall reads: the one asked for, or every scope there is (those that cannot
-    /// be read are left out with a notice; the project must answer).
-    fn recall_scopes(&mut self) -> Result<Vec<Scope>> {
+    /// The scopes a recall reads: the one asked for, or every scope there is with the sessions
+    /// of this worktree alone unless `all_sessions` (those that cannot be read are left out with
+    /// a notice; the project must answer).
+    fn recall_scopes(&mut self, all_sessions: bool) -> Result<Vec<Scope>> {
         let wanted = match &self.opts.scope {
             Some(s) => vec![s.clone()],
             None => {
                 let places = self.places();
-                places.readable_from(self.memory_of(&Scope::Project)?.store())?
+                let project = self.memory_of(&Scope::Project)?.store();
+                let here = crate::api::scopes::session_named_in(project.git_dir());
+                let mut scopes = places.readable_from(project)?;
+                scopes.retain(|s| match s {
+                    Scope::Session(name) => all_sessions || here.as_deref() == Some(name.as_str()),
+                    _ => true,
+                });
+                scopes
             }
         };
         let target = self.target();
@@ -181,7 +189,7 @@ impl Session {
             })?);
         }
         let now = self.now();
-        let scopes = self.recall_scopes()?;
+        let scopes = self.recall_scopes(q.all_sessions)?;
         let memory = self.memory()?;
         let as_of = match q.as_of.as_deref().map(str::trim) {
             None => None,

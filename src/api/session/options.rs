@@ -111,6 +111,10 @@ pub struct RecallQuery {
     pub as_of: Option<String>,
     /// The front end that asked, for local telemetry (`None`: not recorded, as for a warm-up).
     pub front: Option<crate::api::telemetry::Front>,
+    /// Read every session of the clone, not only the one current in this worktree (without a
+    /// scope asked for: sessions belong to the worktree that started them, so another agent's
+    /// scratch notes neither show up nor shadow the project's facts here).
+    pub all_sessions: bool,
 }
 
 /// Called with `(what, done, total)` while something long runs (embedding a whole memory).
