@@ -86,6 +86,10 @@ pub struct Frame {
     pub negations: usize,
     /// It asks rather than states (a question mark, or an auxiliary or question word first).
     pub question: bool,
+    /// It reports that its thing's value changed ("was upgraded to 8", "Bump the MSRV to 1.61",
+    /// "switched from Jenkins to GitHub Actions"): an update of a statement of that thing's
+    /// state, never of another report (each report is its own event). See [`CHANGES`].
+    pub change: bool,
 }
 
 /// Words that say how many: a rewording keeps them ("any" is not "all").
@@ -367,6 +371,60 @@ const EVENTS: &[&str] = &[
 
 /// Verbs that report a change by an amount: events, each its own.
 const REPORTS: &[&str] = &["increased", "decreased", "raised", "lowered", "bumped", "reduced", "doubled", "halved"];
+
+/// Verbs that report that a thing's value changed, in every form a statement, a changelog or a
+/// commit uses them: with the thing named, the report updates a statement of its state.
+const CHANGES: &[&str] = &[
+    "bump",
+    "bumped",
+    "bumps",
+    "change",
+    "changed",
+    "changes",
+    "decrease",
+    "decreased",
+    "downgrade",
+    "downgraded",
+    "extended",
+    "increase",
+    "increased",
+    "lower",
+    "lowered",
+    "migrate",
+    "migrated",
+    "move",
+    "moved",
+    "moves",
+    "postponed",
+    "raise",
+    "raised",
+    "raises",
+    "reallocated",
+    "reassigned",
+    "reduce",
+    "reduced",
+    "rename",
+    "renamed",
+    "renames",
+    "rescheduled",
+    "switch",
+    "switched",
+    "switches",
+    "transferred",
+    "update",
+    "updated",
+    "updates",
+    "upgrade",
+    "upgraded",
+    "upgrades",
+    "doubled",
+    "halved",
+    "repointed",
+];
+
+/// Words that open a condition: what follows is part of what the statement is about ("returns
+/// stale data when a batch exceeds ten thousand rows" is about that case).
+const CONDITIONS: &[&str] = &["when", "whenever", "if", "unless", "while", "once"];
 
 /// Words ending in "-ed" that are not verbs.
 const NOT_VERBS: &[&str] =
@@ -786,11 +844,21 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
     let copula = clause
         .iter()
         .position(|t| word(t) && (COPULAS.contains(&t.low.as_str()) || AUXILIARIES.contains(&t.low.as_str())));
-    // Another participle opening the clause qualifies what follows ("packed fact 12").
+    // Another participle opening the clause qualifies what follows ("packed fact 12"); so does
+    // one inside a noun phrase that a copula follows ("the minimum supported Rust version is").
+    let adjective = |i: usize| {
+        copula.is_some_and(|c| c > i + 1)
+            && clause.get(i + 1).is_some_and(|n| {
+                n.class == Class::Name
+                    || (n.class == Class::Word
+                        && !PREPOSITIONS.contains(&n.low.as_str())
+                        && !matches!(n.low.as_str(), "to" | "by" | "into" | "as" | "and" | "or"))
+            })
+    };
     let participle = clause
         .iter()
         .enumerate()
-        .position(|(i, t)| word(t) && i > 0 && (is_participle(t) || STATUS.contains(&t.low.as_str())));
+        .position(|(i, t)| word(t) && i > 0 && (is_participle(t) || STATUS.contains(&t.low.as_str())) && !adjective(i));
     match (copula, participle) {
         (Some(c), Some(p)) => return Some(c.min(p)),
         (Some(c), None) => return Some(c),
@@ -884,6 +952,7 @@ pub fn frame(text: &str) -> Frame {
         words: BTreeSet::new(),
         negations: 0,
         question: text.trim_end().ends_with('?'),
+        change: false,
         code: text.contains(['{', '}'])
             || text.contains("//")
             || text.contains("=>")
@@ -958,7 +1027,16 @@ pub fn frame(text: &str) -> Frame {
 
     // The predicate: the first verb, or a headline's colon before it.
     let verb_at = find_verb(clause);
-    let colon_at = clause.iter().position(|t| t.end == Some(':')).filter(|&c| c + 1 < clause.len());
+    // A headline's colon makes a slot only when what follows is a value (a date, a number, a
+    // status word, a name), not a clause with a subject and a verb of its own ("Review note on
+    // src/db/cache.py: inventory sync reorders items" is about the inventory sync).
+    let colon_at = clause.iter().position(|t| t.end == Some(':')).filter(|&c| c + 1 < clause.len()).filter(|&c| {
+        let after = &clause[c + 1..];
+        let first = &after[0];
+        matches!(first.class, Class::Value | Class::Name)
+            || STATUS.contains(&first.low.as_str())
+            || (after.len() <= 3 && find_verb(after).is_none())
+    });
     let (subject, object): (&[Tok], &[Tok]);
     match (colon_at, verb_at) {
         (Some(c), v) if v.is_none_or(|v| v >= c) => {
@@ -999,14 +1077,20 @@ pub fn frame(text: &str) -> Frame {
                 negated = true;
             }
             let head = participle.clone().unwrap_or(verb.clone());
-            // "The MSRV was increased to 1.71", "MSRV bumped to 1.85": a changelog's report of an
-            // event, not a state that a later report replaces (each belongs to its release).
-            let passive_event = copula && participle.as_deref().is_some_and(|p| EVENTS.contains(&p));
-            if passive_event || REPORTS.contains(&head.as_str()) {
+            // "The MSRV was increased to 1.71", "MSRV bumped to 1.85", "The CI pipeline switched
+            // from Jenkins to GitHub Actions": a report that the thing's value changed. It updates
+            // a statement of the thing's state, never another report (each is its own event).
+            out.change = CHANGES.contains(&head.as_str()) && !negated;
+            // "The bug was fixed", "Support was added": a report of another event, about no thing
+            // that a later statement replaces.
+            let passive_event = copula && participle.as_deref().is_some_and(|p| EVENTS.contains(&p)) && !out.change;
+            if passive_event || (REPORTS.contains(&head.as_str()) && !out.change) {
                 fill_object(&mut out, &clause[group_end..]);
                 return out;
             }
-            out.predicate = if status {
+            out.predicate = if out.change {
+                Predicate::Verb(verb_stem(&head))
+            } else if status {
                 Predicate::Status(stem(&head))
             } else if negated && copula && participle.is_none() {
                 // "is not an emotion I like": a negated description, compared as a description.
@@ -1029,8 +1113,25 @@ pub fn frame(text: &str) -> Frame {
             subject = &clause[..subject_end];
             object = &clause[group_end..];
             if subject.iter().all(|t| matches!(t.class, Class::Word) && negation(&t.low) || t.low == "do") {
+                if v == 0 && out.change {
+                    // "Bump the MSRV to 1.61", "Upgrade Elasticsearch to 8": a change of what it
+                    // acts on, up to where the new value is said ("to", "from", "with", a value).
+                    let np_end = object
+                        .iter()
+                        .position(|t| {
+                            t.class == Class::Value
+                                || (t.class == Class::Word
+                                    && matches!(t.low.as_str(), "to" | "from" | "with" | "into" | "by" | "as"))
+                        })
+                        .unwrap_or(object.len());
+                    let mut vals = BTreeSet::new();
+                    out.thing = content(&object[..np_end], &mut vals);
+                    out.thing_values = vals;
+                    fill_object(&mut out, &object[np_end..]);
+                    return out;
+                }
                 if v == 0 && EVENTS.contains(&clause[0].low.as_str()) && !STATUS.contains(&clause[0].low.as_str()) {
-                    // "Bump the MSRV to 1.61", "Added support for X": an event, about no thing.
+                    // "Added support for X", "Fix the parser": an event, about no thing.
                     fill_object(&mut out, object);
                     return out;
                 }
@@ -1070,9 +1171,18 @@ pub fn frame(text: &str) -> Frame {
         }
     }
     let status = matches!(out.predicate, Predicate::Status(_));
+    // A condition is part of the thing: two statements under different conditions are about
+    // different cases ("returns stale data when a batch exceeds ten thousand rows").
+    let cond_at = object
+        .iter()
+        .position(|t| t.class == Class::Word && CONDITIONS.contains(&t.low.as_str()))
+        .unwrap_or(object.len());
+    let (object, condition) = object.split_at(cond_at);
     let (said, quals) = qualifiers(object, status);
     let mut thing_values = BTreeSet::new();
     let mut thing = content(subject, &mut thing_values);
+    let mut condition_values = BTreeSet::new();
+    let condition = content(condition, &mut condition_values);
     // "We always release …": adverbs and determiners aside, is the subject a pronoun?
     let core: Vec<&Tok> = subject.iter().filter(|t| !STOP.contains(&t.low.as_str())).collect();
     let pronoun = core.len() == 1 && PRONOUNS.contains(&core[0].low.as_str());
@@ -1081,6 +1191,21 @@ pub fn frame(text: &str) -> Frame {
         // "We release with blue-green deploys on Fridays": the writer's (or the team's) own
         // practice, about the action and what it acts on, like an imperative.
         thing = match &out.predicate {
+            // "We upgraded the search cluster to Elasticsearch 8": about the search cluster.
+            Predicate::Verb(_) if out.change => {
+                let np_end = said
+                    .iter()
+                    .position(|t| {
+                        t.class != Class::Word
+                            || matches!(t.low.as_str(), "to" | "from" | "with" | "into" | "by" | "as")
+                    })
+                    .unwrap_or(said.len());
+                let thing = content(&said[..np_end], &mut BTreeSet::new());
+                fill_object(&mut out, &said[np_end..]);
+                out.thing = thing;
+                out.thing_values = thing_values;
+                return out;
+            }
             Predicate::Verb(v) | Predicate::Copula(v) if !v.is_empty() => action_thing(v, &said, &quals),
             _ => Vec::new(),
         };
@@ -1088,6 +1213,10 @@ pub fn frame(text: &str) -> Frame {
         thing.clear();
     } else {
         thing.extend(content(&quals, &mut thing_values));
+    }
+    if !thing.is_empty() {
+        thing.extend(condition);
+        thing_values.extend(condition_values);
     }
     out.thing = thing;
     out.thing_values = thing_values;
@@ -1271,6 +1400,21 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
         return c;
     }
     c.thing = Some(ok.split('|').nth(1).unwrap_or_default().to_string());
+    if old.change || new.change {
+        return changed(old, new, c);
+    }
+    // "Logs are kept for 30 days" -> "Logs are no longer kept": the same verb, now denied.
+    if let (Predicate::Copula(a) | Predicate::Verb(a), Predicate::Status(b)) = (&old.predicate, &new.predicate) {
+        if !a.is_empty() && b.strip_prefix("not ").is_some_and(|b| b == verb_stem(a) || b == a.as_str()) {
+            c.predicate = Some(format!("{} -> {}", old.predicate_text(), new.predicate_text()));
+            (c.relation, c.why) = if new.cue {
+                (Relation::Update, "no longer so".into())
+            } else {
+                (Relation::MaybeUpdate, "the same verb, now denied".into())
+            };
+            return c;
+        }
+    }
     let Some(same) = predicates_meet(old, new) else {
         c.why = "different predicates".into();
         return c;
@@ -1317,6 +1461,45 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
     } else {
         c.why = "something else said of the same thing".into();
         Relation::MaybeUpdate
+    };
+    c
+}
+
+/// A report that a thing's value changed, compared with a statement about the same thing: an
+/// update of a state ("runs Elasticsearch 7" -> "was upgraded to Elasticsearch 8"), sure when the
+/// report's new value answers the old one (they share a name, the old predicate holds one value,
+/// or both are values and the report names nothing new), otherwise a possible update. Two reports
+/// are two events, and a statement after a report is not read against it.
+fn changed(old: &Frame, new: &Frame, mut c: Comparison) -> Comparison {
+    if old.change {
+        c.why = if new.change { "two reports of a change: each its own event" } else { "a report, then a statement" }
+            .into();
+        return c;
+    }
+    c.predicate = Some(format!("{} -> {}", old.predicate_text(), new.predicate_text()));
+    let has = |f: &Frame, m: &str| f.object_mask.iter().any(|x| x == m);
+    let names = |f: &Frame| -> Vec<String> {
+        f.object_mask
+            .iter()
+            .zip(&f.object_fillers)
+            .filter(|(m, _)| m.as_str() == "<n>")
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let shared = new.object_fillers.iter().any(|f| old.object_fillers.contains(f));
+    let single = matches!(&old.predicate, Predicate::Copula(p) if p.is_empty())
+        || old.predicate == Predicate::Headline
+        || old.directed;
+    let nothing_new_named = names(new).iter().all(|n| names(old).contains(n));
+    let values = has(old, "<v>") && has(new, "<v>") && nothing_new_named;
+    (c.relation, c.why) = if new.object_fillers.is_empty() {
+        (Relation::MaybeUpdate, "a change reported, no new value said".into())
+    } else if shared {
+        (Relation::Update, "a change of the value it states".into())
+    } else if single || values {
+        (Relation::Update, "a change verb for the same thing".into())
+    } else {
+        (Relation::MaybeUpdate, "a change of the same thing, maybe of something else said of it".into())
     };
     c
 }
@@ -1410,6 +1593,78 @@ mod tests {
         ] {
             assert_eq!(rel(a, b), Relation::Update, "{a} / {b}: {:?} {:?}", frame(a), frame(b));
         }
+    }
+
+    #[test]
+    fn updates_in_plain_language_are_caught() {
+        for (a, b, want) in [
+            (
+                "The search cluster runs Elasticsearch 7",
+                "The search cluster was upgraded to Elasticsearch 8",
+                Relation::Update,
+            ),
+            (
+                "The API quota is 1000 requests per minute",
+                "The API quota was raised to 5000 requests per minute",
+                Relation::Update,
+            ),
+            ("The kickoff meeting starts on March 3", "The kickoff meeting was moved to March 10", Relation::Update),
+            (
+                "Background jobs go to the default queue",
+                "Background jobs now go to the priority queue",
+                Relation::Update,
+            ),
+            (
+                "The CI pipeline uses Jenkins",
+                "The CI pipeline switched from Jenkins to GitHub Actions",
+                Relation::Update,
+            ),
+            ("The MSRV is 1.56", "Bump the MSRV to 1.61", Relation::Update),
+            (
+                "The minimum supported Rust version is 1.60",
+                "The minimum supported Rust version was bumped to 1.70",
+                Relation::Update,
+            ),
+            ("The frontend is deployed to Netlify", "The frontend was moved to Vercel", Relation::Update),
+            ("Logs are kept for 30 days", "Logs are no longer kept", Relation::Update),
+            (
+                "The payments service is called paysvc",
+                "The payments service was renamed to billing-core",
+                Relation::MaybeUpdate,
+            ),
+            (
+                "The search cluster runs on 3 nodes",
+                "The search cluster was upgraded to Elasticsearch 8",
+                Relation::MaybeUpdate,
+            ),
+        ] {
+            assert_eq!(rel(a, b), want, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
+        }
+    }
+
+    #[test]
+    fn events_and_cases_are_not_states() {
+        for (a, b) in [
+            // Two reports of a change are two events.
+            ("Bump the MSRV to 1.61", "Bump the MSRV to 1.70"),
+            ("The MSRV was raised to 1.61", "The MSRV was raised to 1.70"),
+            ("The search cluster was upgraded to Elasticsearch 8", "The search cluster runs Elasticsearch 9"),
+            // A clause after a headline's colon is a statement of its own.
+            (
+                "Review note on src/db/cache.py: inventory sync reorders items after pagination",
+                "Review note on src/db/cache.py: email renderer emits duplicate events",
+            ),
+            // A condition is part of the thing.
+            (
+                "The CLI argument parser returns stale data when a batch exceeds ten thousand rows",
+                "The CLI argument parser returns HTTP 500 instead of 404 when the network flaps briefly",
+            ),
+            ("The importer skips rows if the header is missing", "The importer skips rows if the file is empty"),
+        ] {
+            assert_eq!(rel(a, b), Relation::Unrelated, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
+        }
+        // A value after the colon still makes a slot.
+        assert_eq!(rel("Feature freeze: March 3", "Feature freeze: March 10"), Relation::Update);
     }
 
     #[test]

@@ -31,7 +31,9 @@ pub fn mark(items: &mut Vec<Item>, state: &State, fetched: &dyn Fn(&RecordId) ->
             }
             let same_key = key(&a.id).is_some() && key(&a.id) == key(&b.id);
             let (older, newer) = if created(&a.id) <= created(&b.id) { (i, j) } else { (j, i) };
-            let same_frame = compare(&frames[older], &frames[newer]).relation != Relation::Unrelated;
+            // Two failures or two reviews about one thing are two events, not two answers.
+            let events = a.fact_type.is_some_and(|t| t.is_event());
+            let same_frame = !events && compare(&frames[older], &frames[newer]).relation != Relation::Unrelated;
             if same_key || same_frame {
                 let (newer, older) = if created(&a.id) >= created(&b.id) { (i, j) } else { (j, i) };
                 pairs.push((newer, older));

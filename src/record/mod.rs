@@ -100,6 +100,15 @@ word_enum!(
     }
 );
 
+impl FactType {
+    /// Whether a fact of this type reports an event (a failure seen, a review note made) rather
+    /// than a state: a second failure or review about the same component is a second event, never
+    /// an update of the first, so the frame rule neither replaces nor pairs them.
+    pub fn is_event(self) -> bool {
+        matches!(self, FactType::Failure | FactType::Review)
+    }
+}
+
 word_enum!(
     /// Where a fact's knowledge came from.
     Provenance {

@@ -114,7 +114,8 @@ impl ImportDecider {
                 });
             }
         }
-        if !planned.is_empty() || !frame_on {
+        // Failures and reviews are events: a second one about the same thing is another event.
+        if !planned.is_empty() || !frame_on || fact.fact_type.is_event() {
             return planned;
         }
         let linked: std::collections::BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();

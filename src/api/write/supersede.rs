@@ -37,6 +37,9 @@ pub(crate) fn frame_step(
     frame_on: bool,
 ) -> (Vec<PossibleUpdate>, Vec<PossibleUpdate>) {
     let (mut sure, mut maybe) = (Vec::new(), Vec::new());
+    if fact.fact_type.is_event() {
+        return (sure, maybe);
+    }
     for id in state.same_thing(fact).into_iter().rev() {
         let entry = &state.entries[&id];
         let old = entry.record.summary();
