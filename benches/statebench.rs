@@ -409,7 +409,7 @@ fn main() {
     let tmp = tempfile::tempdir().expect("tempdir");
     // `--tables-only`, `--conversations-only` and `--negatives-only` choose parts (any
     // together); none of them runs all three.
-    let parts = ["--tables-only", "--conversations-only", "--negatives-only"];
+    let parts = ["--tables-only", "--conversations-only", "--negatives-only", "--updates-only", "--agent-memory-only"];
     let chosen: Vec<&str> = parts.into_iter().filter(|p| args.iter().any(|a| a == p)).collect();
     let run = |part: &str| chosen.is_empty() || chosen.contains(&part);
     if run("--tables-only") {
@@ -418,8 +418,268 @@ fn main() {
     if run("--conversations-only") {
         embedder = conversations(&splits, embedder, tmp.path());
     }
+    if run("--updates-only") {
+        embedder = update_corpus(embedder, tmp.path(), pairs);
+    }
     if run("--negatives-only") {
-        negatives(&splits, embedder, tmp.path(), pairs);
+        embedder = negatives(&splits, embedder, tmp.path(), pairs);
+    }
+    if run("--agent-memory-only") {
+        let n = args
+            .windows(2)
+            .find(|w| w[0] == "--agent-facts")
+            .map_or(100_000, |w| w[1].parse().expect("--agent-facts N"));
+        agent_memory(tmp.path(), n, pairs);
+    }
+    drop(embedder);
+}
+
+/// The update corpus (`fixtures/updates/pairs.tsv`, assembled by `scripts/update-corpus.py` from
+/// the changelogs in the registry cache): each pair in a memory of its own, the old statement then
+/// the new one through `add` (type decision, no key, no id). Caught: the old fact superseded, or
+/// returned as a possible update.
+fn update_corpus(mut embedder: Box<dyn Embedder>, tmp: &Path, pairs: bool) -> Box<dyn Embedder> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/updates/pairs.tsv");
+    let text = std::fs::read_to_string(&path).expect("fixtures/updates/pairs.tsv");
+    let (mut n, mut frame_sup, mut similar_sup, mut hinted, mut missed) = (0, 0, 0, 0, 0);
+    for (i, line) in text.lines().enumerate() {
+        let mut cols = line.split('\t');
+        let (Some(old), Some(new)) = (cols.next(), cols.next()) else { continue };
+        let mut s = session(tmp, &format!("upd-{i}"), embedder, true);
+        let first = add(&mut s, "decision", None, old, "", vec![]);
+        s.set_caller(Some(common::who()), Clock::Fixed(Timestamp(1_735_689_700)), s.dir().to_path_buf());
+        let out = add(&mut s, "decision", None, new, "", vec![]);
+        n += 1;
+        let superseded = out.superseded.iter().find(|p| p.old == first.id);
+        let label = match superseded.map(|p| p.method) {
+            Some(git_neo::record::SupersessionMethod::Frame) => {
+                frame_sup += 1;
+                "frame"
+            }
+            Some(_) => {
+                similar_sup += 1;
+                "similarity"
+            }
+            None if out.possible_updates.iter().any(|p| p.id == first.id) => {
+                hinted += 1;
+                "hinted"
+            }
+            None => {
+                missed += 1;
+                "missed"
+            }
+        };
+        if pairs {
+            println!("{label}\t{old}\t{new}");
+        }
+        embedder = s.take_embedder().expect("the session kept the model");
+    }
+    println!();
+    println!("| update corpus | pairs | superseded (frame) | superseded (similarity) | hinted | caught | missed |");
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| registry changelogs (fixtures/updates/pairs.tsv) | {n} | {frame_sup} | {similar_sup} | {hinted} | {} | {missed} |",
+        rate(frame_sup + similar_sup + hinted, n)
+    );
+    embedder
+}
+
+/// Components, failures, reviews, patterns and decisions in the shape of a coding agent's memory.
+mod agent {
+    pub const COMPONENTS: &[&str] = &[
+        "the CLI argument parser",
+        "the billing worker",
+        "the inventory sync job",
+        "the email renderer",
+        "the search indexer",
+        "the auth middleware",
+        "the session store",
+        "the upload handler",
+        "the report exporter",
+        "the webhook dispatcher",
+        "the rate limiter",
+        "the cache layer",
+        "the payment gateway client",
+        "the feature flag service",
+        "the audit logger",
+        "the image resizer",
+        "the notification queue",
+        "the config loader",
+        "the migration runner",
+        "the GraphQL resolver",
+        "the metrics collector",
+        "the PDF generator",
+        "the retry scheduler",
+        "the CSV importer",
+        "the tenant router",
+        "the token refresher",
+        "the pricing engine",
+        "the order validator",
+        "the backup agent",
+        "the health checker",
+        "the websocket gateway",
+        "the i18n loader",
+    ];
+    pub const FILES: &[&str] = &[
+        "src/db/cache.py",
+        "src/api/orders.ts",
+        "src/cli/args.rs",
+        "src/jobs/billing.py",
+        "src/web/auth.go",
+        "src/sync/inventory.py",
+        "src/mail/render.ts",
+        "src/search/index.rs",
+        "src/upload/handler.go",
+        "src/report/export.py",
+        "src/hooks/dispatch.ts",
+        "src/limits/rate.rs",
+    ];
+    pub const SYMPTOMS: &[&str] = &[
+        "returns stale data",
+        "returns HTTP 500 instead of 404",
+        "drops the last record",
+        "leaks a file handle",
+        "times out",
+        "double-counts retries",
+        "emits duplicate events",
+        "reorders items",
+        "panics on empty input",
+        "ignores the timezone",
+        "logs the full token",
+        "holds a lock across an await",
+        "loses the trailing newline",
+        "rounds amounts down",
+        "skips the first page",
+        "retries forever",
+    ];
+    pub const CONDITIONS: &[&str] = &[
+        "when a batch exceeds ten thousand rows",
+        "when the network flaps briefly",
+        "after pagination",
+        "under concurrent writes",
+        "when the cache is cold",
+        "on leap days",
+        "if the header is missing",
+        "when two tenants share a name",
+        "after a deploy",
+        "when the queue is full",
+        "on Windows paths",
+        "when the clock skews",
+        "with unicode file names",
+        "during a failover",
+    ];
+    pub const PATTERNS: &[&str] = &[
+        "wraps every call in a retry with jitter",
+        "validates input at the boundary",
+        "logs one structured line per request",
+        "keeps configuration in environment variables",
+        "batches writes of at most 500 rows",
+        "uses a circuit breaker around the upstream",
+        "emits metrics with a tenant label",
+        "streams large files instead of buffering them",
+    ];
+    pub const DECISIONS: &[&str] = &[
+        "runs on Postgres 14",
+        "is deployed to Fly.io",
+        "keeps its secrets in Vault",
+        "uses Redis for its queue",
+        "times out after 30 seconds",
+        "is owned by the platform team",
+        "ships behind a feature flag",
+        "uses tokio 1.38",
+    ];
+}
+
+/// 100,000 facts (or `n`) in the shape of a coding agent's memory imported through the library,
+/// the frame rule on: failures ("… returns stale data when …"), reviews ("Review note on FILE:
+/// …"), patterns and decisions about a few dozen components. Prints what was superseded, by
+/// type; with `--pairs`, every pattern or decision supersession, for a person to judge.
+fn agent_memory(tmp: &Path, n: usize, pairs: bool) {
+    use agent::*;
+    // A small deterministic generator (xorshift), so that every run imports the same facts.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |m: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % m as u64) as usize
+    };
+    let mut requests = Vec::with_capacity(n);
+    let mut types = Vec::with_capacity(n);
+    for i in 0..n {
+        let c = COMPONENTS[next(COMPONENTS.len())];
+        let (t, subject) = match i % 10 {
+            0..=3 => {
+                ("failure", format!("{c} {} {}", SYMPTOMS[next(SYMPTOMS.len())], CONDITIONS[next(CONDITIONS.len())]))
+            }
+            4..=6 => (
+                "review",
+                format!(
+                    "Review note on {}: {c} {} {}",
+                    FILES[next(FILES.len())],
+                    SYMPTOMS[next(SYMPTOMS.len())],
+                    CONDITIONS[next(CONDITIONS.len())]
+                ),
+            ),
+            7 | 8 => ("pattern", format!("{c} {}", PATTERNS[next(PATTERNS.len())])),
+            _ => ("decision", format!("{c} {}", DECISIONS[next(DECISIONS.len())])),
+        };
+        let mut subject = subject;
+        subject[..1].make_ascii_uppercase();
+        types.push(t);
+        requests.push(AddRequest {
+            fact_type: t.into(),
+            subject,
+            body: String::new(),
+            area: None,
+            tags: vec![],
+            key: None,
+            slot: None,
+            confidence: None,
+            provenance: None,
+            depends_on: vec![],
+            anchors: vec![],
+            valid_from: None,
+            valid_to: None,
+            supersedes: vec![],
+            extends: vec![],
+            derives_from: vec![],
+            no_supersede: false,
+            reason: None,
+            suggestion: None,
+            created_at: None,
+            sources: vec![],
+        });
+    }
+    let mut s = session(tmp, "agent-memory", Box::new(git_neo::embed::HashEmbedder::new(64)), true);
+    let started = std::time::Instant::now();
+    let out = s.import(&requests, 1000, false, &mut |_, _| {}).expect("import");
+    let took = started.elapsed().as_secs_f64();
+    let type_of: HashMap<git_neo::record::RecordId, &str> =
+        out.ids.iter().zip(&types).map(|(id, t)| (*id, *t)).collect();
+    let mut by_type: std::collections::BTreeMap<&str, usize> = Default::default();
+    for p in &out.superseded {
+        *by_type.entry(type_of.get(&p.old).copied().unwrap_or("?")).or_default() += 1;
+    }
+    println!();
+    println!("| agent memory | facts | added | duplicates | superseded: failure | review | pattern | decision | import time |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let count = |t: &str| by_type.get(t).copied().unwrap_or(0);
+    println!(
+        "| generated (32 components) | {n} | {} | {} | {} | {} | {} | {} | {took:.1} s |",
+        out.added,
+        out.duplicates,
+        count("failure"),
+        count("review"),
+        count("pattern"),
+        count("decision")
+    );
+    if pairs {
+        // Every pattern or decision supersession, for a person to judge (failures and reviews
+        // are events: there should be none of those).
+        for p in &out.superseded {
+            println!("superseded\t{}\t{}\t{}", type_of.get(&p.old).copied().unwrap_or("?"), p.subject, p.reason);
+        }
     }
 }
 
@@ -525,26 +785,37 @@ fn statebench_tables(
     embedder
 }
 
-fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp: &Path, pairs: bool) {
+fn negatives(
+    splits: &[(String, PathBuf)],
+    mut embedder: Box<dyn Embedder>,
+    tmp: &Path,
+    pairs: bool,
+) -> Box<dyn Embedder> {
     // The negative corpus: distinct statements nobody here wrote, each group added in order to
     // one memory, every pair a candidate. Any supersession among them is false; a hint is an
     // addition that returned a possible update.
     println!();
     println!("| negative set | memories | additions | pairs | about the same thing | frame supersessions | similarity supersessions | additions hinted | valid at the end |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    let mut sets: Vec<(String, Vec<Vec<String>>)> = vec![
-        ("README sentences (12 per crate)".into(), registry_lines("README.md", 12)),
-        ("CHANGELOG lines (12 per crate)".into(), registry_lines("CHANGELOG.md", 12)),
-        ("StateBench facts that replace nothing (per timeline)".into(), statebench_negatives(splits)),
+    let fixes = registry_fix_lines(12);
+    let events = agent_events(24);
+    let mut sets: Vec<(String, &str, Vec<Vec<String>>)> = vec![
+        ("README sentences (12 per crate)".into(), "decision", registry_lines("README.md", 12)),
+        ("CHANGELOG lines (12 per crate)".into(), "decision", registry_lines("CHANGELOG.md", 12)),
+        ("CHANGELOG fix lines, as failures (12 per crate)".into(), "failure", fixes.clone()),
+        ("CHANGELOG fix lines, as decisions (12 per crate)".into(), "decision", fixes),
+        ("agent failures and reviews, generated, as failures and reviews".into(), "", events.clone()),
+        ("agent failures and reviews, generated, as decisions".into(), "decision", events),
+        ("StateBench facts that replace nothing (per timeline)".into(), "decision", statebench_negatives(splits)),
     ];
     if let Some(dir) = std::env::var_os("GIT_NEO_DIALOGUE") {
         let (marked, raw) = dialogue(Path::new(&dir));
-        sets.push(("dialogue turns, `[Dn:t] Name:` markers (per topic)".into(), marked));
-        sets.push(("dialogue turns, bare (per topic)".into(), raw));
+        sets.push(("dialogue turns, `[Dn:t] Name:` markers (per topic)".into(), "decision", marked));
+        sets.push(("dialogue turns, bare (per topic)".into(), "decision", raw));
     }
     let mut total_pairs = 0;
     let mut total_false = 0;
-    for (label, groups) in &sets {
+    for (label, fact_type, groups) in &sets {
         let (mut adds, mut pairs_n, mut same, mut frame_sup, mut similar_sup, mut hinted, mut valid) =
             (0, 0, 0, 0, 0, 0, 0);
         for (g, lines) in groups.iter().enumerate() {
@@ -560,7 +831,13 @@ fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp:
                     Clock::Fixed(Timestamp(1_735_689_600 + i as i64)),
                     s.dir().to_path_buf(),
                 );
-                let out = add(&mut s, "decision", None, line, "", vec![]);
+                // A generated event line says its own type (`Review note on …` is a review).
+                let t = match *fact_type {
+                    "" if line.starts_with("Review note") => "review",
+                    "" => "failure",
+                    t => t,
+                };
+                let out = add(&mut s, t, None, line, "", vec![]);
                 adds += 1;
                 hinted += usize::from(!out.possible_updates.is_empty());
                 for p in &out.superseded {
@@ -586,6 +863,7 @@ fn negatives(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, tmp:
         );
     }
     println!("\nfalse-supersession rate by the frame rule: {}", rate(total_false, total_pairs));
+    embedder
 }
 
 /// Lines of `file` in every crate of the registry cache: plain sentences of paragraphs and list
@@ -623,6 +901,63 @@ fn registry_lines(file: &str, per: usize) -> Vec<Vec<String>> {
         if lines.len() >= 2 {
             out.push(lines);
         }
+    }
+    out
+}
+
+/// The lines of every crate's CHANGELOG that report a failure fixed ("Fix panic when …",
+/// "Fixed a bug where …"), the verb left out so that each reads as the failure it was: at most
+/// `per` per crate.
+fn registry_fix_lines(per: usize) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for dir in crate_dirs() {
+        let Ok(text) = std::fs::read_to_string(dir.join("CHANGELOG.md")) else { continue };
+        let mut lines: Vec<String> = Vec::new();
+        for line in text.lines() {
+            let l = line.trim().trim_start_matches(['-', '*', ' ']);
+            let Some(rest) =
+                ["Fix ", "Fixed ", "Fixes ", "fix ", "fixed ", "fixes "].iter().find_map(|p| l.strip_prefix(p))
+            else {
+                continue;
+            };
+            let rest = rest.split(" (").next().unwrap_or(rest).trim().trim_end_matches('.');
+            if rest.split_whitespace().count() >= 4 && rest.len() < 180 && !lines.iter().any(|x| x == rest) {
+                let mut chars = rest.chars();
+                let first = chars.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
+                lines.push(format!("{first}{}", chars.as_str()));
+            }
+            if lines.len() >= per {
+                break;
+            }
+        }
+        if lines.len() >= 2 {
+            out.push(lines);
+        }
+    }
+    out
+}
+
+/// Generated agent-memory failures and reviews, `per` per component, each component's in one
+/// group (the same thing again and again, each line another event).
+fn agent_events(per: usize) -> Vec<Vec<String>> {
+    use agent::*;
+    let mut out = Vec::new();
+    for (c, component) in COMPONENTS.iter().enumerate() {
+        let mut lines = Vec::new();
+        for i in 0..per {
+            let symptom = SYMPTOMS[(c + i * 7) % SYMPTOMS.len()];
+            let condition = CONDITIONS[(c * 3 + i * 5) % CONDITIONS.len()];
+            let mut line = if i % 2 == 0 {
+                format!("{component} {symptom} {condition}")
+            } else {
+                format!("Review note on {}: {component} {symptom} {condition}", FILES[(c + i) % FILES.len()])
+            };
+            line[..1].make_ascii_uppercase();
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
+        out.push(lines);
     }
     out
 }

@@ -673,8 +673,16 @@ fn strip_heading<'a>(mut raw: &'a [&'a str], identity: &mut BTreeSet<String>) ->
                     .iter()
                     .any(|a| s.starts_with(a))
             });
+            // "MSRV: 1.36", "Cipher: 0.4": a headline with its value, not a speaker.
+            let rest = &raw[colon + 1..];
+            let value_only = rest.len() <= 4
+                && rest.first().is_some_and(|t| {
+                    let t = t.trim_start_matches(['`', 'v']);
+                    t.chars().next().is_some_and(|c| c.is_ascii_digit())
+                });
             if capitalised
                 && !attribute
+                && !value_only
                 && raw.len() > colon + 1
                 && lower.iter().all(|w| !PRONOUNS.contains(&w.as_str()))
             {
@@ -837,7 +845,10 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
     // An imperative or a changelog line opens with its verb ("Use …", "Bump …", "Added …").
     if clause.first().is_some_and(|t| {
         word(t)
-            && (VERBS.contains(&t.low.as_str()) || EVENTS.contains(&t.low.as_str()) || STATUS.contains(&t.low.as_str()))
+            && (VERBS.contains(&t.low.as_str())
+                || EVENTS.contains(&t.low.as_str())
+                || STATUS.contains(&t.low.as_str())
+                || CHANGES.contains(&t.low.as_str()))
     }) {
         return Some(0);
     }
@@ -846,8 +857,9 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
         .position(|t| word(t) && (COPULAS.contains(&t.low.as_str()) || AUXILIARIES.contains(&t.low.as_str())));
     // Another participle opening the clause qualifies what follows ("packed fact 12"); so does
     // one inside a noun phrase that a copula follows ("the minimum supported Rust version is").
+    let colon = clause.iter().position(|t| t.end == Some(':'));
     let adjective = |i: usize| {
-        copula.is_some_and(|c| c > i + 1)
+        copula.or(colon).is_some_and(|c| c > i + 1)
             && clause.get(i + 1).is_some_and(|n| {
                 n.class == Class::Name
                     || (n.class == Class::Word
@@ -867,7 +879,7 @@ fn find_verb(clause: &[Tok]) -> Option<usize> {
     }
     clause.iter().enumerate().position(|(i, t)| {
         word(t)
-            && VERBS.contains(&t.low.as_str())
+            && (VERBS.contains(&t.low.as_str()) || (i > 0 && CHANGES.contains(&t.low.as_str())))
             && !(i > 0
                 && matches!(
                     clause[i - 1].low.as_str(),
@@ -889,7 +901,9 @@ fn content(toks: &[Tok], values: &mut BTreeSet<String>) -> Vec<String> {
                 values.insert(t.low.clone());
             }
             Class::Ident => {}
-            Class::Name => out.push(t.low.clone()),
+            // Stemmed like words, so that a name quoted in one statement (`windows`) and
+            // capitalised at the start of another (Windows) is the same thing.
+            Class::Name => out.push(stem(&t.low)),
             Class::Word => {
                 if !STOP.contains(&t.low.as_str()) && t.low.chars().any(char::is_alphabetic) {
                     let s = stem(&t.low);
@@ -1021,6 +1035,14 @@ pub fn frame(text: &str) -> Frame {
     if let Some(p) = toks.iter().position(|t| REASONS.contains(&t.low.as_str()) && t.class == Class::Word) {
         reason_at = reason_at.min(p);
     }
+    // A comma that opens a clause of its own ("…, it's probably cheaper", "…, which is when …")
+    // ends what is said: the rest is commentary, like a reason.
+    if let Some(p) = toks.windows(2).position(|w| {
+        w[0].end == Some(',')
+            && matches!(w[1].low.as_str(), "it" | "it's" | "which" | "this" | "so" | "as" | "we" | "they" | "courtesy")
+    }) {
+        reason_at = reason_at.min(p + 1);
+    }
     let (clause, reason) = toks.split_at(reason_at);
     let mut scratch = BTreeSet::new();
     out.reason = content(reason, &mut scratch);
@@ -1127,6 +1149,15 @@ pub fn frame(text: &str) -> Frame {
                     let mut vals = BTreeSet::new();
                     out.thing = content(&object[..np_end], &mut vals);
                     out.thing_values = vals;
+                    if np_end == 0 && object.first().is_some_and(|t| t.low == "to") {
+                        // "Update to windows-sys 0.59", "Upgrade to Unicode 15": the thing is
+                        // what follows "to", up to its value.
+                        let end =
+                            object.iter().skip(1).position(|t| t.class == Class::Value).map_or(object.len(), |p| p + 1);
+                        out.thing = content(&object[1..end], &mut BTreeSet::new());
+                        fill_object(&mut out, &object[end..]);
+                        return out;
+                    }
                     fill_object(&mut out, &object[np_end..]);
                     return out;
                 }
@@ -1178,6 +1209,12 @@ pub fn frame(text: &str) -> Frame {
         .position(|t| t.class == Class::Word && CONDITIONS.contains(&t.low.as_str()))
         .unwrap_or(object.len());
     let (object, condition) = object.split_at(cond_at);
+    // "uses functions instead of macros": what is replaced is said, not what the statement is
+    // about (the word itself is a change cue, read above).
+    let object = match object.iter().position(|t| t.class == Class::Word && t.low == "instead") {
+        Some(p) => &object[..p],
+        None => object,
+    };
     let (said, quals) = qualifiers(object, status);
     let mut thing_values = BTreeSet::new();
     let mut thing = content(subject, &mut thing_values);
@@ -1209,6 +1246,10 @@ pub fn frame(text: &str) -> Frame {
             Predicate::Verb(v) | Predicate::Copula(v) if !v.is_empty() => action_thing(v, &said, &quals),
             _ => Vec::new(),
         };
+    } else if thing.is_empty() && !pronoun && thing_values.iter().any(|v| v.chars().any(char::is_alphabetic)) {
+        // A subject that is one name with a digit in it ("sha2 uses …", "h2 supports …").
+        thing = thing_values.iter().filter(|v| v.chars().any(char::is_alphabetic)).cloned().collect();
+        thing_values.retain(|v| !v.chars().any(char::is_alphabetic));
     } else if pronoun || thing.is_empty() {
         thing.clear();
     } else {
@@ -1727,5 +1768,19 @@ mod tests {
         assert!(slot_key("mobile team").is_err());
         assert!(slot_key("a / b / c").is_err());
         assert!(slot_key(" / project").unwrap_err().contains("subject / predicate"));
+    }
+}
+
+#[cfg(test)]
+mod probe {
+    #[test]
+    fn probe() {
+        let Ok(path) = std::env::var("FRAME_PROBE") else { return };
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            let Some((a, b)) = line.split_once('\t') else { continue };
+            let (fa, fb) = (super::frame(a), super::frame(b));
+            let c = super::compare(&fa, &fb);
+            println!("{:?}\t{}\t| {a} -> {b}\n    old id={:?} thing={:?} pred={:?} | new id={:?} thing={:?} pred={:?} change={} code={}", c.relation, c.why, fa.identity, fa.thing, fa.predicate, fb.identity, fb.thing, fb.predicate, fb.change, fb.code);
+        }
     }
 }

@@ -229,9 +229,6 @@ pub struct State {
     dedup: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
     /// Fact id -> the facts whose relations name it; built on first use (recall's linked facts).
     reverse_links: std::sync::OnceLock<HashMap<RecordId, Vec<(RelationType, RecordId)>>>,
-    /// What each fact is about ([`thing_key`]) -> the facts about it, in fold order, whatever
-    /// their status; built on first use (the frame rule's candidates), then only grows.
-    things: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
 }
 
 /// The key under which facts about the same thing meet: type and the frame's thing (identity and
@@ -392,18 +389,12 @@ impl State {
             // The content index lists facts whatever their status (a lookup checks it), so it
             // stays right across the re-fold: only the new facts join it.
             let dedup = self.dedup.take();
-            let things = self.things.take();
             let mut all: Vec<(RecordId, Record)> =
                 std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
             let added: Vec<(RecordId, String)> =
                 new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
-            let added_things: Vec<(RecordId, String)> =
-                new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
             all.extend(new);
             let state = fold(all);
-            if let Some(index) = things {
-                let _ = state.things.set(grown(index, added_things));
-            }
             if let Some(index) = dedup {
                 let _ = state.dedup.set(grown(index, added));
             }
@@ -414,9 +405,6 @@ impl State {
         for (id, record) in new {
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
                 index.entry(dedup_key(f, &record.body)).or_default().push(id);
-            }
-            if let (Some(index), Some(key)) = (self.things.get_mut(), record.as_fact().and_then(thing_key)) {
-                index.entry(key).or_default().push(id);
             }
             if let (Some(index), Some(f)) = (self.reverse_links.get_mut(), record.as_fact()) {
                 for r in &f.relations {
@@ -547,30 +535,6 @@ impl State {
             })
             .map(|e| e.id)
             .collect()
-    }
-
-    /// [`State::same_thing`] through an index of every fact's thing, built on first use and grown
-    /// in place: for many writes at once (an import).
-    pub fn same_thing_indexed(&self, fact: &Fact) -> Vec<RecordId> {
-        let Some(key) = thing_key(fact) else { return Vec::new() };
-        let index = self.things.get_or_init(|| {
-            let mut index: HashMap<String, Vec<RecordId>> = HashMap::new();
-            for e in self.iter() {
-                if let Some(k) = e.record.as_fact().and_then(thing_key) {
-                    index.entry(k).or_default().push(e.id);
-                }
-            }
-            index
-        });
-        index
-            .get(&key)
-            .map(|ids| {
-                ids.iter()
-                    .filter(|id| self.entries.get(id).is_some_and(|e| e.status == Status::Valid))
-                    .copied()
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     /// The facts whose relations name `id` (relation type, source), in fold order.

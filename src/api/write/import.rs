@@ -40,25 +40,121 @@ pub struct Skipped {
 }
 
 /// The supersession decision of an import: the memory's state, plus what the import wrote so far.
+///
+/// The frame rule's candidates are found through an index by what a fact is about: its thing
+/// ([`state::thing_key`]) and the values inside its subject ("Service 426"), since statements
+/// whose subjects hold different values are about different things ([`crate::frame::compare`]).
+/// So an import of N lines that share one kind of thing costs O(N): each line meets only the
+/// facts about its own thing, and a fact read as a candidate is framed once.
 #[derive(Default)]
 struct ImportDecider {
-    /// Facts imported so far, by what they are about ([`state::thing_key`]) and by key.
-    things: HashMap<String, Vec<RecordId>>,
+    /// Current facts (of the state, then imported) by thing, then by the values in the subject
+    /// (`""`: none), each with its place in the order facts arrived.
+    things: HashMap<String, HashMap<String, Vec<(usize, RecordId)>>>,
+    /// Whether the state's facts are in `things` yet (on the first decision that needs them).
+    state_indexed: bool,
+    arrived: usize,
     keys: HashMap<(String, String), Vec<RecordId>>,
     facts: HashMap<RecordId, crate::record::Fact>,
+    /// Where each indexed fact is in `things`, to take it out once superseded.
+    placed: HashMap<RecordId, (String, String)>,
+    /// Frames of the facts read as candidates, so that none is framed twice.
+    frames: HashMap<RecordId, std::sync::Arc<crate::frame::Frame>>,
     /// Facts (of the state or imported) this import superseded.
     superseded: std::collections::HashSet<RecordId>,
 }
 
+/// Where a fact goes in [`ImportDecider::things`]: its thing, and the values its subject holds.
+pub(crate) struct Bucket {
+    thing: String,
+    values: String,
+    frame: crate::frame::Frame,
+}
+
+impl Bucket {
+    pub(crate) fn of(fact: &crate::record::Fact) -> Option<Bucket> {
+        let frame = crate::frame::frame(&fact.subject);
+        let thing = format!("{}\u{0}{}", fact.fact_type, frame.thing_key()?);
+        let values = frame.thing_values.iter().map(String::as_str).collect::<Vec<_>>().join("\u{1}");
+        Some(Bucket { thing, values, frame })
+    }
+}
+
 impl ImportDecider {
-    fn admit(&mut self, id: RecordId, fact: &crate::record::Fact) {
-        if let Some(k) = state::thing_key(fact) {
-            self.things.entry(k).or_default().push(id);
+    fn admit(&mut self, id: RecordId, fact: &crate::record::Fact, bucket: Option<Bucket>) {
+        if let Some(b) = bucket {
+            self.place(id, b.thing, b.values);
         }
         if let Some(k) = &fact.key {
             self.keys.entry((k.clone(), fact.scope.clone())).or_default().push(id);
         }
         self.facts.insert(id, fact.clone());
+    }
+
+    /// Whether `id` is a current fact: valid in the state or imported, and not superseded since.
+    fn current(&self, state: &State, id: &RecordId) -> bool {
+        !self.superseded.contains(id)
+            && (self.facts.contains_key(id)
+                || state.entries.get(id).is_some_and(|e| e.status == Status::Valid && e.record.kind == Kind::Fact))
+    }
+
+    /// Put the state's valid facts in the index, in fold order, before anything imported.
+    fn index_state(&mut self, state: &State) {
+        if std::mem::replace(&mut self.state_indexed, true) {
+            return;
+        }
+        let mut imported = std::mem::take(&mut self.things);
+        for e in state.iter().filter(|e| e.status == Status::Valid) {
+            let Some(b) = e.record.as_fact().filter(|f| !f.fact_type.is_event()).and_then(Bucket::of) else {
+                continue;
+            };
+            self.place(e.id, b.thing, b.values);
+        }
+        // Anything imported before the state was needed comes after it, in its own order.
+        let mut later: Vec<(usize, RecordId, String, String)> = imported
+            .drain()
+            .flat_map(|(thing, by_values)| {
+                by_values.into_iter().flat_map(move |(values, ids)| {
+                    let thing = thing.clone();
+                    ids.into_iter().map(move |(n, id)| (n, id, thing.clone(), values.clone()))
+                })
+            })
+            .collect();
+        later.sort_unstable_by_key(|l| l.0);
+        for (_, id, thing, values) in later {
+            self.place(id, thing, values);
+        }
+    }
+
+    fn place(&mut self, id: RecordId, thing: String, values: String) {
+        self.arrived += 1;
+        self.things.entry(thing.clone()).or_default().entry(values.clone()).or_default().push((self.arrived, id));
+        self.placed.insert(id, (thing, values));
+    }
+
+    /// `id` was superseded by this import: it is no candidate any more.
+    fn supersede(&mut self, id: RecordId) {
+        self.superseded.insert(id);
+        self.frames.remove(&id);
+        if let Some((thing, values)) = self.placed.remove(&id) {
+            if let Some(ids) = self.things.get_mut(&thing).and_then(|t| t.get_mut(&values)) {
+                ids.retain(|(_, i)| *i != id);
+            }
+        }
+    }
+
+    /// The facts about `b`'s thing whose subject values may meet its own, newest first.
+    fn candidates(&self, b: &Bucket) -> Vec<RecordId> {
+        let Some(by_values) = self.things.get(&b.thing) else { return Vec::new() };
+        let mut out: Vec<(usize, RecordId)> = if b.values.is_empty() {
+            by_values.values().flatten().copied().collect()
+        } else {
+            let same = by_values.get(&b.values).into_iter().flatten();
+            let none = by_values.get("").into_iter().flatten();
+            same.chain(none).copied().collect()
+        };
+        out.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        out.into_iter().map(|(_, id)| id).collect()
     }
 
     fn confidence(&self, state: &State, id: RecordId) -> i32 {
@@ -71,20 +167,16 @@ impl ImportDecider {
     /// What `add` would supersede for `fact` (the key rule, then the frame rule), over the state
     /// and the facts imported before it.
     fn decide(
-        &self,
+        &mut self,
         state: &State,
         fact: &crate::record::Fact,
+        bucket: Option<&Bucket>,
         req: &AddRequest,
         frame_on: bool,
     ) -> Vec<crate::api::PlannedSupersession> {
         use crate::record::SupersessionMethod;
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         let mut planned = Vec::new();
-        let current = |id: &RecordId| {
-            !self.superseded.contains(id)
-                && (self.facts.contains_key(id)
-                    || state.entries.get(id).is_some_and(|e| e.status == Status::Valid && e.record.kind == Kind::Fact))
-        };
         if let Some(key) = &fact.key {
             let in_state = state.iter().filter(|e| {
                 e.status == Status::Valid
@@ -101,7 +193,7 @@ impl ImportDecider {
                         .flatten()
                         .map(|id| (*id, self.facts[id].subject.clone())),
                 )
-                .filter(|(id, _)| current(id))
+                .filter(|(id, _)| self.current(state, id))
                 .collect();
             for (old, subject) in ids {
                 planned.push(crate::api::PlannedSupersession {
@@ -118,18 +210,16 @@ impl ImportDecider {
         if !planned.is_empty() || !frame_on || fact.fact_type.is_event() {
             return planned;
         }
+        self.index_state(state);
+        let Some(bucket) = bucket else { return planned };
         let linked: std::collections::BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
-        let mut candidates: Vec<RecordId> = state.same_thing_indexed(fact);
-        if let Some(k) = state::thing_key(fact) {
-            candidates.extend(self.things.get(&k).into_iter().flatten());
-        }
-        for id in candidates.into_iter().rev() {
+        for id in self.candidates(bucket) {
             let scope = self
                 .facts
                 .get(&id)
                 .map(|f| f.scope.clone())
                 .or_else(|| state.entries.get(&id).and_then(|e| e.record.as_fact()).map(|f| f.scope.clone()));
-            if !current(&id)
+            if !self.current(state, &id)
                 || linked.contains(&id)
                 || fact.depends_on.contains(&id)
                 || scope.as_ref() != Some(&fact.scope)
@@ -140,7 +230,17 @@ impl ImportDecider {
                 Some(f) => f.subject.clone(),
                 None => state.entries[&id].record.summary(),
             };
-            if let (crate::frame::Relation::Update, Some(u)) = crate::api::updates::judge(id, &old, &fact.subject) {
+            let old_frame = match self.frames.get(&id) {
+                Some(f) => f.clone(),
+                None => {
+                    let f = std::sync::Arc::new(crate::frame::frame(&old));
+                    self.frames.insert(id, f.clone());
+                    f
+                }
+            };
+            if let (crate::frame::Relation::Update, Some(u)) =
+                crate::api::updates::judge_framed(id, &old, &old_frame, &bucket.frame)
+            {
                 planned.push(crate::api::PlannedSupersession {
                     old: id,
                     old_scope: None,
@@ -203,7 +303,13 @@ impl Memory {
                 outcome.ids.push(existing);
                 continue;
             }
-            let planned = if req.no_supersede { Vec::new() } else { decider.decide(&self.state, &fact, req, frame_on) };
+            // Failures and reviews are events: never indexed as candidates of the frame rule.
+            let bucket = if frame_on && !fact.fact_type.is_event() { Bucket::of(&fact) } else { None };
+            let planned = if req.no_supersede {
+                Vec::new()
+            } else {
+                decider.decide(&self.state, &fact, bucket.as_ref(), req, frame_on)
+            };
             if req.confidence.is_none() && !planned.is_empty() {
                 let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
                 if let crate::record::Payload::Fact(f) = &mut record.payload {
@@ -214,11 +320,11 @@ impl Memory {
             seen.insert(key, id);
             outcome.ids.push(id);
             let fact = record.as_fact().expect("a fact").clone();
-            decider.admit(id, &fact);
+            decider.admit(id, &fact, bucket);
             let reqs_reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
             fresh.push((id, record));
             for p in planned {
-                decider.superseded.insert(p.old);
+                decider.supersede(p.old);
                 let sup = self.supersession_record(
                     &crate::api::PlannedSupersession {
                         reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()),

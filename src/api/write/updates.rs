@@ -19,7 +19,7 @@
 //! decision needs no model, so an import decides exactly as an add does. docs/supersession.md has
 //! the rule, its examples and the measured figures.
 
-use crate::frame::{compare, frame, Relation};
+use crate::frame::{compare, frame, Frame, Relation};
 use crate::record::RecordId;
 use serde::Serialize;
 
@@ -49,8 +49,12 @@ pub struct PossibleUpdate {
 /// Judge whether the statement `new` updates `old` (subjects): the relation and, unless they are
 /// unrelated, what matched.
 pub fn judge(id: RecordId, old: &str, new: &str) -> (Relation, Option<PossibleUpdate>) {
-    let (of, nf) = (frame(old), frame(new));
-    let c = compare(&of, &nf);
+    judge_framed(id, old, &frame(old), &frame(new))
+}
+
+/// [`judge`] with both statements framed already (`old` is the old fact's subject).
+pub fn judge_framed(id: RecordId, old: &str, of: &Frame, nf: &Frame) -> (Relation, Option<PossibleUpdate>) {
+    let c = compare(of, nf);
     if c.relation == Relation::Unrelated {
         return (Relation::Unrelated, None);
     }
@@ -62,7 +66,7 @@ pub fn judge(id: RecordId, old: &str, new: &str) -> (Relation, Option<PossibleUp
         old_values: c.old_values,
         new_values: c.new_values,
         why: c.why,
-        frames: [of.masked, nf.masked],
+        frames: [of.masked.clone(), nf.masked.clone()],
     };
     (c.relation, Some(judged))
 }
