@@ -88,8 +88,13 @@ pub struct Frame {
     pub question: bool,
     /// It reports that its thing's value changed ("was upgraded to 8", "Bump the MSRV to 1.61",
     /// "switched from Jenkins to GitHub Actions"): an update of a statement of that thing's
-    /// state, never of another report (each report is its own event). See [`CHANGES`].
+    /// state. See [`CHANGES`].
     pub change: bool,
+    /// The change is told as an event: in the passive ("was upgraded to"), opening with its verb
+    /// ("Bump the MSRV to"), or by an amount ("MSRV bumped to"). A changelog's lines: each its
+    /// own event, never replaced by the next report (told with a subject, "the deadline moved to
+    /// January 20", a change is a state like any other).
+    pub report: bool,
 }
 
 /// Words that say how many: a rewording keeps them ("any" is not "all").
@@ -967,6 +972,7 @@ pub fn frame(text: &str) -> Frame {
         negations: 0,
         question: text.trim_end().ends_with('?'),
         change: false,
+        report: false,
         code: text.contains(['{', '}'])
             || text.contains("//")
             || text.contains("=>")
@@ -1103,6 +1109,7 @@ pub fn frame(text: &str) -> Frame {
             // from Jenkins to GitHub Actions": a report that the thing's value changed. It updates
             // a statement of the thing's state, never another report (each is its own event).
             out.change = CHANGES.contains(&head.as_str()) && !negated;
+            out.report = out.change && ((copula && participle.is_some()) || v == 0 || REPORTS.contains(&head.as_str()));
             // "The bug was fixed", "Support was added": a report of another event, about no thing
             // that a later statement replaces.
             let passive_event = copula && participle.as_deref().is_some_and(|p| EVENTS.contains(&p)) && !out.change;
@@ -1211,8 +1218,19 @@ pub fn frame(text: &str) -> Frame {
     let (object, condition) = object.split_at(cond_at);
     // "uses functions instead of macros": what is replaced is said, not what the statement is
     // about (the word itself is a change cue, read above).
+    let kept: Vec<Tok>;
     let object = match object.iter().position(|t| t.class == Class::Word && t.low == "instead") {
-        Some(p) => &object[..p],
+        Some(p) => {
+            // Up to the next phrase that qualifies the thing again ("… instead of Redux for
+            // state management").
+            let end = object[p..]
+                .iter()
+                .skip(2)
+                .position(|t| t.class == Class::Word && t.low != "of" && PREPOSITIONS.contains(&t.low.as_str()))
+                .map_or(object.len(), |q| p + 2 + q);
+            kept = object[..p].iter().chain(&object[end..]).cloned().collect();
+            &kept[..]
+        }
         None => object,
     };
     let (said, quals) = qualifiers(object, status);
@@ -1441,7 +1459,7 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
         return c;
     }
     c.thing = Some(ok.split('|').nth(1).unwrap_or_default().to_string());
-    if old.change || new.change {
+    if old.report || (new.change && (new.report || !old.change)) {
         return changed(old, new, c);
     }
     // "Logs are kept for 30 days" -> "Logs are no longer kept": the same verb, now denied.
@@ -1512,9 +1530,18 @@ pub fn compare(old: &Frame, new: &Frame) -> Comparison {
 /// or both are values and the report names nothing new), otherwise a possible update. Two reports
 /// are two events, and a statement after a report is not read against it.
 fn changed(old: &Frame, new: &Frame, mut c: Comparison) -> Comparison {
-    if old.change {
-        c.why = if new.change { "two reports of a change: each its own event" } else { "a report, then a statement" }
-            .into();
+    if old.report {
+        // Two reports that differ only in their values ("Bump the MSRV to 1.38", "… to 1.61")
+        // may be one value set twice: the writer is asked; anything else is another event.
+        let values_only = new.report
+            && old.object_mask == new.object_mask
+            && old.object_mask.iter().any(|m| m == "<v>")
+            && old.object_fillers != new.object_fillers;
+        (c.relation, c.why) = if values_only {
+            (Relation::MaybeUpdate, "two reports of a change, another value".into())
+        } else {
+            (Relation::Unrelated, "a report of a change is its own event".into())
+        };
         return c;
     }
     c.predicate = Some(format!("{} -> {}", old.predicate_text(), new.predicate_text()));
@@ -1686,9 +1713,6 @@ mod tests {
     #[test]
     fn events_and_cases_are_not_states() {
         for (a, b) in [
-            // Two reports of a change are two events.
-            ("Bump the MSRV to 1.61", "Bump the MSRV to 1.70"),
-            ("The MSRV was raised to 1.61", "The MSRV was raised to 1.70"),
             ("The search cluster was upgraded to Elasticsearch 8", "The search cluster runs Elasticsearch 9"),
             // A clause after a headline's colon is a statement of its own.
             (
@@ -1704,6 +1728,19 @@ mod tests {
         ] {
             assert_eq!(rel(a, b), Relation::Unrelated, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
         }
+        // Two reports of a change are two events: never replaced, at most asked about.
+        for (a, b) in [
+            ("Bump the MSRV to 1.61", "Bump the MSRV to 1.70"),
+            ("The MSRV was raised to 1.61", "The MSRV was raised to 1.70"),
+            ("Bump the MSRV to 1.61", "Bump serde to 1.0.200"),
+        ] {
+            assert_ne!(rel(a, b), Relation::Update, "{a} / {b}: {:?}", compare(&frame(a), &frame(b)));
+        }
+        // Told with a subject, a change is a state: the next one replaces it.
+        assert_eq!(
+            rel("API Migration deadline moved to January 20, 2026", "API Migration deadline moved to January 31, 2026"),
+            Relation::Update
+        );
         // A value after the colon still makes a slot.
         assert_eq!(rel("Feature freeze: March 3", "Feature freeze: March 10"), Relation::Update);
     }
