@@ -568,25 +568,26 @@ mod agent {
         "with unicode file names",
         "during a failover",
     ];
-    pub const PATTERNS: &[&str] = &[
-        "wraps every call in a retry with jitter",
-        "validates input at the boundary",
-        "logs one structured line per request",
-        "keeps configuration in environment variables",
-        "batches writes of at most 500 rows",
-        "uses a circuit breaker around the upstream",
-        "emits metrics with a tenant label",
-        "streams large files instead of buffering them",
+    /// Patterns and decisions, `{}` standing for a value drawn per fact.
+    pub const PATTERNS: &[(&str, &[&str])] = &[
+        ("wraps every call in a retry with {} attempts", &["2", "3", "5"]),
+        ("validates input at the {} boundary", &["HTTP", "queue", "database"]),
+        ("logs one structured line per {}", &["request", "job", "batch"]),
+        ("batches writes of at most {} rows", &["100", "500", "1000", "5000"]),
+        ("uses a circuit breaker that opens after {} failures", &["3", "5", "10"]),
+        ("streams files larger than {} instead of buffering them", &["8 MB", "64 MB", "1 GB"]),
+        ("keeps its configuration in {}", &["environment variables", "a TOML file", "Consul"]),
+        ("emits metrics every {} seconds", &["10", "15", "60"]),
     ];
-    pub const DECISIONS: &[&str] = &[
-        "runs on Postgres 14",
-        "is deployed to Fly.io",
-        "keeps its secrets in Vault",
-        "uses Redis for its queue",
-        "times out after 30 seconds",
-        "is owned by the platform team",
-        "ships behind a feature flag",
-        "uses tokio 1.38",
+    pub const DECISIONS: &[(&str, &[&str])] = &[
+        ("runs on Postgres {}", &["13", "14", "15", "16"]),
+        ("is deployed to {}", &["Fly.io", "Render", "Heroku", "Kubernetes"]),
+        ("keeps its secrets in {}", &["Vault", "AWS Secrets Manager", "Doppler"]),
+        ("uses {} for its queue", &["Redis", "SQS", "RabbitMQ"]),
+        ("times out after {} seconds", &["10", "30", "60", "120"]),
+        ("is owned by the {} team", &["platform", "payments", "growth", "data"]),
+        ("ships behind the {} feature flag", &["beta", "canary", "internal"]),
+        ("uses tokio {}", &["1.36", "1.38", "1.40", "1.42"]),
     ];
 }
 
@@ -621,8 +622,14 @@ fn agent_memory(tmp: &Path, n: usize, pairs: bool) {
                     CONDITIONS[next(CONDITIONS.len())]
                 ),
             ),
-            7 | 8 => ("pattern", format!("{c} {}", PATTERNS[next(PATTERNS.len())])),
-            _ => ("decision", format!("{c} {}", DECISIONS[next(DECISIONS.len())])),
+            7 | 8 => {
+                let (p, values) = PATTERNS[next(PATTERNS.len())];
+                ("pattern", format!("{c} {}", p.replace("{}", values[next(values.len())])))
+            }
+            _ => {
+                let (d, values) = DECISIONS[next(DECISIONS.len())];
+                ("decision", format!("{c} {}", d.replace("{}", values[next(values.len())])))
+            }
         };
         let mut subject = subject;
         subject[..1].make_ascii_uppercase();

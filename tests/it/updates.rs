@@ -183,3 +183,55 @@ fn repair_reverts_what_the_old_rule_superseded() {
     assert!(!now.iter().any(|s| s.contains("Project Phoenix")), "{now:?}");
     assert_eq!(json(&sb.neo_ok(&repo, &["repair", "--json"]))["reverted"], 0, "nothing left to repair");
 }
+
+/// Updates written the way people write them are caught through `add`, and failures and reviews
+/// about one component are events: imported together, none replaces another, and recall marks no
+/// conflict between them.
+#[test]
+fn plain_language_updates_are_caught_and_events_stay_events() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let mut i = 0;
+    for (old, new) in [
+        ("The search cluster runs Elasticsearch 7", "The search cluster was upgraded to Elasticsearch 8"),
+        ("The API quota is 1000 requests per minute", "The API quota was raised to 5000 requests per minute"),
+        ("The CI pipeline uses Jenkins", "The CI pipeline switched from Jenkins to GitHub Actions"),
+    ] {
+        let first = add(&sb, &repo, &at(i), &["-t", "decision", "-s", old]);
+        let second = add(&sb, &repo, &at(i + 1), &["-t", "decision", "-s", new]);
+        i += 2;
+        let superseded: Vec<&str> =
+            second["superseded"].as_array().into_iter().flatten().filter_map(|s| s["old"].as_str()).collect();
+        assert_eq!(superseded, [first["id"].as_str().expect("id")], "{old} -> {new}: {second}");
+    }
+
+    let events = [
+        ("failure", "The CLI argument parser returns stale data when a batch exceeds ten thousand rows"),
+        ("failure", "The CLI argument parser returns HTTP 500 instead of 404 when the network flaps briefly"),
+        ("failure", "The CLI argument parser returns HTTP 500 instead of 404 when the network flaps for long"),
+        ("review", "Review note on src/db/cache.py: inventory sync reorders items after pagination"),
+        ("review", "Review note on src/db/cache.py: email renderer emits duplicate events"),
+        ("review", "Review note on src/db/cache.py: the cache holds stale prices"),
+    ];
+    let lines: String =
+        events.iter().map(|(t, s)| format!("{}\n", serde_json::json!({"type": t, "subject": s}))).collect();
+    let file = sb.path("events.jsonl");
+    std::fs::write(&file, lines).expect("write");
+    let out = sb.neo(&repo, &["import", &file.to_string_lossy(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let imported = json(&String::from_utf8_lossy(&out.stdout));
+    assert!(imported["superseded"].as_array().is_none_or(|a| a.is_empty()), "{imported}");
+    // One by one through `add`: the same, and nothing is even offered as a possible update.
+    let one = add(
+        &sb,
+        &repo,
+        &at(20),
+        &["-t", "failure", "-s", "The CLI argument parser returns stale data when the cache is cold"],
+    );
+    assert!(one["superseded"].as_array().is_none_or(|a| a.is_empty()), "{one}");
+    assert!(one["possible_updates"].as_array().is_none_or(|a| a.is_empty()), "{one}");
+    let r = json(&sb.neo_ok(&repo, &["recall", "CLI argument parser cache.py review", "-k", "20", "--json"]));
+    for f in r["facts"].as_array().expect("facts") {
+        assert!(f["conflicts_with"].is_null(), "events are not answers that conflict: {f}");
+    }
+}
