@@ -1807,17 +1807,3 @@ mod tests {
         assert!(slot_key(" / project").unwrap_err().contains("subject / predicate"));
     }
 }
-
-#[cfg(test)]
-mod probe {
-    #[test]
-    fn probe() {
-        let Ok(path) = std::env::var("FRAME_PROBE") else { return };
-        for line in std::fs::read_to_string(path).unwrap().lines() {
-            let Some((a, b)) = line.split_once('\t') else { continue };
-            let (fa, fb) = (super::frame(a), super::frame(b));
-            let c = super::compare(&fa, &fb);
-            println!("{:?}\t{}\t| {a} -> {b}\n    old id={:?} thing={:?} pred={:?} | new id={:?} thing={:?} pred={:?} change={} code={}", c.relation, c.why, fa.identity, fa.thing, fa.predicate, fb.identity, fb.thing, fb.predicate, fb.change, fb.code);
-        }
-    }
-}

@@ -235,3 +235,42 @@ fn plain_language_updates_are_caught_and_events_stay_events() {
         assert!(f["conflicts_with"].is_null(), "events are not answers that conflict: {f}");
     }
 }
+
+/// An older rule superseded reviews by their headline; `repair` reverts every such supersession.
+#[test]
+fn repair_reverts_a_review_the_old_rule_replaced() {
+    use git_neo::record::{Kind, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let s1 = "Review note on src/db/cache.py: inventory sync reorders items after pagination";
+    let s2 = "Review note on src/db/cache.py: email renderer emits duplicate events";
+    let first = add(&sb, &repo, &at(0), &["-t", "review", "-s", s1]);
+    let second = add(&sb, &repo, &at(1), &["-t", "review", "-s", s2]);
+    let id = |v: &Value| RecordId::from_hex(v["id"].as_str().expect("id")).expect("hex");
+    let rec = Record {
+        kind: Kind::Supersession,
+        payload: Payload::Supersession(Supersession {
+            old: id(&first),
+            old_scope: None,
+            new: Some(id(&second)),
+            reason: "update noticed by its frame: same thing \"review note src/db/cache.py\"".into(),
+            method: SupersessionMethod::Frame,
+            score: None,
+        }),
+        author: "Ada Tester <ada@example.com>".into(),
+        created_at: Timestamp(1_772_400_000),
+        body: String::new(),
+    };
+    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
+    let (sid, bytes) = rec.encode();
+    let who = git_neo::store::Identity { name: "Ada Tester".into(), email: "ada@example.com".into() };
+    store.write_records(&[(rec.kind, sid, bytes)], "neo: old rule", &who, rec.created_at, false).expect("write");
+    let dry = json(&sb.neo_ok(&repo, &["repair", "--dry-run", "--json"]));
+    let listed = dry["supersessions"].as_array().expect("listed");
+    assert_eq!(listed.len(), 1, "{dry}");
+    assert_eq!(listed[0]["holds"], false, "{dry}");
+    assert!(listed[0]["verdict"].as_str().is_some_and(|v| v.contains("events are not states")), "{dry}");
+    assert_eq!(json(&sb.neo_ok(&repo, &["repair", "--json"]))["reverted"], 1);
+    let reviews = json(&sb.neo_ok(&repo, &["list", "--type", "review", "--json"]));
+    assert_eq!(reviews.as_array().expect("list").len(), 2, "both reviews are current again: {reviews}");
+}

@@ -313,6 +313,18 @@ impl Memory {
             let summary = |id: &RecordId| self.state.entries.get(id).map(|e| e.record.summary()).unwrap_or_default();
             let (old_subject, new_subject) = (summary(&s.old), summary(&new));
             let (holds, verdict) = match s.method {
+                // A failure or a review is an event: the frame rule replaces none (an older rule
+                // did, reading "Review note on X: …" as a new value of "Review note on X").
+                SupersessionMethod::Frame
+                    if self
+                        .state
+                        .entries
+                        .get(&s.old)
+                        .and_then(|e| e.record.as_fact())
+                        .is_some_and(|f| f.fact_type.is_event()) =>
+                {
+                    (false, "events are not states: a failure or a review is never an update".into())
+                }
                 SupersessionMethod::Frame => {
                     let c =
                         crate::frame::compare(&crate::frame::frame(&old_subject), &crate::frame::frame(&new_subject));

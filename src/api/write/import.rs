@@ -153,7 +153,7 @@ impl ImportDecider {
             let none = by_values.get("").into_iter().flatten();
             same.chain(none).copied().collect()
         };
-        out.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        out.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
         out.into_iter().map(|(_, id)| id).collect()
     }
 
