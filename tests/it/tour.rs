@@ -101,7 +101,22 @@ fn the_readme_tour_runs_as_written() {
     let work = sb.path("tour");
     std::fs::create_dir_all(&work).expect("mkdir");
     let mut cmd = bash(&sb, &work, &script);
-    cmd.env_remove("GIT_NEO_NOW");
+    // As a new user runs it: an empty HOME (the sandbox's), no global git config and none of git's
+    // variables, so every identity comes from what the tour itself configures.
+    for var in [
+        "GIT_NEO_NOW",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_NOSYSTEM",
+    ] {
+        cmd.env_remove(var);
+    }
+    assert!(!sb.dir.path().join(".gitconfig").exists() && !sb.dir.path().join(".config/git").exists(), "no global config");
     let out = cmd.output().expect("run bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -116,6 +131,7 @@ fn the_readme_tour_runs_as_written() {
     assert!(stdout.contains("# Memory for: add a refund endpoint to payments"), "recall answers: {stdout}");
     assert!(stdout.contains("### Forgotten"), "diff renders the forget: {stdout}");
     assert!(stdout.contains("[user]") && stdout.contains("[session:refunds]"), "scopes recalled together: {stdout}");
+    assert!(!stdout.contains("user    0 records") && !stderr.contains("is not set"), "the user scope was written: {stdout}\n{stderr}");
     assert!(stdout.contains("promoted 1 facts of session:refunds to project"), "{stdout}");
     assert!(stdout.contains("new     docs/payments.md"), "ingest: {stdout}");
     assert!(

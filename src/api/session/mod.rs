@@ -95,7 +95,8 @@ fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> 
         Some(i) => i.clone(),
         None => store.configured_identity().ok_or_else(|| Error::Config {
             key: "user.name".into(),
-            message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com`"
+            message: "is not set; run `git config user.name \"Your Name\"` and `git config user.email you@example.com` \
+                      in this repository (add --global for every repository), or set GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL"
                 .into(),
         })?,
     };
@@ -383,8 +384,19 @@ impl Session {
 
     /// Who writes and when: the identity given, else git config `user.name`/`user.email` of `store`.
     /// Inside [`Session::dry_run`] the context says so, and every write only plans.
+    ///
+    /// A write to another scope (the user memory, the org cache) is made by the person working in
+    /// this repository: without an identity given, the one git would use here (this repository's
+    /// config, then the global one) comes first, then the other scope's own config.
     pub(crate) fn write_context(&self, store: &Store) -> Result<WriteContext> {
-        Ok(WriteContext { dry_run: self.dry_run, ..write_context(self.opts.identity.as_ref(), self.now(), store)? })
+        let here = match &self.opts.identity {
+            Some(i) => Some(i.clone()),
+            None if store.git_dir() != self.project_store().map(|p| p.git_dir().to_path_buf()).unwrap_or_default() => {
+                self.project_store().ok().and_then(|p| p.configured_identity())
+            }
+            None => None,
+        };
+        Ok(WriteContext { dry_run: self.dry_run, ..write_context(here.as_ref(), self.now(), store)? })
     }
 
     /// Read `scope`'s memory afresh.
@@ -444,7 +456,14 @@ impl Session {
 
     /// The target memory and a write context for it.
     pub(super) fn writing(&mut self) -> Result<(&mut Memory, WriteContext)> {
-        let (identity, now, dry_run) = (self.opts.identity.clone(), self.now(), self.dry_run);
+        let (now, dry_run) = (self.now(), self.dry_run);
+        // Writing to the user or org memory: as the person working here (see `write_context`).
+        let identity = match self.opts.identity.clone() {
+            None if matches!(self.target(), Scope::User | Scope::Org) => {
+                self.project_store().ok().and_then(|p| p.configured_identity())
+            }
+            given => given,
+        };
         let memory = self.memory()?;
         let wc = WriteContext { dry_run, ..write_context(identity.as_ref(), now, memory.store())? };
         Ok((memory, wc))
