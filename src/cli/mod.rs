@@ -380,13 +380,36 @@ pub fn session_options(
     Ok(opts)
 }
 
-fn exit_code(e: &Error) -> i32 {
+pub(crate) fn exit_code(e: &Error) -> i32 {
     match e.category() {
         Category::User => EXIT_USER,
         Category::Integrity => EXIT_INTEGRITY,
         Category::Conflict => EXIT_CONFLICT,
         Category::Environment => EXIT_ENVIRONMENT,
     }
+}
+
+/// Print a command-line error clap raised as the `--json` error object.
+fn usage_json(e: &clap::Error, code: i32) {
+    use clap::error::{ContextKind, ContextValue};
+    let kind = format!("{:?}", e.kind());
+    // `InvalidValue` -> `invalid_value`.
+    let mut snake = String::new();
+    for (i, c) in kind.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            snake.push('_');
+        }
+        snake.extend(c.to_lowercase());
+    }
+    let field = [ContextKind::InvalidArg, ContextKind::InvalidSubcommand].iter().find_map(|k| match e.get(*k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => v.first().cloned(),
+        _ => None,
+    });
+    let rendered = e.render().to_string();
+    let message = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string();
+    let v = output::error_json("usage", &snake, &message, field, code, serde_json::Value::Array(Vec::new()));
+    let _ = writeln!(std::io::stdout(), "{v}");
 }
 
 /// Parse `args`, run the command, and return the exit code.
@@ -397,6 +420,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
             let _ = e.print();
+            // Under `--json` a refused command line is one JSON object on stdout, as every other
+            // failure is (the message stays on stderr for a person).
+            if code != EXIT_OK && args.iter().any(|a| a == "--json") {
+                usage_json(&e, code);
+            }
             return code;
         }
     };

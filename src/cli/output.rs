@@ -124,7 +124,14 @@ impl Out {
                 Error::Invalid(p) => serde_json::to_value(p).unwrap_or_default(),
                 _ => serde_json::Value::Array(Vec::new()),
             };
-            self.json(&serde_json::json!({ "error": { "category": category, "message": e.to_string(), "problems": problems } }));
+            let field = match e {
+                Error::Invalid(p) => p.0.first().map(|p| p.field.clone()),
+                Error::NotFound { field, .. } | Error::Ambiguous { field, .. } => Some(field.clone()),
+                Error::Config { key, .. } => Some(key.clone()),
+                Error::Environment { variable, .. } => Some(variable.clone()),
+                _ => None,
+            };
+            self.json(&error_json(category, category, &e.to_string(), field, super::exit_code(e), problems));
         }
     }
 
@@ -167,4 +174,25 @@ pub fn bar_in(bars: Option<&indicatif::MultiProgress>, len: u64, what: &str) -> 
     }
     bar.set_message(what.to_string());
     bars.add(bar)
+}
+
+/// The JSON every failure prints under `--json` (docs/cli.md): `category` (`user`, `integrity`,
+/// `conflict`, `environment`, or `usage` for a command line clap refused), `kind` (the category,
+/// or what was wrong with the command line: `unknown_argument`, `invalid_value` …), the message,
+/// the `field` when one is known, the `exit` code, and every problem found.
+pub fn error_json(
+    category: &str,
+    kind: &str,
+    message: &str,
+    field: Option<String>,
+    exit: i32,
+    problems: serde_json::Value,
+) -> serde_json::Value {
+    let mut error = serde_json::json!({
+        "category": category, "kind": kind, "message": message, "exit": exit, "problems": problems
+    });
+    if let Some(f) = field {
+        error["field"] = serde_json::Value::String(f);
+    }
+    serde_json::json!({ "error": error })
 }

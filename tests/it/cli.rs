@@ -208,6 +208,54 @@ fn every_command_speaks_json_including_errors() {
     assert_eq!(fields, ["type", "subject"]);
 }
 
+/// Every subcommand (and every nested one) refuses a bad command line under `--json` with one
+/// JSON object on stdout: category `usage`, what was wrong, the argument, and exit 2.
+#[test]
+fn every_usage_error_under_json_is_one_json_object() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let commands_of = |path: &[&str]| -> Vec<String> {
+        let mut args: Vec<&str> = path.to_vec();
+        args.push("--help");
+        let help = stdout(&sb.neo(&repo, &args));
+        help.split("Commands:")
+            .nth(1)
+            .map(|rest| rest.split("\n\n").next().unwrap_or_default())
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .filter(|c| c != "help")
+            .collect()
+    };
+    let mut paths: Vec<Vec<String>> = Vec::new();
+    for c in commands_of(&[]) {
+        let nested = commands_of(&[c.as_str()]);
+        paths.push(vec![c.clone()]);
+        paths.extend(nested.into_iter().map(|n| vec![c.clone(), n]));
+    }
+    assert!(paths.len() > 40, "the walk found the subcommands: {paths:?}");
+    for path in &paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.extend(["--json", "--no-such-option"]);
+        let out = sb.neo(&repo, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let text = stdout(&out);
+        assert_eq!(text.trim().lines().count(), 1, "{args:?}: one object on one line: {text}");
+        let v = json(&text);
+        assert_eq!(v["error"]["category"], "usage", "{args:?}: {v}");
+        assert_eq!(v["error"]["exit"], 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["field"], "--no-such-option", "{args:?}: {v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{args:?}: {v}");
+    }
+    let missing = sb.neo(&repo, &["add", "--json", "-s", "no type"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(json(&stdout(&missing))["error"]["kind"], "missing_required_argument");
+    // A library error says its field and exit code too.
+    let bad = json(&stdout(&sb.neo(&repo, &["add", "--json", "-t", "opinion", "-s", "x"])));
+    assert_eq!((bad["error"]["field"].as_str(), bad["error"]["exit"].as_i64()), (Some("type"), Some(1)), "{bad}");
+}
+
 #[test]
 fn outside_a_repository_is_a_user_error() {
     let sb = Sandbox::new();

@@ -116,7 +116,10 @@ fn the_readme_tour_runs_as_written() {
     ] {
         cmd.env_remove(var);
     }
-    assert!(!sb.dir.path().join(".gitconfig").exists() && !sb.dir.path().join(".config/git").exists(), "no global config");
+    assert!(
+        !sb.dir.path().join(".gitconfig").exists() && !sb.dir.path().join(".config/git").exists(),
+        "no global config"
+    );
     let out = cmd.output().expect("run bash");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -131,7 +134,10 @@ fn the_readme_tour_runs_as_written() {
     assert!(stdout.contains("# Memory for: add a refund endpoint to payments"), "recall answers: {stdout}");
     assert!(stdout.contains("### Forgotten"), "diff renders the forget: {stdout}");
     assert!(stdout.contains("[user]") && stdout.contains("[session:refunds]"), "scopes recalled together: {stdout}");
-    assert!(!stdout.contains("user    0 records") && !stderr.contains("is not set"), "the user scope was written: {stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("user    0 records") && !stderr.contains("is not set"),
+        "the user scope was written: {stdout}\n{stderr}"
+    );
     assert!(stdout.contains("promoted 1 facts of session:refunds to project"), "{stdout}");
     assert!(stdout.contains("new     docs/payments.md"), "ingest: {stdout}");
     assert!(
