@@ -9,7 +9,7 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// Fact type: constraint, architecture, pattern, review, decision, known-unknown, failure.
-    #[arg(long = "type", short = 't', value_name = "TYPE")]
+    #[arg(long = "type", short = 't', value_name = "TYPE", value_parser = super::completions::Offer(super::completions::FACT_TYPES), hide_possible_values = true)]
     fact_type: String,
     /// One-line summary.
     #[arg(long, short = 's')]
@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long)]
     confidence: Option<f64>,
     /// structural, observed (default) or inferred.
-    #[arg(long)]
+    #[arg(long, value_parser = super::completions::Offer(super::completions::PROVENANCES), hide_possible_values = true)]
     provenance: Option<String>,
     /// Id (prefix) of a fact this one depends on (repeatable).
     #[arg(long = "depends-on", value_name = "ID")]

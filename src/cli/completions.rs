@@ -3,8 +3,45 @@
 //! the bash script also defines `_git_neo`, which git's own bash completion calls for `git neo …`.
 
 use super::Ctx;
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::CommandFactory;
 use git_neo::Error;
+
+/// Fact types, as `--type` takes them.
+pub const FACT_TYPES: &[&str] =
+    &["constraint", "architecture", "pattern", "review", "decision", "known-unknown", "failure"];
+/// Provenances, as `--provenance` takes them.
+pub const PROVENANCES: &[&str] = &["structural", "observed", "inferred"];
+/// What `import --from` reads.
+pub const IMPORT_FORMATS: &[&str] =
+    &["jsonl", "csv", "neo", "beads", "agents-md", "claude-md", "cursor-rules", "copilot", "memory-md"];
+/// The agents `setup` configures.
+pub const SETUP_TARGETS: &[&str] = &["claude-code", "cursor", "codex", "gemini", "copilot", "agents-md"];
+/// The scopes `--scope` names (`session:<name>` for another session).
+pub const SCOPES: &[&str] = &["project", "user", "org", "session"];
+
+/// A value parser that offers `values` to shell completion (and lists them in `--help`) but
+/// takes any string: the library checks the value and, when it is wrong, names the field and
+/// the fix with exit 1, as for every other bad input (a parser error would be a usage error).
+#[derive(Clone)]
+pub struct Offer(pub &'static [&'static str]);
+
+impl TypedValueParser for Offer {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(|v| PossibleValue::new(*v))))
+    }
+}
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -17,7 +17,7 @@ pub struct Args {
     /// What the file is: jsonl (default) or csv (a header row); another memory tool's store:
     /// neo (a facts_*.json file), beads (.beads/issues.jsonl); or an agent instruction file:
     /// agents-md, claude-md, cursor-rules (a .mdc file), copilot, memory-md.
-    #[arg(long, default_value = "jsonl", value_name = "FORMAT")]
+    #[arg(long, default_value = "jsonl", value_name = "FORMAT", value_parser = super::completions::Offer(super::completions::IMPORT_FORMATS), hide_possible_values = true)]
     from: String,
     /// For jsonl and csv: read git-neo's FIELD from the input's COLUMN (repeatable, e.g.
     /// `--map subject=title --map type=kind`); with a mapping (and always for csv) columns that

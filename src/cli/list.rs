@@ -11,7 +11,7 @@ pub struct Args {
     #[arg(long)]
     kind: Option<String>,
     /// Only facts of this type.
-    #[arg(long = "type", short = 't')]
+    #[arg(long = "type", short = 't', value_parser = super::completions::Offer(super::completions::FACT_TYPES), hide_possible_values = true)]
     fact_type: Option<String>,
     /// Only records with this area label.
     #[arg(long)]

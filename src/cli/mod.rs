@@ -74,7 +74,7 @@ pub(crate) struct Cli {
     ref_name: Option<String>,
     /// Which memory: project (default), user, org, session:<name> (session: the current one).
     /// Writes go there; recall reads only it (without --scope, recall reads every scope).
-    #[arg(long, global = true, value_name = "SCOPE")]
+    #[arg(long, global = true, value_name = "SCOPE", value_parser = completions::Offer(completions::SCOPES), hide_possible_values = true)]
     scope: Option<String>,
     /// Say on stderr how the command ran (through the background server, or in this process and
     /// why).
@@ -166,7 +166,8 @@ enum Command {
     Hooks(outcomes::HooksCommand),
     /// Serve the memory to agents over MCP (stdio, or streamable HTTP with --http).
     Mcp(mcp::McpArgs),
-    /// Configure an agent to use this memory (claude-code, agents-md); merges, never overwrites.
+    /// Configure an agent to use this memory (claude-code, cursor, codex, gemini, copilot,
+    /// agents-md); merges, never overwrites.
     Setup(setup::SetupArgs),
     /// What agent hooks run (see `git neo setup`).
     #[command(subcommand)]

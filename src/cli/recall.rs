@@ -17,7 +17,7 @@ pub struct RecallArgs {
     #[arg(long, default_value_t = git_neo::recall::DEFAULT_BUDGET)]
     budget: usize,
     /// Only facts of this type (repeatable).
-    #[arg(long = "type", short = 't')]
+    #[arg(long = "type", short = 't', value_parser = super::completions::Offer(super::completions::FACT_TYPES), hide_possible_values = true)]
     types: Vec<String>,
     /// Only facts and attempts with this area label (the global --scope picks one scope).
     #[arg(long)]

@@ -10,6 +10,7 @@ pub struct SetupArgs {
     /// claude-code (MCP server, prompt hook, CLAUDE.md), cursor (.cursor/mcp.json, a project
     /// rule), codex (.codex/config.toml, AGENTS.md), gemini (.gemini/settings.json, GEMINI.md),
     /// copilot (.vscode/mcp.json, .github/copilot-instructions.md), or agents-md (AGENTS.md only).
+    #[arg(value_parser = super::completions::Offer(super::completions::SETUP_TARGETS), hide_possible_values = true)]
     agent: String,
     /// Print what would be written; write nothing.
     #[arg(long)]

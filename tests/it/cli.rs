@@ -344,13 +344,31 @@ fn completions_complete_git_neo_and_git_neo_through_git() {
          COMP_WORDS=(git neo ad); COMP_CWORD=2; _git_neo; echo \"1 ${{COMPREPLY[*]}}\"\n\
          COMP_WORDS=(git neo recall --bud); COMP_CWORD=3; _git_neo; echo \"2 ${{COMPREPLY[*]}}\"\n\
          COMP_WORDS=(git neo session pro); COMP_CWORD=3; _git_neo; echo \"3 ${{COMPREPLY[*]}}\"\n\
-         COMP_WORDS=(git-neo veri); COMP_CWORD=1; _git__neo git-neo veri git-neo; echo \"4 ${{COMPREPLY[*]}}\"\n",
+         COMP_WORDS=(git-neo veri); COMP_CWORD=1; _git__neo git-neo veri git-neo; echo \"4 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo add --type kn); COMP_CWORD=4; _git_neo; echo \"5 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo add --provenance inf); COMP_CWORD=4; _git_neo; echo \"6 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo import --from cursor); COMP_CWORD=4; _git_neo; echo \"7 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo setup ge); COMP_CWORD=3; _git_neo; echo \"8 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo --scope us); COMP_CWORD=3; _git_neo; echo \"9 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo recall --type fai); COMP_CWORD=4; _git_neo; echo \"10 ${{COMPREPLY[*]}}\"\n",
         script.display()
     );
     let out = std::process::Command::new("bash").arg("-c").arg(&probe).output().expect("run bash");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
-    for want in ["1 add", "2 --budget", "3 promote", "4 verify"] {
+    // Values, not file names: types, provenances, import formats, setup targets, scopes.
+    for want in [
+        "1 add",
+        "2 --budget",
+        "3 promote",
+        "4 verify",
+        "5 known-unknown",
+        "6 inferred",
+        "7 cursor-rules",
+        "8 gemini",
+        "9 user",
+        "10 failure",
+    ] {
         assert!(text.lines().any(|l| l == want), "{want:?} in {text}");
     }
     for shell in ["zsh", "fish"] {
