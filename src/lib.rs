@@ -17,6 +17,7 @@
 
 // The library's API: what the front ends (and any other program) use. `cargo doc` shows these.
 pub mod api;
+pub mod ci;
 pub mod construct;
 pub mod display;
 pub mod embed;

@@ -87,7 +87,7 @@ pub(crate) struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Create the memory ref (other commands create it on first write).
-    Init,
+    Init(init::Args),
     /// Add a typed fact; prints its id.
     Add(Box<add::Args>),
     /// Record an attempt at a task, with a check you report or git-neo runs.
@@ -500,7 +500,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
 /// server for a client).
 fn execute(ctx: &mut Ctx, command: Command) -> i32 {
     let result = match command {
-        Command::Init => init::run(ctx),
+        Command::Init(a) => init::run(ctx, a),
         Command::Add(a) => add::run(ctx, *a),
         Command::Attempt(a) => attempt::attempt(ctx, a),
         Command::Task(a) => attempt::task(ctx, a),

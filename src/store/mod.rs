@@ -7,6 +7,7 @@
 //! a compare-and-swap, retrying on a race. Reads see the local ref and the remote-tracking copies
 //! of it (`refs/remotes/*/neo-memory`), so a fresh clone sees memory it has only fetched.
 
+pub mod forge;
 mod freshness;
 mod history;
 mod purge;

@@ -132,10 +132,19 @@ impl Store {
             if name == "FORMAT" {
                 continue;
             }
+            // The forge area: the CI files a pull request into the memory branch runs from
+            // (`git neo init --ci`), checked here to hold exactly what is allowed.
+            if let Some(problem) = super::forge::check_root_entry(&self.repo, &name, e.mode(), e.oid()) {
+                match problem {
+                    Ok(()) => {}
+                    Err((path, why)) => strays.push(stray(path, &why)),
+                }
+                continue;
+            }
             let Some(kind) = Kind::from_dir(&name).filter(|_| e.mode().is_tree()) else {
                 strays.push(stray(
                     name,
-                    "is not FORMAT or a record directory (facts, attempts, supersessions, outcomes, retractions, sources)",
+                    "is not FORMAT, a record directory (facts, attempts, supersessions, outcomes, retractions, sources) or the forge area (.github/workflows/*.yml, .gitlab-ci.yml)",
                 ));
                 continue;
             };

@@ -350,6 +350,31 @@ impl Store {
         })
     }
 
+    /// Write one file (the forge area's, [`super::forge`]) at `path` in one commit; `false` when it
+    /// already holds `content`.
+    pub(crate) fn write_file_at(
+        &self,
+        path: &str,
+        content: &[u8],
+        message: &str,
+        who: &Identity,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let blob = self.repo.write_blob(content).git(|| format!("writing {path}"))?.detach();
+        let out = self.update_tree(message, who, now, false, &mut |tree, editor| {
+            let same = tree
+                .lookup_entry_by_path(path)
+                .git(|| format!("looking up {path}"))?
+                .is_some_and(|e| e.object_id() == blob);
+            if same {
+                return Ok(0);
+            }
+            editor.upsert(path, gix::objs::tree::EntryKind::Blob, blob).git(|| format!("adding {path}"))?;
+            Ok(1)
+        })?;
+        Ok(out.commit.is_some())
+    }
+
     /// The compare-and-swap loop every write goes through: read the tip, apply `edit` to its tree
     /// (it returns how many entries it changed; zero means nothing to write), commit, move the ref.
     fn update_tree(

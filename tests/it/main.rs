@@ -14,6 +14,7 @@ mod daemon;
 mod edges;
 mod faults;
 mod fold;
+mod forge;
 mod format;
 mod hostile;
 mod instructions;

@@ -82,6 +82,39 @@ impl Session {
         memory.init(&wc)
     }
 
+    /// `git neo init --ci`: create the memory ref if needed, then write the forge's CI file
+    /// ([`crate::ci`]) into its forge area as one ordinary commit (reviewable like any memory
+    /// change). Returns the path and whether a commit was made (`false`: already there, the same).
+    pub fn init_ci(&mut self, forge: &str, install: &crate::ci::Install) -> Result<(String, bool)> {
+        install.check().map_err(|(field, m)| Error::invalid(field, m))?;
+        let (memory, wc) = self.writing()?;
+        memory.init(&wc)?;
+        let ref_name = memory.store().ref_name().to_string();
+        let branch = ref_name.strip_prefix("refs/heads/").ok_or_else(|| {
+            Error::invalid(
+                "ref",
+                format!("{ref_name} is not a branch; a forge runs pull requests into branches (refs/heads/…)"),
+            )
+        })?;
+        let (path, content) = match forge {
+            "github" => (crate::ci::GITHUB_PATH, crate::ci::github(branch, install)),
+            "gitlab" => (crate::ci::GITLAB_PATH, crate::ci::gitlab(branch, install)),
+            other => {
+                return Err(Error::invalid(
+                    "ci",
+                    format!("{other:?} is not a forge this writes for; use github or gitlab"),
+                ))
+            }
+        };
+        if wc.dry_run {
+            return Ok((path.to_string(), false));
+        }
+        let message = format!("neo: {forge} CI for pull requests into {branch} ({path})");
+        // The warm memory notices the moved tip on its next read (`Session::memory_of`).
+        let made = memory.store().write_forge_file(path, content.as_bytes(), &message, &wc.identity, wc.now)?;
+        Ok((path.to_string(), made))
+    }
+
     /// `git neo purge`: remove one record from the memory ref's whole history.
     pub fn purge(&mut self, prefix: &str, reason: &str) -> Result<PurgeOutcome> {
         let (memory, wc) = self.writing()?;
