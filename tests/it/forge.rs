@@ -216,7 +216,7 @@ fn the_forge_area_holds_ci_files_only_and_a_change_to_it_is_flagged() {
     let write = |extra: &str| -> String {
         let index = sb.path("tmp-index");
         let _ = std::fs::remove_file(&index);
-        let mut run = |args: &[&str]| -> String {
+        let run = |args: &[&str]| -> String {
             let out = Command::new("git")
                 .current_dir(&f.fork)
                 .env("GIT_INDEX_FILE", &index)

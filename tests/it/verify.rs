@@ -135,7 +135,7 @@ fn each_kind_of_tampering_is_caught_with_its_own_message() {
     let all = messages(&report);
     assert_eq!(code, 3);
     assert!(all.contains("wrong fan-out directory"), "{all}");
-    assert!(all.contains("notes.txt") && all.contains("is not FORMAT or a record directory"), "{all}");
+    assert!(all.contains("notes.txt") && all.contains("is not FORMAT, a record directory"), "{all}");
 
     // A deleted record that others name.
     let sb3 = Sandbox::new();
