@@ -40,7 +40,9 @@ pub fn pages() -> Result<Vec<(String, Vec<u8>)>, Error> {
         clap_mangen::Man::new(cmd.clone())
             .render(&mut bytes)
             .map_err(|e| Error::Io { context: format!("rendering the man page {name}.1"), source: e })?;
-        out.push((format!("{name}.1"), with_synopsis(&bytes, &cmd)));
+        let mut page = with_synopsis(&bytes, &cmd);
+        page.extend_from_slice(common_sections(top).as_bytes());
+        out.push((format!("{name}.1"), page));
     }
     out.sort();
     Ok(out)
@@ -96,6 +98,66 @@ fn synopsis(cmd: &clap::Command) -> String {
         line.push_str(if required { " <\\fICOMMAND\\fR>" } else { " [\\fICOMMAND\\fR]" });
     }
     line
+}
+
+/// EXIT STATUS on every page; ENVIRONMENT and EXAMPLES (the README's tour, shortened) on the
+/// top page.
+fn common_sections(top: bool) -> String {
+    let mut s = String::from(
+        ".SH \"EXIT STATUS\"\n\
+         .TP\n0\nSuccess.\n\
+         .TP\n1\nInvalid input or a refused request, naming the field and the fix; nothing was written.\n\
+         .TP\n2\nA command line the parser refused (an unknown option, a missing argument).\n\
+         .TP\n3\nIntegrity: the memory on the ref is damaged, or \\fBverify\\fR found problems.\n\
+         .TP\n4\nConflict: the ref's lock stayed held, or other writers kept winning the race.\n\
+         .TP\n5\nEnvironment: git or the file system failed, the network timed out, a remote refused a push.\n\
+         .PP\nWith \\fB\\-\\-json\\fR, every failure is also one JSON object on stdout: category, kind, message, field, exit.\n",
+    );
+    if !top {
+        return s;
+    }
+    let vars: [(&str, &str); 17] = [
+        (
+            "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL",
+            "who writes (else git config user.name and user.email of this repository, then the global one)",
+        ),
+        ("GIT_DIR, GIT_WORK_TREE", "the repository and work tree, as git takes them"),
+        ("GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT", "git -c settings passed down by git, applied as overrides"),
+        ("GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM", "which configuration files git reads"),
+        ("GIT_NEO_NOW", "the clock, an RFC 3339 UTC time (for reproducible scripts and tests)"),
+        ("GIT_NEO_EMBEDDER", "the embedder: model (default), hash (deterministic, for tests) or none"),
+        ("GIT_NEO_CACHE_DIR", "where the embedding model and ONNX Runtime are (else $XDG_CACHE_HOME/git\\-neo)"),
+        ("XDG_CACHE_HOME", "the cache directory's base"),
+        ("GIT_NEO_DATA_DIR", "the data directory: the user memory and the org cache (else $XDG_DATA_HOME/git\\-neo)"),
+        ("XDG_DATA_HOME", "the data directory's base"),
+        ("HOME", "the base of both when the XDG variables are unset"),
+        ("GIT_NEO_DAEMON", "off: never use or start the background server"),
+        ("GIT_NEO_DAEMON_IDLE", "seconds a background server waits for a command before it exits (default 600)"),
+        (
+            "GIT_NEO_DAEMON_TIMEOUT",
+            "seconds a command waits for the server's answer before it runs by itself (default 10)",
+        ),
+        ("XDG_RUNTIME_DIR", "where the server's socket lives (else /tmp/git\\-neo\\-<uid>)"),
+        ("NO_COLOR", "no colour in any output"),
+        ("SHELL", "the shell completions install for, when none is named"),
+    ];
+    s.push_str(".SH ENVIRONMENT\n");
+    for (name, what) in vars {
+        s.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff_escape(name), what));
+    }
+    s.push_str(
+        ".SH EXAMPLES\n.nf\n\
+         git neo add \\-\\-type constraint \\-\\-subject \"Never call the payments API from tests\"\n\
+         git neo add \\-\\-type decision \\-\\-subject \"Deploys go to Fly.io\" \\-\\-key deploy.target\n\
+         git neo recall \"add a refund endpoint to payments\"\n\
+         git neo list \\-\\-type constraint \\-\\-json\n\
+         git neo forget 7bed \\-\\-reason \"fixed upstream in 2.1\"\n\
+         git neo verify && git neo diff neo\\-memory~3\n\
+         git neo init \\-\\-ci github \\-\\-install\\-version 0.1.0 && git neo sync\n\
+         git neo setup claude\\-code\n\
+         .fi\n",
+    );
+    s
 }
 
 /// `page` with its SYNOPSIS section replaced by [`synopsis`].

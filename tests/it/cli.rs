@@ -403,3 +403,34 @@ fn man_pages_are_generated_for_every_command() {
     let add = std::fs::read_to_string(dir.join("git-neo-add.1")).expect("add page");
     assert!(add.contains("git neo add") && add.contains("supersedes"), "{add}");
 }
+
+/// The man pages say how the program exits, what it reads from the environment (every variable
+/// the CLI reads, found in its source), and show examples.
+#[test]
+fn the_man_pages_have_exit_status_environment_and_examples() {
+    let sb = Sandbox::new();
+    let dir = sb.path("man");
+    sb.neo_ok(sb.dir.path(), &["install-man-pages", &dir.to_string_lossy()]);
+    let top = std::fs::read_to_string(dir.join("git-neo.1")).expect("the top page");
+    for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH EXAMPLES"] {
+        assert!(top.contains(section), "{section} in git-neo.1");
+    }
+    let add = std::fs::read_to_string(dir.join("git-neo-add.1")).expect("add's page");
+    assert!(add.contains(".SH \"EXIT STATUS\""), "every page says how it exits");
+    // Every variable the CLI's source reads is documented.
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let mut read = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&src).expect("src/cli") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
+        for part in text.split("env(\"").skip(1) {
+            if let Some(name) = part.split('"').next().filter(|n| n.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+            {
+                read.insert(name.to_string());
+            }
+        }
+    }
+    assert!(read.len() >= 8, "found the variables: {read:?}");
+    for var in &read {
+        assert!(top.contains(&var.replace('-', "\\-")), "{var} is in ENVIRONMENT");
+    }
+}
