@@ -58,30 +58,59 @@ pub struct FileEdit {
     pub content: Option<String>,
 }
 
-/// The instructions an agent follows, as markdown (the body of the marked section).
+/// The instructions an agent follows, as markdown (the body of the marked section). With the MCP
+/// server configured, every step names the tool to call (the command line is the fallback, for a
+/// shell without the server); without it, the commands.
 pub fn instructions(with_mcp: bool) -> String {
+    // (what to do, the MCP call, the command)
+    let steps = [
+        (
+            "**Before starting a task**, recall what is known",
+            "`recall` with the task in your words",
+            "`git neo recall \"<the task in your words>\"`",
+        ),
+        (
+            "**After each meaningful try**, record it",
+            "`record_attempt` (task, action, observation, the check you ran and its result)",
+            "`git neo attempt --task <id> --action \"…\" --observation \"…\" --run \"<the check>\"` (git-neo runs the check and records the commit)",
+        ),
+        (
+            "**When you learn something durable**, add it as a fact",
+            "`add_fact` with a `type` and a `slot` (`\"<subject> / <predicate>\"`)",
+            "`git neo add --type decision|constraint|pattern|failure|known-unknown --subject \"…\" --slot \"<subject> / <predicate>\"`",
+        ),
+        (
+            "**When a fact stops being true**, say so",
+            "`mark_outdated` with the id and the reason",
+            "`git neo outdated <id> --reason \"…\"`",
+        ),
+    ];
     let how = if with_mcp {
-        "Use the `git-neo` MCP tools (`recall`, `record_attempt`, `add_fact`, `mark_outdated`); the same \
-         commands exist on the command line as `git neo …`."
+        "Use the `git-neo` MCP tools named below; the command line (`git neo …`) does the same where the \
+         tools are not available."
     } else {
         "Use the `git neo` command line (add `--json` for machine-readable output)."
     };
-    format!(
-        "## Project memory (git-neo)\n\n\
-         This repository keeps its memory on the `neo-memory` branch. {how}\n\n\
-         1. **Before starting a task**, recall what is known: `git neo recall \"<the task in your words>\"`. \
-         Constraints always apply; \"no longer true\" entries say what changed and why.\n\
-         2. **After each meaningful try**, record it: `git neo attempt --task <id> --action \"…\" \
-         --observation \"…\" --run \"<the check>\"` (git-neo runs the check and records the commit).\n\
-         3. **When you learn something durable**, add it as a fact: `git neo add --type \
-         decision|constraint|pattern|failure|known-unknown --subject \"…\" --slot \"<subject> / <predicate>\"` \
-         (the thing, then what is said of it: `\"payments api / timeout\"`). A fact with the same slot \
-         replaces the old one; if the reply lists a possible update that this replaces, add it again \
-         with `--supersedes <id>`. A habit of the person you work for goes to `--scope user`; \
-         working notes for this task only to a session (`git neo session start`, then `--scope session`).\n\
-         4. **When a fact stops being true**, say so: `git neo outdated <id> --reason \"…\"`.\n\n\
-         Never put secrets in memory; git-neo refuses them.\n"
-    )
+    let mut out = format!(
+        "## Project memory (git-neo)\n\nThis repository keeps its memory on the `neo-memory` branch. {how}\n\n"
+    );
+    for (n, (what, tool, cli)) in steps.iter().enumerate() {
+        let call = if with_mcp { format!("{tool} (command line: {cli})") } else { cli.to_string() };
+        out.push_str(&format!("{}. {what}: {call}.", n + 1));
+        match n {
+            0 => out.push_str(" Constraints always apply; \"no longer true\" entries say what changed and why."),
+            2 => out.push_str(
+                " The slot names the thing, then what is said of it (`\"payments api / timeout\"`): a fact with the \
+                 same slot replaces the old one; if the reply lists a possible update that this replaces, add it \
+                 again naming it in `supersedes`. A habit of the person you work for goes to the `user` scope; \
+                 working notes for this task only to a session (`git neo session start`, then scope `session`).",
+            ),
+            _ => {}
+        }
+        out.push('\n');
+    }
+    out.push_str("\nNever put secrets in memory; git-neo refuses them.\n");
+    out
 }
 
 /// Replace or append the marked git-neo section in a markdown file.
@@ -310,6 +339,20 @@ pub fn plan(agent: &str, force: bool, read: &dyn Fn(&str) -> Option<String>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_the_mcp_server_the_instructions_name_the_tools_first() {
+        let with = instructions(true);
+        for tool in ["`recall`", "`record_attempt`", "`add_fact`", "`mark_outdated`"] {
+            let at = with.find(tool).unwrap_or_else(|| panic!("{tool} in {with}"));
+            let line_start = with[..at].rfind('\n').unwrap_or(0);
+            let line = &with[line_start..];
+            let cli = line.find("git neo").unwrap_or(usize::MAX);
+            assert!(at - line_start < cli, "the tool comes before the command: {line}");
+        }
+        let without = instructions(false);
+        assert!(!without.contains("`add_fact`") && without.contains("git neo add"), "{without}");
+    }
 
     #[test]
     fn json_merges_keep_everything_else_and_are_idempotent() {
