@@ -151,9 +151,20 @@ impl Out {
     /// when the work ends, however it ends.
     pub fn spinning<T>(&self, what: &str, work: impl FnOnce() -> T) -> T {
         let Some(bars) = self.bar_set() else { return work() };
-        let bar = bars.add(indicatif::ProgressBar::new_spinner());
+        // Drawn only when the work is still running after `BAR_DELAY`, as a bar is.
+        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg}") {
+            bar.set_style(style);
+        }
         bar.set_message(what.to_string());
-        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        let later = bar.downgrade();
+        std::thread::spawn(move || {
+            std::thread::sleep(BAR_DELAY);
+            if let Some(bar) = later.upgrade().filter(|b| !b.is_finished()) {
+                let bar = bars.add(bar);
+                bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            }
+        });
         let out = work();
         bar.finish_and_clear();
         out
@@ -166,15 +177,30 @@ impl Out {
 }
 
 /// A progress bar of `len` steps in `bars` (hidden without them).
+///
+/// The bar is made hidden, styled, and shown only if the work is still running after
+/// [`BAR_DELAY`]: work a person does not wait for draws nothing (no "embedding 0/1" flashing
+/// during an ordinary recall), and the first frame is drawn once, already styled.
 pub fn bar_in(bars: Option<&indicatif::MultiProgress>, len: u64, what: &str) -> indicatif::ProgressBar {
     let Some(bars) = bars else { return indicatif::ProgressBar::hidden() };
-    let bar = indicatif::ProgressBar::new(len);
+    let bar = indicatif::ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::hidden());
     if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {eta}") {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.set_message(what.to_string());
-    bars.add(bar)
+    // A weak handle: once the work is over and its owner dropped the bar, there is nothing to show.
+    let (later, bars) = (bar.downgrade(), bars.clone());
+    std::thread::spawn(move || {
+        std::thread::sleep(BAR_DELAY);
+        if let Some(bar) = later.upgrade().filter(|b| !b.is_finished()) {
+            bars.add(bar);
+        }
+    });
+    bar
 }
+
+/// How long work runs before its progress bar is drawn.
+pub const BAR_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The JSON every failure prints under `--json` (docs/cli.md): `category` (`user`, `integrity`,
 /// `conflict`, `environment`, or `usage` for a command line clap refused), `kind` (the category,

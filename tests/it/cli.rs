@@ -434,3 +434,25 @@ fn the_man_pages_have_exit_status_environment_and_examples() {
         assert!(top.contains(&var.replace('-', "\\-")), "{var} is in ENVIRONMENT");
     }
 }
+
+/// On a terminal, work that takes less than a second draws no progress bar: an ordinary add and
+/// recall (which embed one record) print their output and nothing that flashes.
+#[test]
+fn short_work_on_a_terminal_draws_no_progress_bar() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let bin = crate::support::BIN;
+    let line = format!("{bin} add -t decision -s 'Deploys go to Fly.io' && {bin} recall 'where do deploys go'");
+    // `script` gives the commands a terminal, as a person's shell does.
+    let mut cmd = std::process::Command::new("script");
+    crate::support::hermetic(&mut cmd, sb.dir.path())
+        .current_dir(&repo)
+        .env("GIT_NEO_EMBEDDER", "hash")
+        .env("TERM", "xterm")
+        .args(["-qec", &line, "/dev/null"]);
+    let out = cmd.output().expect("script (util-linux) runs the commands on a terminal");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("Deploys go to Fly.io"), "{text}");
+    assert!(!text.contains("embedding [") && !text.contains("0/1"), "a bar was drawn: {text:?}");
+}
