@@ -23,6 +23,9 @@ pub struct Chart {
     pub series: Vec<Series>,
     /// What the chart says instead of drawing axes when it has no point (why, and what fills it).
     pub empty: String,
+    /// The value holds until the next point (a count, a confidence): drawn as steps, not as
+    /// diagonals between points.
+    pub step: bool,
 }
 
 impl Chart {
@@ -128,6 +131,8 @@ pub fn html(data: &ReportData) -> String {
     body.push_str("</ol></section>\n<section><h2>Last curation</h2>");
     match &data.curation {
         None => body.push_str("<p>No curation has run in this clone (<code>git neo curate</code>).</p>"),
+        // Nothing done: the sentence says so, and no empty table follows it.
+        Some((head, rows)) if rows.is_empty() => body.push_str(&format!("<p>{}</p>", esc(head))),
         Some((head, rows)) => {
             body.push_str(&format!(
                 "<p>{}</p><table class=\"curation\"><tr><th>action</th><th>id</th><th>fact</th><th>why</th></tr>",
@@ -170,35 +175,70 @@ var data=JSON.parse(document.getElementById('neo-data').textContent);
 var colours=['#1f77b4','#d62728','#2ca02c','#9467bd','#ff7f0e','#8c564b','#e377c2','#17becf','#7f7f7f'];
 function el(name,attrs,parent){var e=document.createElementNS(NS,name);for(var k in attrs){e.setAttribute(k,attrs[k]);}if(parent){parent.appendChild(e);}return e;}
 function day(t){return new Date(t*1000).toISOString().slice(0,10);}
-// Axis ends: the day, or the minute when the whole chart spans less than two days.
-function when(t,span){var s=new Date(t*1000).toISOString();return span<2*86400?s.slice(0,16).replace('T',' '):s.slice(0,10);}
-// A "nice" axis top at or above v (1, 2, 2.5 or 5 times a power of ten), and labels with at most
-// two decimals (none from 10 up), so an axis never reads 2500.37.
-function nice(v){if(!(v>0)){return 1;}var e=Math.pow(10,Math.floor(Math.log(v)/Math.LN10)),f=v/e+1e-9;return (f<=1?1:f<=2?2:f<=2.5?2.5:f<=5?5:10)*e;}
+// X ticks at calendar steps: the smallest of minutes, hours, days, weeks, months or years that
+// gives two to seven ticks, each on its boundary (UTC), labelled only as finely as the step needs, so no
+// two labels read the same.
+var H=3600,D=86400;
+var STEPS=[[60,'h'],[300,'h'],[600,'h'],[900,'h'],[1800,'h'],[H,'h'],[2*H,'h'],[3*H,'h'],[6*H,'h'],[12*H,'h'],[D,'d'],[2*D,'d'],[7*D,'d'],[14*D,'d'],[1,'m'],[2,'m'],[3,'m'],[6,'m'],[1,'y'],[2,'y'],[5,'y']];
+function ticks(x0,x1){
+  for(var k=0;k<STEPS.length;k++){
+    var st=STEPS[k],out=[],d=new Date(x0*1000);
+    if(st[1]==='h'||st[1]==='d'){var t=Math.ceil(x0/st[0])*st[0];for(;t<=x1;t+=st[0]){out.push(t);}}
+    else{
+      var y=d.getUTCFullYear(),m=st[1]==='m'?d.getUTCMonth():0,n=st[1]==='m'?st[0]:12*st[0];
+      if(st[1]==='y'){y=Math.ceil(y/st[0])*st[0];}
+      for(var g=0;g<400;g++){var t2=Date.UTC(y,m+g*n,1)/1000;if(t2<x0){continue;}if(t2>x1){break;}out.push(t2);}
+    }
+    if(out.length>=2&&out.length<=7){return {at:out,unit:st[1]};}
+    if(out.length<2){break;}
+  }
+  return {at:[x0,x1],unit:x1-x0<2*D?'h':'d'};
+}
+function label(t,unit){var s=new Date(t*1000).toISOString();
+  return unit==='h'?s.slice(5,16).replace('T',' '):unit==='d'?s.slice(0,10):unit==='m'?s.slice(0,7):s.slice(0,4);}
+// A "nice" step for about four y ticks (1, 2, 2.5 or 5 times a power of ten), the axis ending at
+// the first tick at or above the largest value: a maximum of 52 ends at 60, not 100.
+function nicestep(v){if(!(v>0)){return 0.25;}var e=Math.pow(10,Math.floor(Math.log(v)/Math.LN10)),f=v/e+1e-9;return (f<=1?1:f<=2?2:f<=2.5?2.5:f<=5?5:10)*e;}
 function num(v){return v>=10?String(Math.round(v)):String(Math.round(v*100)/100);}
+// Words in lines of at most n characters (a long word cut), at most `max` lines.
+function wrap(s,n,max){var out=[],line='';s.split(/\s+/).forEach(function(w){while(w.length>n){if(line){out.push(line);line='';}out.push(w.slice(0,n));w=w.slice(n);}
+  if(!line){line=w;}else if(line.length+1+w.length<=n){line+=' '+w;}else{out.push(line);line=w;}});if(line){out.push(line);}
+  if(out.length>max){out=out.slice(0,max);out[max-1]=out[max-1].slice(0,n-1)+'\u2026';}return out;}
 data.charts.forEach(function(c){
   var svg=document.querySelector('svg[data-chart="'+c.id+'"]');if(!svg){return;}
   var xs=[],ys=[0];c.series.forEach(function(s){s.points.forEach(function(p){xs.push(p[0]);ys.push(p[1]);});});
   // Nothing to draw: no axes (an empty axis would start in 1970), just what fills the chart.
   // (the paragraph under it says so, scripts on or off).
   if(!xs.length){svg.setAttribute('data-empty','yes');svg.style.display='none';return;}
-  var x0=Math.min.apply(null,xs),x1=Math.max.apply(null,xs),y1=nice(Math.max.apply(null,ys));
-  // One moment only: an hour either side, the point in the middle.
-  if(x1===x0){x0-=3600;x1+=3600;}
-  var L=50,R=560,T=15,B=225;
+  var x0=Math.min.apply(null,xs),x1=Math.max.apply(null,xs),ymax=Math.max.apply(null,ys);
+  // One moment only: its whole day, the point inside it.
+  if(x1===x0){x0=Math.floor(x0/D)*D;x1=x0+D;}
+  var ys0=nicestep(ymax/4),y1=Math.max(ys0,Math.ceil(ymax/ys0-1e-9)*ys0);
+  var L=50,R=540,T=15,B=225;
   function X(v){return L+(v-x0)/(x1-x0)*(R-L);} function Y(v){return B-v/y1*(B-T);}
   el('line',{x1:L,y1:B,x2:R,y2:B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:B,stroke:'#999'},svg);
-  [0,y1/2,y1].forEach(function(v){var t=el('text',{'class':'ylab',x:L-5,y:Y(v)+4,'text-anchor':'end','font-size':10},svg);t.textContent=num(v);});
-  var t=el('text',{'class':'xlab',x:L,y:B+16,'font-size':10},svg);t.textContent=when(x0,x1-x0);
-  t=el('text',{'class':'xlab',x:R,y:B+16,'text-anchor':'end','font-size':10},svg);t.textContent=when(x1,x1-x0);
-  t=el('text',{x:12,y:(T+B)/2,'font-size':10,transform:'rotate(-90 12 '+(T+B)/2+')','text-anchor':'middle'},svg);t.textContent=c.y_label;
+  for(var v=0;v<=y1+1e-9;v+=ys0){var t=el('text',{'class':'ylab',x:L-5,y:Y(v)+4,'text-anchor':'end','font-size':10},svg);t.textContent=num(v);
+    if(v>0){el('line',{x1:L,y1:Y(v),x2:R,y2:Y(v),stroke:'#eee'},svg);}}
+  var tk=ticks(x0,x1);
+  tk.at.forEach(function(at){var x=X(at);el('line',{x1:x,y1:B,x2:x,y2:B+4,stroke:'#999'},svg);
+    var t=el('text',{'class':'xlab',x:x,y:B+16,'font-size':10,'text-anchor':'middle'},svg);t.textContent=label(at,tk.unit);});
+  var t=el('text',{x:12,y:(T+B)/2,'font-size':10,transform:'rotate(-90 12 '+(T+B)/2+')','text-anchor':'middle'},svg);t.textContent=c.y_label;
+  var legendY=T+10;
   c.series.forEach(function(s,i){
     var col=colours[i%colours.length];
-    if(s.points.length>1){el('polyline',{points:s.points.map(function(p){return X(p[0])+','+Y(p[1]);}).join(' '),fill:'none',stroke:col,'stroke-width':1.5},svg);}
+    // Several points at one moment (recalls of one day) make one point of the line: their median.
+    var byX={};s.points.forEach(function(p){(byX[p[0]]=byX[p[0]]||[]).push(p[1]);});
+    var line=Object.keys(byX).map(Number).sort(function(a,b){return a-b;}).map(function(x){var v=byX[x].slice().sort(function(a,b){return a-b;});return [x,v[Math.floor((v.length-1)/2)]];});
+    if(line.length>1){
+      var pts=[];line.forEach(function(p,k){if(c.step&&k>0){pts.push(X(p[0])+','+Y(line[k-1][1]));}pts.push(X(p[0])+','+Y(p[1]));});
+      el('polyline',{'class':c.step?'step':'line',points:pts.join(' '),fill:'none',stroke:col,'stroke-width':1.5},svg);
+    }
     var g=el('g',{'data-series':s.name},svg);
     s.points.forEach(function(p){var d=el('circle',{'class':'pt',cx:X(p[0]),cy:Y(p[1]),r:2.6,fill:col},g);el('title',{},d).textContent=s.name+' '+day(p[0])+': '+p[1];});
-    // The legend keeps to the chart's width; the whole name is its tooltip.
-    var lg=el('text',{'class':'legend',x:R+10,y:T+10+i*14,fill:col},svg);lg.textContent=s.name.length>24?s.name.slice(0,23)+'\u2026':s.name;el('title',{},lg).textContent=s.name;
+    // The legend keeps to the chart's width, wrapped rather than cut; the whole name is its tooltip.
+    var lg=el('text',{'class':'legend',x:R+12,y:legendY,fill:col},svg);el('title',{},lg).textContent=s.name;
+    wrap(s.name,24,3).forEach(function(part,k){var ts=el('tspan',{x:R+12,dy:k?12:0},lg);ts.textContent=part;legendY+=12;});
+    legendY+=4;
   });
 });
 var svg=document.querySelector('svg[data-chart="chains"]');

@@ -547,20 +547,63 @@ fn texts<'a>(dom: &'a str, class: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// Every y-axis label is a number with at most two decimals (none from 10 up), and each chart's
-/// top is 1, 2, 2.5 or 5 times a power of ten.
+/// The drawn SVG of `chart` in `dom`.
+fn chart_svg<'a>(dom: &'a str, chart: &str) -> &'a str {
+    let start = dom.find(&format!("data-chart=\"{chart}\"")).unwrap_or_else(|| panic!("no chart {chart}"));
+    let end = dom[start..].find("</svg>").expect("closed") + start;
+    &dom[start..end]
+}
+
+/// Every drawn chart reads right: y labels are 0, s, 2s … for a nice step s (1, 2, 2.5 or 5 times a
+/// power of ten), at least three of them, numbers with at most two decimals (none from 10 up); x
+/// labels are at least two, at most seven, all different; a step chart is drawn as steps (its line
+/// has horizontal runs); legends are wrapped into lines short enough to fit beside the chart.
 fn assert_nice_axes(dom: &str) {
-    let labels = texts(dom, "ylab");
-    assert!(!labels.is_empty(), "no y-axis labels drawn");
-    for l in &labels {
-        let v: f64 = l.parse().unwrap_or_else(|_| panic!("y label {l:?} is not a number"));
-        let decimals = l.split('.').nth(1).map_or(0, str::len);
-        assert!(decimals <= 2 && (v < 10.0 || decimals == 0), "y label {l:?}");
+    let mut drawn = 0;
+    for chart in ["size-type", "size-scope", "confidence", "latency", "hit-rate"] {
+        let svg = chart_svg(dom, chart);
+        if svg.contains("data-empty=\"yes\"") {
+            continue;
+        }
+        drawn += 1;
+        let ys: Vec<&str> = texts(svg, "ylab");
+        assert!(ys.len() >= 3, "{chart}: y ticks {ys:?}");
+        let vals: Vec<f64> =
+            ys.iter().map(|l| l.parse().unwrap_or_else(|_| panic!("{chart}: y label {l:?} is not a number"))).collect();
+        for l in &ys {
+            let decimals = l.split('.').nth(1).map_or(0, str::len);
+            assert!(
+                decimals <= 2 && (l.parse::<f64>().unwrap_or(0.0) < 10.0 || decimals == 0),
+                "{chart}: y label {l:?}"
+            );
+        }
+        let step = vals[1] - vals[0];
+        let m = step / 10f64.powf(step.log10().floor());
+        assert!([1.0, 2.0, 2.5, 5.0, 10.0].iter().any(|n| (m - n).abs() < 1e-3), "{chart}: y step {step} is not nice");
+        assert!(vals.windows(2).all(|w| ((w[1] - w[0]) - step).abs() < 1e-6), "{chart}: uneven y ticks {vals:?}");
+        let xs: Vec<&str> = texts(svg, "xlab");
+        let distinct: std::collections::BTreeSet<&&str> = xs.iter().collect();
+        assert!((2..=7).contains(&xs.len()), "{chart}: x ticks {xs:?}");
+        assert_eq!(distinct.len(), xs.len(), "{chart}: repeated x labels {xs:?}");
+        if ["size-type", "size-scope", "confidence"].contains(&chart) {
+            for line in svg.split("<polyline class=\"step\" points=\"").skip(1) {
+                let pts: Vec<(f64, f64)> = line
+                    .split('"')
+                    .next()
+                    .unwrap_or_default()
+                    .split(' ')
+                    .filter_map(|p| p.split_once(',').and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?))))
+                    .collect();
+                assert!(pts.windows(2).all(|w| w[0].0 == w[1].0 || w[0].1 == w[1].1), "{chart}: a diagonal in {pts:?}");
+            }
+            assert!(!svg.contains("<polyline class=\"line\""), "{chart} is a step chart");
+        }
+        for part in svg.split("<tspan").skip(1) {
+            let text = part.split('>').nth(1).and_then(|t| t.split('<').next()).unwrap_or_default();
+            assert!(text.chars().count() <= 24, "{chart}: a legend line runs past the chart: {text:?}");
+        }
     }
-    for top in labels.chunks(3).filter_map(|c| c.last()).map(|l| l.parse::<f64>().unwrap_or(0.0)) {
-        let m = top / 10f64.powf(top.log10().floor());
-        assert!([1.0, 2.0, 2.5, 5.0, 10.0].iter().any(|n| (m - n).abs() < 1e-6), "axis top {top} is not a nice number");
-    }
+    assert!(drawn > 0, "no chart was drawn");
 }
 
 fn circles(dom: &str, chart: &str) -> usize {
@@ -677,8 +720,46 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
     assert_eq!(curated["records"], 0, "{curated}");
     let (_, dom) = report_dom(&sb, &day, "day");
     assert_eq!(circles(&dom, "size-type"), 40);
-    let x = texts(&dom, "xlab");
-    assert!(x.contains(&"2026-03-01 12:00") && x.contains(&"2026-03-01 12:10"), "{x:?}");
+    let x = texts(chart_svg(&dom, "size-type"), "xlab");
+    assert!(x.iter().all(|l| l.starts_with("03-01 ")), "hours of the one day: {x:?}");
     assert_nice_axes(&dom);
     assert!(!dom.contains("No curation has run") && dom.contains("nothing needed changing"), "the curation is named");
+    assert!(!dom.contains("<table class=\"curation\">"), "no empty action table after nothing changed");
+
+    // A month and a year: days, then months, on the time axis; a long series name wraps.
+    for (name, days, unit_len) in [("month", 30, 10), ("year", 365, 7)] {
+        let repo = sb.repo(name);
+        for k in 0..12 {
+            let at = 1_772_323_200 + (k * days / 11) * 86_400; // 2026-03-01 onwards
+            let now = chrono_free(at);
+            let t = ["pattern", "decision", "failure"][k as usize % 3];
+            let out = sb
+                .neo_cmd(&repo)
+                .env("GIT_NEO_NOW", &now)
+                .args(["add", "-t", t, "-s", &format!("The cache layer keeps fact number {k} about eviction")])
+                .output()
+                .expect("run");
+            assert!(out.status.success(), "{}", crate::support::stderr(&out));
+        }
+        let (_, dom) = report_dom(&sb, &repo, name);
+        assert_nice_axes(&dom);
+        let x = texts(chart_svg(&dom, "size-type"), "xlab");
+        assert!(x.iter().all(|l| l.len() == unit_len), "{name}: labels as fine as the step: {x:?}");
+    }
+}
+
+/// `at` (seconds since the epoch, midnight UTC) as `YYYY-MM-DDT12:00:00Z`.
+fn chrono_free(at: i64) -> String {
+    let days = at.div_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    format!("{:04}-{:02}-{:02}T12:00:00Z", if m <= 2 { y + 1 } else { y }, m, d)
 }

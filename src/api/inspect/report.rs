@@ -141,6 +141,7 @@ impl Session {
         let no_facts = "No facts yet: they appear here once `git neo add` or `git neo import` writes some.";
         charts.push(Chart {
             id: "size-type".into(),
+            step: true,
             title: "Current facts over time, by type (every scope)".into(),
             y_label: "facts".into(),
             series: types
@@ -154,6 +155,7 @@ impl Session {
         });
         charts.push(Chart {
             id: "size-scope".into(),
+            step: true,
             title: "Current facts over time, by scope".into(),
             y_label: "facts".into(),
             series: scopes
@@ -168,6 +170,7 @@ impl Session {
         trajectories.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
         charts.push(Chart {
             id: "confidence".into(),
+            step: true,
             title: format!("Confidence of the {TRAJECTORIES} facts outcomes moved most"),
             y_label: "confidence".into(),
             series: trajectories.into_iter().take(TRAJECTORIES).map(|(_, s)| s).collect(),
@@ -178,6 +181,7 @@ impl Session {
         let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
         charts.push(Chart {
             id: "latency".into(),
+            step: false,
             title: format!("Recall latency (the last {} recalls)", latest.len()),
             y_label: "ms".into(),
             series: vec![Series {
@@ -195,6 +199,7 @@ impl Session {
         let skip = days.len().saturating_sub(HIT_RATE_DAYS);
         charts.push(Chart {
             id: "hit-rate".into(),
+            step: false,
             title: "Recall hit rate per day (share returning a relevant record)".into(),
             y_label: "hit rate".into(),
             series: vec![Series {
