@@ -50,6 +50,37 @@ pub struct Args {
     shell: Shell,
 }
 
+#[derive(clap::Args)]
+pub struct IdsArgs {
+    /// The start of the id being typed.
+    #[arg(default_value = "")]
+    prefix: String,
+}
+
+/// Print the 12-hex-digit ids of the records starting with `prefix` (at most 200), for the bash
+/// completion of the commands that take a record id.
+pub fn ids(ctx: &mut Ctx, args: IdsArgs) -> Result<(), Error> {
+    let prefix = args.prefix.to_ascii_lowercase();
+    if !prefix.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(());
+    }
+    let filter = git_neo::api::ListFilter { all: true, ..Default::default() };
+    let mut ids: Vec<String> = ctx
+        .session
+        .list(&filter)?
+        .iter()
+        .map(|e| e.id.to_hex())
+        .filter(|h| h.starts_with(&prefix))
+        .map(|h| h[..12].to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    for id in ids.iter().take(200) {
+        ctx.out.line(id);
+    }
+    Ok(())
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 enum Shell {
     Bash,
@@ -67,8 +98,22 @@ _git_neo() {
     local COMP_CWORD=$((COMP_CWORD - 1))
     local prev=""
     if [[ $COMP_CWORD -gt 0 ]]; then prev="${COMP_WORDS[COMP_CWORD-1]}"; fi
-    _git__neo git-neo "${COMP_WORDS[COMP_CWORD]}" "$prev"
+    _git__neo_ids git-neo "${COMP_WORDS[COMP_CWORD]}" "$prev"
 }
+
+# Record ids for the commands that take one, asked of git-neo itself (`git neo show 3f<TAB>`).
+_git__neo_ids() {
+    _git__neo "$@"
+    local cur="${COMP_WORDS[COMP_CWORD]}"
+    case "${COMP_WORDS[1]}" in
+        show|forget|outdated|revert|history|explain|recheck)
+            if [[ "$cur" != -* && $COMP_CWORD -ge 2 && "${COMP_WORDS[COMP_CWORD-1]}" != -* ]]; then
+                COMPREPLY=( $(compgen -W "$(git-neo __complete-ids "$cur" 2>/dev/null)" -- "$cur") )
+            fi
+            ;;
+    esac
+}
+complete -F _git__neo_ids -o nosort -o bashdefault -o default git-neo
 "#;
 
 /// `cmd` and every subcommand below it renamed for the binary `bin` (`git-neo recall`, …).

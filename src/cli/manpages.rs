@@ -30,7 +30,8 @@ pub fn pages() -> Result<Vec<(String, Vec<u8>)>, Error> {
         let top = typed == "git neo";
         for sub in cmd.get_subcommands() {
             // `git neo help` gets a page of its own; each subcommand's `help` repeats it.
-            if sub.get_name() != "help" || top {
+            // Hidden commands (the completion's id lookup) get no page.
+            if (sub.get_name() != "help" || top) && !sub.is_hide_set() {
                 stack.push((format!("{name}-{}", sub.get_name()), format!("{typed} {}", sub.get_name()), sub.clone()));
             }
         }

@@ -179,6 +179,9 @@ enum Command {
     InstallManPages(manpages::Args),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     Completions(completions::Args),
+    /// The ids of records starting with a prefix, one per line (what the bash completion asks).
+    #[command(name = "__complete-ids", hide = true)]
+    CompleteIds(completions::IdsArgs),
     /// The background server that keeps the model and memory warm for recall, add and hooks.
     #[command(subcommand)]
     Daemon(daemon::DaemonCommand),
@@ -546,6 +549,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Hook(c) => setup::hook(ctx, c),
         Command::InstallManPages(a) => manpages::run(ctx, a),
         Command::Completions(a) => completions::run(ctx, a),
+        Command::CompleteIds(a) => completions::ids(ctx, a),
         Command::Daemon(c) => daemon::run(ctx, c),
     };
     ctx.say_notices();

@@ -337,6 +337,8 @@ fn completions_complete_git_neo_and_git_neo_through_git() {
     let repo = sb.repo("r");
     let script = sb.path("git-neo.bash");
     std::fs::write(&script, sb.neo_ok(&repo, &["completions", "bash"])).expect("write the script");
+    // Record ids complete for the commands that take one, asked of git-neo in the repository.
+    let id = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Completion knows this fact"]);
     // What bash's completion asks for, word by word: `git neo …` through git's completion (which
     // calls `_git_neo`) and `git-neo …` directly.
     let probe = format!(
@@ -350,10 +352,18 @@ fn completions_complete_git_neo_and_git_neo_through_git() {
          COMP_WORDS=(git neo import --from cursor); COMP_CWORD=4; _git_neo; echo \"7 ${{COMPREPLY[*]}}\"\n\
          COMP_WORDS=(git neo setup ge); COMP_CWORD=3; _git_neo; echo \"8 ${{COMPREPLY[*]}}\"\n\
          COMP_WORDS=(git neo --scope us); COMP_CWORD=3; _git_neo; echo \"9 ${{COMPREPLY[*]}}\"\n\
-         COMP_WORDS=(git neo recall --type fai); COMP_CWORD=4; _git_neo; echo \"10 ${{COMPREPLY[*]}}\"\n",
-        script.display()
+         COMP_WORDS=(git neo recall --type fai); COMP_CWORD=4; _git_neo; echo \"10 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git neo show {p}); COMP_CWORD=3; _git_neo; echo \"11 ${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(git-neo forget {p}); COMP_CWORD=2; _git__neo_ids git-neo {p} forget; echo \"12 ${{COMPREPLY[*]}}\"\n",
+        script.display(),
+        p = &id[..3]
     );
-    let out = std::process::Command::new("bash").arg("-c").arg(&probe).output().expect("run bash");
+    let bin_dir = std::path::Path::new(crate::support::BIN).parent().expect("binary directory");
+    let mut bash = std::process::Command::new("bash");
+    crate::support::hermetic(&mut bash, sb.dir.path())
+        .current_dir(&repo)
+        .env("PATH", format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()));
+    let out = bash.arg("-c").arg(&probe).output().expect("run bash");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
     // Values, not file names: types, provenances, import formats, setup targets, scopes.
@@ -368,6 +378,8 @@ fn completions_complete_git_neo_and_git_neo_through_git() {
         "8 gemini",
         "9 user",
         "10 failure",
+        &format!("11 {}", &id[..12]),
+        &format!("12 {}", &id[..12]),
     ] {
         assert!(text.lines().any(|l| l == want), "{want:?} in {text}");
     }
