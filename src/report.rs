@@ -285,6 +285,7 @@ mod tests {
                 y_label: "facts".into(),
                 series: vec![Series { name: "pattern".into(), points: vec![(0, 1.0), (86_400, 2.0)] }],
                 empty: "no facts yet".into(),
+                step: true,
             }],
             chains: vec![],
             curation: None,
