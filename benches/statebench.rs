@@ -164,11 +164,17 @@ fn add(
     body: &str,
     supersedes: Vec<String>,
 ) -> git_neo::api::AddOutcome {
-    let req = AddRequest {
+    let req = AddRequest { area: scope, supersedes, body: body.into(), ..request(fact_type, subject) };
+    s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
+}
+
+/// A request for a fact of `fact_type` saying `subject`: no key, no id, nothing else set.
+fn request(fact_type: &str, subject: &str) -> AddRequest {
+    AddRequest {
         fact_type: fact_type.into(),
         subject: subject.into(),
-        body: body.into(),
-        area: scope,
+        body: String::new(),
+        area: None,
         tags: vec![],
         key: None,
         slot: None,
@@ -178,7 +184,7 @@ fn add(
         anchors: vec![],
         valid_from: None,
         valid_to: None,
-        supersedes,
+        supersedes: vec![],
         extends: vec![],
         derives_from: vec![],
         no_supersede: false,
@@ -186,8 +192,7 @@ fn add(
         suggestion: None,
         created_at: None,
         sources: vec![],
-    };
-    s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -634,29 +639,7 @@ fn agent_memory(tmp: &Path, n: usize, pairs: bool) {
         let mut subject = subject;
         subject[..1].make_ascii_uppercase();
         types.push(t);
-        requests.push(AddRequest {
-            fact_type: t.into(),
-            subject,
-            body: String::new(),
-            area: None,
-            tags: vec![],
-            key: None,
-            slot: None,
-            confidence: None,
-            provenance: None,
-            depends_on: vec![],
-            anchors: vec![],
-            valid_from: None,
-            valid_to: None,
-            supersedes: vec![],
-            extends: vec![],
-            derives_from: vec![],
-            no_supersede: false,
-            reason: None,
-            suggestion: None,
-            created_at: None,
-            sources: vec![],
-        });
+        requests.push(request(t, &subject));
     }
     let mut s = session(tmp, "agent-memory", Box::new(git_neo::embed::HashEmbedder::new(64)), true);
     let started = std::time::Instant::now();
@@ -876,64 +859,64 @@ fn negatives(
 /// Lines of `file` in every crate of the registry cache: plain sentences of paragraphs and list
 /// items (code blocks, headings, tables, links and HTML left out), at most `per` per crate.
 fn registry_lines(file: &str, per: usize) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for dir in crate_dirs() {
-        let Ok(text) = std::fs::read_to_string(dir.join(file)) else { continue };
-        let mut lines: Vec<String> = Vec::new();
-        let mut code = false;
-        for line in text.lines() {
-            let l = line.trim();
-            if l.starts_with("```") {
-                code = !code;
-                continue;
-            }
-            if code || l.is_empty() || l.starts_with(['#', '|', '[', '<', '!']) {
-                continue;
-            }
-            let l = l.trim_start_matches(['-', '*', ' ']);
-            for sentence in l.split(". ") {
-                let sentence = sentence.trim();
-                if sentence.split_whitespace().count() >= 4
-                    && sentence.len() < 200
-                    && !lines.iter().any(|x| x == sentence)
-                {
-                    lines.push(sentence.to_string());
-                }
-            }
-            if lines.len() >= per {
-                lines.truncate(per);
-                break;
-            }
+    let mut code = false;
+    per_crate(file, per, &mut |n, line| {
+        // Each file starts outside a code block.
+        code &= n > 0;
+        let l = line.trim();
+        if l.starts_with("```") {
+            code = !code;
+            return Vec::new();
         }
-        if lines.len() >= 2 {
-            out.push(lines);
+        if code || l.is_empty() || l.starts_with(['#', '|', '[', '<', '!']) {
+            return Vec::new();
         }
-    }
-    out
+        l.trim_start_matches(['-', '*', ' '])
+            .split(". ")
+            .map(str::trim)
+            .filter(|s| s.split_whitespace().count() >= 4 && s.len() < 200)
+            .map(str::to_string)
+            .collect()
+    })
 }
 
 /// The lines of every crate's CHANGELOG that report a failure fixed ("Fix panic when …",
 /// "Fixed a bug where …"), the verb left out so that each reads as the failure it was: at most
 /// `per` per crate.
 fn registry_fix_lines(per: usize) -> Vec<Vec<String>> {
+    per_crate("CHANGELOG.md", per, &mut |_, line| {
+        let l = line.trim().trim_start_matches(['-', '*', ' ']);
+        let Some(rest) =
+            ["Fix ", "Fixed ", "Fixes ", "fix ", "fixed ", "fixes "].iter().find_map(|p| l.strip_prefix(p))
+        else {
+            return Vec::new();
+        };
+        let rest = rest.split(" (").next().unwrap_or(rest).trim().trim_end_matches('.');
+        if rest.split_whitespace().count() < 4 || rest.len() >= 180 {
+            return Vec::new();
+        }
+        let mut chars = rest.chars();
+        let first = chars.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
+        vec![format!("{first}{}", chars.as_str())]
+    })
+}
+
+/// For every crate of the registry cache with `file`: what `pick` makes of its lines (each with
+/// its number in the file), in order, each once, at most `per`; a group per crate that gave at
+/// least two.
+fn per_crate(file: &str, per: usize, pick: &mut dyn FnMut(usize, &str) -> Vec<String>) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     for dir in crate_dirs() {
-        let Ok(text) = std::fs::read_to_string(dir.join("CHANGELOG.md")) else { continue };
+        let Ok(text) = std::fs::read_to_string(dir.join(file)) else { continue };
         let mut lines: Vec<String> = Vec::new();
-        for line in text.lines() {
-            let l = line.trim().trim_start_matches(['-', '*', ' ']);
-            let Some(rest) =
-                ["Fix ", "Fixed ", "Fixes ", "fix ", "fixed ", "fixes "].iter().find_map(|p| l.strip_prefix(p))
-            else {
-                continue;
-            };
-            let rest = rest.split(" (").next().unwrap_or(rest).trim().trim_end_matches('.');
-            if rest.split_whitespace().count() >= 4 && rest.len() < 180 && !lines.iter().any(|x| x == rest) {
-                let mut chars = rest.chars();
-                let first = chars.next().map(|c| c.to_uppercase().collect::<String>()).unwrap_or_default();
-                lines.push(format!("{first}{}", chars.as_str()));
+        for (n, line) in text.lines().enumerate() {
+            for candidate in pick(n, line) {
+                if !lines.contains(&candidate) {
+                    lines.push(candidate);
+                }
             }
             if lines.len() >= per {
+                lines.truncate(per);
                 break;
             }
         }

@@ -686,22 +686,7 @@ mod tests {
             fact("Migration 43 drops the launch table", 5),
         ];
         let ids: Vec<RecordId> = records.iter().map(|r| r.0).collect();
-        let state = crate::state::fold(records.clone());
-        let lexical: Vec<(RecordId, f32)> = ids.iter().map(|id| (*id, 5.0)).collect();
-        let req = Request {
-            query: "launch".into(),
-            k: 5,
-            budget: 10_000,
-            types: Vec::new(),
-            area: None,
-            now: Timestamp(1_780_000_000),
-            as_of: None,
-            origins: None,
-            fetched: None,
-            fusion: FusionKind::default(),
-            expand: expand::When::Never,
-        };
-        let out = recall(&state, &req, &lexical, &[], &[], false);
+        let out = recall_all(&records, "launch", 5);
         let shown: Vec<RecordId> = out.facts.iter().map(|f| f.id).collect();
         assert_eq!(shown.len(), 4, "three copies are one: {shown:?}");
         let copy = out.facts.iter().find(|f| f.subject.contains("update you")).expect("the line");
@@ -711,12 +696,13 @@ mod tests {
         assert!(md.contains("also said in the same words by"), "{md}");
     }
 
-    fn recall_all(records: &[(RecordId, Record)]) -> Recall {
+    /// Recall `query` over `records`, every one a lexical match of the same score.
+    fn recall_all(records: &[(RecordId, Record)], query: &str, k: usize) -> Recall {
         let state = crate::state::fold(records.to_vec());
         let lexical: Vec<(RecordId, f32)> = records.iter().map(|r| (r.0, 5.0)).collect();
         let req = Request {
-            query: "billing".into(),
-            k: 10,
+            query: query.into(),
+            k,
             budget: 10_000,
             types: Vec::new(),
             area: None,
@@ -747,30 +733,42 @@ mod tests {
             ("Billing jobs may retry failed charges", "Billing jobs may not retry failed charges", "negation"),
             ("Service 426 uses queue q982 for billing", "Service 427 uses queue q983 for billing", "identifiers"),
         ] {
-            let out = recall_all(&[fact(a, 0), fact(b, 1)]);
+            let out = recall_all(&[fact(a, 0), fact(b, 1)], "billing", 10);
             assert_eq!(out.facts.len(), 2, "{class}: both are shown");
             assert!(out.facts.iter().all(|f| f.same_words.is_empty()), "{class}: neither is folded");
         }
-        let out = recall_all(&[
-            in_area("Billing jobs must finish within 30 minutes", "billing", 0),
-            in_area("Billing jobs must finish within 30 minutes", "billing-eu", 1),
-        ]);
+        let out = recall_all(
+            &[
+                in_area("Billing jobs must finish within 30 minutes", "billing", 0),
+                in_area("Billing jobs must finish within 30 minutes", "billing-eu", 1),
+            ],
+            "billing",
+            10,
+        );
         assert_eq!(out.facts.len(), 2, "areas: the same sentence in two areas is two answers");
-        let out = recall_all(&[
-            fact("Billing jobs must finish within 30 minutes.", 0),
-            fact("billing jobs  MUST finish within 30 minutes", 1),
-        ]);
+        let out = recall_all(
+            &[
+                fact("Billing jobs must finish within 30 minutes.", 0),
+                fact("billing jobs  MUST finish within 30 minutes", 1),
+            ],
+            "billing",
+            10,
+        );
         assert_eq!(out.facts.len(), 1, "case, spacing and punctuation alone: one answer");
         assert_eq!(out.facts[0].same_words.len(), 1);
     }
 
     #[test]
     fn three_limits_in_three_areas_are_shown_and_flagged() {
-        let out = recall_all(&[
-            in_area("Billing jobs must finish within 30 minutes", "billing", 0),
-            in_area("Billing jobs must finish within 5 minutes", "billing-eu", 1),
-            fact("Billing jobs must finish within 45 minutes", 2),
-        ]);
+        let out = recall_all(
+            &[
+                in_area("Billing jobs must finish within 30 minutes", "billing", 0),
+                in_area("Billing jobs must finish within 5 minutes", "billing-eu", 1),
+                fact("Billing jobs must finish within 45 minutes", 2),
+            ],
+            "billing",
+            10,
+        );
         assert_eq!(out.facts.len(), 3, "every limit is an answer");
         for f in &out.facts {
             assert_eq!(f.conflicts_with.len(), 2, "each names the other two: {:?}", f.needs_review);

@@ -26,6 +26,32 @@ fn valid_subjects(sb: &Sandbox, repo: &Path) -> Vec<String> {
     out
 }
 
+/// Write, with git plumbing as an older rule did, a frame supersession of `old` by `new` (both
+/// `add --json` replies): the record id.
+fn old_rule_supersession(repo: &Path, old: &Value, new: &Value, reason: &str) -> git_neo::record::RecordId {
+    use git_neo::record::{Kind, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
+    let id = |v: &Value| RecordId::from_hex(v["id"].as_str().expect("id")).expect("hex");
+    let rec = Record {
+        kind: Kind::Supersession,
+        payload: Payload::Supersession(Supersession {
+            old: id(old),
+            old_scope: None,
+            new: Some(id(new)),
+            reason: reason.into(),
+            method: SupersessionMethod::Frame,
+            score: None,
+        }),
+        author: "Ada Tester <ada@example.com>".into(),
+        created_at: Timestamp(1_772_400_000),
+        body: String::new(),
+    };
+    let store = git_neo::store::Store::discover(repo, git_neo::store::StoreOptions::default()).expect("store");
+    let (sid, bytes) = rec.encode();
+    let who = git_neo::store::Identity { name: "Ada Tester".into(), email: "ada@example.com".into() };
+    store.write_records(&[(rec.kind, sid, bytes)], "neo: old rule", &who, rec.created_at, false).expect("write");
+    sid
+}
+
 fn at(i: usize) -> String {
     format!("2026-03-01T{:02}:{:02}:00Z", 10 + i / 60, i % 60)
 }
@@ -135,7 +161,6 @@ fn a_key_attaches_on_re_add_and_another_area_is_told_not_replaced() {
 /// repair`, which reverts it (a dry run first writes nothing); one today's rule makes is kept.
 #[test]
 fn repair_reverts_what_the_old_rule_superseded() {
-    use git_neo::record::{Kind, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let billing = add(&sb, &repo, &at(0), &["-t", "decision", "-s", "The billing service uses Postgres 14"]);
@@ -144,25 +169,12 @@ fn repair_reverts_what_the_old_rule_superseded() {
     let moved = add(&sb, &repo, &at(3), &["-t", "decision", "-s", "Mobile Team reallocated to Project Alpha"]);
     assert_eq!(moved["superseded"][0]["old"], team["id"], "today's rule makes this one: {moved}");
     // What the old rule wrote for billing -> analytics.
-    let id = |v: &Value| RecordId::from_hex(v["id"].as_str().expect("id")).expect("hex");
-    let rec = Record {
-        kind: Kind::Supersession,
-        payload: Payload::Supersession(Supersession {
-            old: id(&billing),
-            old_scope: None,
-            new: Some(id(&analytics)),
-            reason: "update noticed by its frame: same postgres; names [billing] -> [analytics]".into(),
-            method: SupersessionMethod::Frame,
-            score: None,
-        }),
-        author: "Ada Tester <ada@example.com>".into(),
-        created_at: Timestamp(1_772_400_000),
-        body: String::new(),
-    };
-    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
-    let (sid, bytes) = rec.encode();
-    let who = git_neo::store::Identity { name: "Ada Tester".into(), email: "ada@example.com".into() };
-    store.write_records(&[(rec.kind, sid, bytes)], "neo: old rule", &who, rec.created_at, false).expect("write");
+    let sid = old_rule_supersession(
+        &repo,
+        &billing,
+        &analytics,
+        "update noticed by its frame: same postgres; names [billing] -> [analytics]",
+    );
     assert_eq!(valid_subjects(&sb, &repo).len(), 2, "billing hidden by the old rule");
 
     let tip = sb.tip(&repo);
@@ -239,32 +251,18 @@ fn plain_language_updates_are_caught_and_events_stay_events() {
 /// An older rule superseded reviews by their headline; `repair` reverts every such supersession.
 #[test]
 fn repair_reverts_a_review_the_old_rule_replaced() {
-    use git_neo::record::{Kind, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let s1 = "Review note on src/db/cache.py: inventory sync reorders items after pagination";
     let s2 = "Review note on src/db/cache.py: email renderer emits duplicate events";
     let first = add(&sb, &repo, &at(0), &["-t", "review", "-s", s1]);
     let second = add(&sb, &repo, &at(1), &["-t", "review", "-s", s2]);
-    let id = |v: &Value| RecordId::from_hex(v["id"].as_str().expect("id")).expect("hex");
-    let rec = Record {
-        kind: Kind::Supersession,
-        payload: Payload::Supersession(Supersession {
-            old: id(&first),
-            old_scope: None,
-            new: Some(id(&second)),
-            reason: "update noticed by its frame: same thing \"review note src/db/cache.py\"".into(),
-            method: SupersessionMethod::Frame,
-            score: None,
-        }),
-        author: "Ada Tester <ada@example.com>".into(),
-        created_at: Timestamp(1_772_400_000),
-        body: String::new(),
-    };
-    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
-    let (sid, bytes) = rec.encode();
-    let who = git_neo::store::Identity { name: "Ada Tester".into(), email: "ada@example.com".into() };
-    store.write_records(&[(rec.kind, sid, bytes)], "neo: old rule", &who, rec.created_at, false).expect("write");
+    old_rule_supersession(
+        &repo,
+        &first,
+        &second,
+        "update noticed by its frame: same thing \"review note src/db/cache.py\"",
+    );
     let dry = json(&sb.neo_ok(&repo, &["repair", "--dry-run", "--json"]));
     let listed = dry["supersessions"].as_array().expect("listed");
     assert_eq!(listed.len(), 1, "{dry}");
