@@ -391,10 +391,12 @@ impl Session {
     pub(crate) fn write_context(&self, store: &Store) -> Result<WriteContext> {
         let here = match &self.opts.identity {
             Some(i) => Some(i.clone()),
-            None if store.git_dir() != self.project_store().map(|p| p.git_dir().to_path_buf()).unwrap_or_default() => {
-                self.project_store().ok().and_then(|p| p.configured_identity())
-            }
-            None => None,
+            // The project is opened once, and only for a write elsewhere.
+            None => self
+                .project_store()
+                .ok()
+                .filter(|p| p.git_dir() != store.git_dir())
+                .and_then(|p| p.configured_identity()),
         };
         Ok(WriteContext { dry_run: self.dry_run, ..write_context(here.as_ref(), self.now(), store)? })
     }
