@@ -212,6 +212,23 @@ fn git_dash_c_and_git_config_count_choose_the_ref_with_and_without_the_server() 
     ok(&neo_in(&sb, &repo, true, &["add", "-t", "decision", "-s", "On the default ref"]));
     assert_eq!(server.status(&sb, &params)["commands"], 1);
     assert_eq!(list_subjects(&sb, &repo, None), vec!["On the default ref".to_string()]);
+    // That caller started a server of its own for the default configuration: stop it too.
+    stop_started(&sb, &repo);
+}
+
+/// Stop the server a command with `GIT_NEO_DAEMON=on` started in the background for `repo` (the
+/// default configuration), waiting until it has gone: a test leaves no process behind.
+fn stop_started(sb: &Sandbox, repo: &Path) {
+    let start = Instant::now();
+    loop {
+        let _ = neo_in(sb, repo, false, &["daemon", "stop"]);
+        let status = neo_in(sb, repo, false, &["daemon", "status", "--json"]);
+        let running = String::from_utf8_lossy(&status.stdout).contains("\"running\": true");
+        if !running || start.elapsed() > Duration::from_secs(10) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 // 3. Big imports.
@@ -598,6 +615,8 @@ fn the_prompt_hook_never_fails_on_bytes_that_are_not_utf8() {
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         assert!(stdout(&out).contains("Deploys"), "the prompt was still read: {}", stdout(&out));
     }
+    // The hook through the server started one in the background: stop it.
+    stop_started(&sb, &repo);
 }
 
 // 12. A push the remote refuses.
