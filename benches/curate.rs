@@ -94,7 +94,6 @@ fn run(name: &str, corpus: &[(String, String, String)]) {
             scope: None,
             data_dir: None,
             config: Vec::new(),
-            defer_vectors: false,
         })
     };
     // Build the index once, outside the timings.

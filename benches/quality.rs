@@ -305,7 +305,6 @@ fn session(repo: &Path, embedder: EmbedderChoice) -> Session {
         scope: None,
         data_dir: None,
         config: Vec::new(),
-        defer_vectors: false,
     })
 }
 

@@ -149,7 +149,6 @@ fn session(root: &Path, name: &str, embedder: Box<dyn Embedder>, frame: bool) ->
         scope: None,
         data_dir: None,
         config: Vec::new(),
-        defer_vectors: false,
     });
     s.give_embedder(embedder);
     s

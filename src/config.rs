@@ -28,6 +28,12 @@ pub const OUTCOMES_MAX_PER_RECORD_PER_DAY: &str = "neo.outcomes.maxPerRecordPerD
 /// Later commits a trailer-linked commit must survive to count as accepted.
 pub const OUTCOMES_SURVIVE_COMMITS: &str = "neo.outcomes.surviveCommits";
 
+/// How much memory the user's background server keeps for the repositories it holds warm before
+/// it lets the least recently used go (a size: `512m`, `1g`, or bytes; the model is not counted).
+pub const SERVER_MEMORY: &str = "neo.server.memory";
+/// The default of [`SERVER_MEMORY`]: 512 MiB.
+pub const DEFAULT_SERVER_MEMORY: u64 = 512 << 20;
+
 /// Whether a write supersedes, by the frame rule, a current fact it updates without a key or an
 /// id (`true` by default; docs/supersession.md).
 pub const UPDATES_FRAME: &str = "neo.updates.frame";
@@ -171,6 +177,28 @@ pub fn parse_u64(key: &str, value: &str) -> Result<u64> {
         .map_err(|_| Error::Config { key: key.into(), message: format!("{value:?} is not a whole number") })
 }
 
+/// A size as git writes one (`core.bigFileThreshold`): a whole number of bytes with an optional
+/// `k`, `m` or `g` (binary multiples; `kb`, `mib` and the like are taken too).
+pub fn parse_size(key: &str, value: &str) -> Result<u64> {
+    let v = value.trim().to_ascii_lowercase();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(digits);
+    let shift = match unit.trim().trim_end_matches("ib").trim_end_matches('b') {
+        "" => Some(0),
+        "k" => Some(10),
+        "m" => Some(20),
+        "g" => Some(30),
+        _ => None,
+    };
+    match (number.parse::<u64>(), shift) {
+        (Ok(n), Some(shift)) if n.leading_zeros() >= shift => Ok(n << shift),
+        _ => Err(Error::Config {
+            key: key.into(),
+            message: format!("{value:?} is not a size; write bytes, or a number with k, m or g, such as 512m"),
+        }),
+    }
+}
+
 /// The outcome scan's caps, read from [`OUTCOMES_MAX_PER_SCAN`] and its siblings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutcomeCaps {
@@ -191,5 +219,28 @@ impl OutcomeCaps {
             max_per_record_per_day: num(OUTCOMES_MAX_PER_RECORD_PER_DAY, u64::from(d.max_per_record_per_day))? as u32,
             survive_commits: num(OUTCOMES_SURVIVE_COMMITS, u64::from(d.survive_commits))? as u32,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_git_writes_them() {
+        assert_eq!(parse_size(SERVER_MEMORY, "512m").ok(), Some(512 << 20));
+        assert_eq!(parse_size(SERVER_MEMORY, " 1G ").ok(), Some(1 << 30));
+        assert_eq!(parse_size(SERVER_MEMORY, "300 MiB").ok(), Some(300 << 20));
+        assert_eq!(parse_size(SERVER_MEMORY, "4096").ok(), Some(4096));
+        assert_eq!(parse_size(SERVER_MEMORY, "64kb").ok(), Some(64 << 10));
+        for bad in ["", "lots", "1.5g", "-1m", "12t", "99999999999999999999g"] {
+            match parse_size(SERVER_MEMORY, bad) {
+                Err(Error::Config { key, message }) => {
+                    assert_eq!(key, SERVER_MEMORY);
+                    assert!(message.contains("512m"), "{message}");
+                }
+                other => panic!("{bad:?} was taken: {other:?}"),
+            }
+        }
     }
 }

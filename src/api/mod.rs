@@ -33,6 +33,7 @@ pub use write::{ingest, updates};
 
 pub use correct::{History, HistoryEvent, Rechecked, Repair};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
+pub use crate::config::DEFAULT_SERVER_MEMORY;
 
 pub use export::ExportedFact;
 pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};

@@ -253,7 +253,6 @@ impl Ctx {
                     .out
                     .note("note: semantic recall is off (no embedding model); run scripts/install-model.sh to enable it"),
                 Notice::SemanticOff(NoEmbedder::Disabled) => {}
-                Notice::SemanticOff(NoEmbedder::Deferred) => self.out.note(&format!("note: {}", NoEmbedder::Deferred)),
                 Notice::SemanticOff(NoEmbedder::Failed(e)) => {
                     self.out.warn(&format!("{e}; falling back to lexical recall"))
                 }
@@ -317,6 +316,16 @@ pub fn data_root(env: Env) -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|h| h.join(".local").join("share").join("git-neo")))
 }
 
+/// The embedding model `GIT_NEO_EMBEDDER` names: `hash` (the deterministic test embedder),
+/// `none`, or the installed model under the cache root.
+pub fn embedder_choice(env: Env) -> EmbedderChoice {
+    match env("GIT_NEO_EMBEDDER").as_deref().map(str::trim) {
+        Some("hash") => EmbedderChoice::Hash,
+        Some("none") => EmbedderChoice::Off,
+        _ => EmbedderChoice::Model { cache_root: cache_root(env) },
+    }
+}
+
 /// The session's settings from our environment, the only place the front ends read it:
 /// the author from `GIT_AUTHOR_NAME`/`GIT_AUTHOR_EMAIL` (else git config, read by the library);
 /// the clock from `GIT_NEO_NOW` (seconds or a UTC time, for reproducible runs) or the system;
@@ -361,11 +370,7 @@ pub fn session_options(
             )?),
             None => Clock::System,
         };
-    let embedder = match env("GIT_NEO_EMBEDDER").as_deref() {
-        Some("hash") => EmbedderChoice::Hash,
-        Some("none") => EmbedderChoice::Off,
-        _ => EmbedderChoice::Model { cache_root: cache_root(&env) },
-    };
+    let embedder = embedder_choice(&env);
     let mut opts = SessionOptions {
         dir,
         git_dir,
@@ -376,7 +381,6 @@ pub fn session_options(
         scope: None,
         data_dir,
         config,
-        defer_vectors: false,
     };
     if let Some(s) = scope {
         opts.scope = Some(opts.places().parse(s)?);
@@ -444,27 +448,24 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     };
     // The per-prompt commands go through the warm background server when one answers.
     let mut stdin = None;
-    let mut server_starting = false;
     if daemon::eligible(&cli) && daemon::enabled(&process_env) {
         let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
         if let Some(argv) = argv {
             let reads_stdin = matches!(cli.command, Command::Hook(_));
-            match daemon::try_run(&argv, &dir, cli.ref_name.as_deref(), &process_env, reads_stdin) {
+            match daemon::try_run(&argv, &dir, &process_env, reads_stdin) {
                 Ok(code) => return code,
                 Err(fallback) => {
                     if let (true, Some(why)) = (cli.verbose, &fallback.why) {
                         let _ = writeln!(std::io::stderr(), "git-neo: running in this process: {why}");
                     }
                     stdin = fallback.stdin;
-                    server_starting = fallback.server_starting;
                 }
             }
         }
     }
     let mut out = Out::new(cli.json);
     let opts = match session_options(dir.clone(), cli.ref_name.clone(), cli.scope.as_deref(), &process_env) {
-        // The server just started builds the vector index; this command does not wait for it.
-        Ok(o) => SessionOptions { defer_vectors: server_starting, ..o },
+        Ok(o) => o,
         Err(e) => {
             out.error(&e);
             return exit_code(&e);

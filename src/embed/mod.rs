@@ -8,10 +8,12 @@
 mod fast;
 mod hash;
 mod memo;
+mod shared;
 
 pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
 pub use hash::HashEmbedder;
 pub use memo::Memo;
+pub use shared::Shared;
 
 use std::path::{Path, PathBuf};
 
@@ -88,7 +90,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 
 /// Which embedder a session uses; the front end decides (from its flags and environment) and
 /// passes it as data.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EmbedderChoice {
     /// The installed model under this cache root (`<root>/models/…`, `<root>/onnxruntime/…`).
     Model { cache_root: PathBuf },
@@ -107,9 +109,6 @@ pub enum NoEmbedder {
     NotInstalled,
     /// It is installed but does not load, or it failed while embedding.
     Failed(String),
-    /// Not loaded for this command: the memory has no vector index yet, and the background
-    /// server this command just started builds it ([`crate::api::SessionOptions::defer_vectors`]).
-    Deferred,
 }
 
 impl std::fmt::Display for NoEmbedder {
@@ -120,9 +119,6 @@ impl std::fmt::Display for NoEmbedder {
                 f.write_str("no embedding model is installed (scripts/install-model.sh installs one)")
             }
             NoEmbedder::Failed(e) => write!(f, "the embedding model does not load: {e}"),
-            NoEmbedder::Deferred => f.write_str(
-                "this answer is lexical: the vector index is being built by the background server, and the next recalls are semantic",
-            ),
         }
     }
 }

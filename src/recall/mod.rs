@@ -228,10 +228,6 @@ pub struct Recall {
     /// Candidates the lexical and the vector index offered before ranking (for telemetry).
     #[serde(skip)]
     pub candidates: [usize; 2],
-    /// Set when recall is lexical because the vector index is still being built by a background
-    /// server (the markdown says so instead of "no model installed").
-    #[serde(skip)]
-    pub vectors_pending: bool,
 }
 
 /// A matching section of an ingested document.
@@ -620,7 +616,6 @@ pub fn recall(
         expanded: None,
         query_vector: None,
         candidates: [lexical.len(), vector.len()],
-        vectors_pending: false,
     };
     if let Some(origins) = &req.origins {
         for i in out.all_items_mut() {

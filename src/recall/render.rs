@@ -96,9 +96,7 @@ fn invalidated(s: &mut String, i: &Item, all: bool) {
 pub fn markdown(r: &Recall) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Memory for: {}\n", md(&r.query));
-    if r.vectors_pending {
-        let _ = writeln!(s, "_Lexical recall only (the vector index is being built in the background)._\n");
-    } else if !r.semantic {
+    if !r.semantic {
         let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
     }
     // Every item says its scope when several were read; a single scope other than the project

@@ -432,8 +432,13 @@ fn the_man_pages_have_exit_status_environment_and_examples() {
     // Every variable the CLI's source reads is documented.
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
     let mut read = std::collections::BTreeSet::new();
-    for entry in std::fs::read_dir(&src).expect("src/cli") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("source");
+    let mut files: Vec<std::path::PathBuf> =
+        std::fs::read_dir(&src).expect("src/cli").map(|e| e.expect("entry").path()).collect();
+    while let Some(dir) = files.iter().position(|p| p.is_dir()).map(|i| files.swap_remove(i)) {
+        files.extend(std::fs::read_dir(&dir).expect("a folder of src/cli").map(|e| e.expect("entry").path()));
+    }
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("source");
         for part in text.split("env(\"").skip(1) {
             if let Some(name) = part.split('"').next().filter(|n| n.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
             {

@@ -28,7 +28,6 @@ fn session(repo: &Path, at: i64, embedder: &EmbedderChoice) -> Session {
         scope: None,
         data_dir: None,
         config: Vec::new(),
-        defer_vectors: false,
     })
 }
 

@@ -144,73 +144,170 @@ fn the_server_answers_exactly_as_the_process_does_and_its_writes_land() {
     assert_eq!(status(&sb, &repo)["running"], false, "stopped");
 }
 
-#[test]
-fn a_command_with_no_server_runs_itself_and_starts_one_for_the_next() {
-    let sb = Sandbox::new();
-    let repo = sb.repo("r");
-    assert!(neo(&sb, &repo, false, &["add", "-t", "decision", "-s", "Deploys go to Fly.io"]).status.success());
-    assert_eq!(status(&sb, &repo)["running"], false);
-    let mut cmd = sb.neo_cmd(&repo);
-    cmd.env("GIT_NEO_EMBEDDER", "hash").env("GIT_NEO_DAEMON", "on").env("GIT_NEO_DAEMON_IDLE", "30");
-    let first = cmd.args(["recall", "where do deploys go"]).output().expect("recall");
-    assert!(first.status.success());
-    // No vector index yet: the first answer is lexical while the new server builds it.
-    let said = String::from_utf8_lossy(&first.stdout);
-    assert!(said.contains("Deploys go to Fly.io") && said.contains("being built in the background"), "{said}");
-    let s = wait_until_running(&sb, &repo);
-    assert!(s["pid"].as_u64().is_some(), "{s}");
-    let second = neo(&sb, &repo, true, &["recall", "where do deploys go"]);
-    assert!(neo(&sb, &repo, false, &["daemon", "stop"]).status.success());
+/// Stop the user's server (whichever command started it) and wait until it has gone: a test
+/// leaves no process behind.
+pub fn stop(sb: &Sandbox, repo: &Path) {
     let start = Instant::now();
-    while status(&sb, &repo)["running"] == true {
+    loop {
+        let _ = neo(sb, repo, false, &["daemon", "stop"]);
+        if status(sb, repo)["running"] != true {
+            return;
+        }
         assert!(start.elapsed() < Duration::from_secs(10), "the server did not stop");
         std::thread::sleep(Duration::from_millis(20));
     }
-    // With the server gone (its socket removed or stale), commands still answer by themselves.
-    let third = text(&neo(&sb, &repo, false, &["recall", "where do deploys go"]));
-    assert_eq!(third.0, String::from_utf8_lossy(&second.stdout), "the server's answer is the process's");
 }
 
+/// A fresh clone of `origin`'s memory, as a clone receives it: records, no caches, no server.
+fn clone_memory(sb: &Sandbox, origin: &Path, name: &str) -> std::path::PathBuf {
+    let clone = sb.path(name);
+    sb.git(sb.dir.path(), &["clone", "-q", "--no-local", &origin.to_string_lossy(), &clone.to_string_lossy()]);
+    sb.git(&clone, &["fetch", "-q", "origin", "neo-memory:neo-memory"]);
+    sb.git(&clone, &["update-ref", "-d", "refs/remotes/origin/neo-memory"]);
+    clone
+}
+
+/// The first command in a repository the user's server has never seen answers exactly as the
+/// command does by itself: semantic, with the ingested documents, at once. Without a server the
+/// command starts one and waits for it; with the server up for another repository, it catches
+/// this one up before answering.
 #[test]
-fn the_first_recall_of_a_fresh_clone_answers_lexically_while_the_new_server_builds_the_vectors() {
+fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
     let sb = Sandbox::new();
-    let repo = sb.repo("r");
+    let origin = sb.repo("origin");
     let lines: String = (0..40)
         .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
         .collect();
-    std::fs::write(repo.join("facts.jsonl"), lines).expect("write");
+    std::fs::write(origin.join("facts.jsonl"), lines).expect("write");
+    std::fs::create_dir_all(origin.join("docs/adr")).expect("docs");
+    std::fs::write(
+        origin.join("docs/adr/0007-queues.md"),
+        "# ADR 7: Queues\n\n## Decision\n\nEvery retry queue is drained by the ledger worker, never by the web tier.\n",
+    )
+    .expect("write");
+    sb.git(&origin, &["add", "."]);
+    sb.git(&origin, &["commit", "-q", "-m", "docs"]);
     // Written without a model, as a clone receives a memory: records, no vector index.
-    let mut import = sb.neo_cmd(&repo);
-    import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
+    let mut import = sb.neo_cmd(&origin);
+    import.env("GIT_NEO_EMBEDDER", "none").env("GIT_NEO_DAEMON", "off").args(["import", "facts.jsonl"]);
     assert!(import.output().expect("import").status.success());
-    let recall = |daemon: bool| {
-        let mut cmd = sb.neo_cmd(&repo);
-        cmd.env("GIT_NEO_EMBEDDER", "hash")
-            .env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" })
-            .env("GIT_NEO_DAEMON_IDLE", "30")
-            .args(["recall", "--json", "retry queue of service 7"]);
-        text(&cmd.output().expect("recall"))
+    let recall = |repo: &Path, daemon: bool, query: &str| {
+        let (stdout, stderr, code) = text(&neo(&sb, repo, daemon, &["recall", "--json", query]));
+        assert_eq!(code, Some(0), "{stderr}");
+        stdout
     };
-    let (stdout, stderr, code) = recall(true);
-    assert_eq!(code, Some(0), "{stderr}");
-    let first = json(&stdout);
-    assert_eq!(first["semantic"], false, "no model was loaded for the first answer: {first}");
-    assert!(stderr.contains("the vector index is being built by the background server"), "{stderr}");
-    assert!(stdout.contains("Service 7 keeps its retry queue bounded"), "the lexical answer finds it: {stdout}");
-    wait_until_running(&sb, &repo);
-    let (stdout, stderr, _) = recall(true);
-    assert_eq!(json(&stdout)["semantic"], true, "the server answers semantically: {stderr}");
-    assert!(!stderr.contains("being built"), "{stderr}");
-    assert!(neo(&sb, &repo, false, &["daemon", "stop"]).status.success());
+    let queries = ["retry queue of service 7", "who drains the retry queues"];
+    for (round, documents) in [(0, false), (1, true)] {
+        if documents {
+            let mut ingest = sb.neo_cmd(&origin);
+            ingest.env("GIT_NEO_EMBEDDER", "none").env("GIT_NEO_DAEMON", "off").args(["ingest", "docs"]);
+            assert!(ingest.output().expect("ingest").status.success());
+        }
+        let alone = clone_memory(&sb, &origin, &format!("alone-{round}"));
+        let served = clone_memory(&sb, &origin, &format!("served-{round}"));
+        for query in queries {
+            // No server yet (round 0), then the server up for the other clones (round 1).
+            let first = recall(&served, true, query);
+            let by_itself = recall(&alone, false, query);
+            assert_eq!(first, by_itself, "round {round}: {query}");
+            assert_eq!(json(&first)["semantic"], true, "{first}");
+            if documents && query.contains("drains") {
+                assert!(first.contains("0007-queues.md"), "the ingested ADR is cited: {first}");
+            }
+        }
+        assert_eq!(status(&sb, &served)["running"], true, "the first command started the server");
+    }
+    let s = status(&sb, &origin);
+    let held: Vec<String> =
+        s["repositories"].as_array().expect("repositories").iter().map(|r| r["work_tree"].to_string()).collect();
+    assert_eq!(held.len(), 2, "one server holds both clones it served: {s}");
+    stop(&sb, &origin);
+}
 
-    // Without a server to build them, a command embeds what it needs itself, as it always has.
-    let fresh = sb.repo("fresh");
-    std::fs::copy(repo.join("facts.jsonl"), fresh.join("facts.jsonl")).expect("copy");
-    let mut import = sb.neo_cmd(&fresh);
-    import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
-    assert!(import.output().expect("import").status.success());
-    let mut cmd = sb.neo_cmd(&fresh);
-    cmd.env("GIT_NEO_EMBEDDER", "hash").env("GIT_NEO_DAEMON", "off").args(["recall", "--json", "retry queue"]);
-    let (stdout, stderr, _) = text(&cmd.output().expect("recall"));
-    assert_eq!(json(&stdout)["semantic"], true, "{stderr}");
+/// One server for every repository of the user, each request answered from its own repository
+/// only: two repositories hold facts with the same subject and different bodies, and parallel
+/// clients ask them in turn.
+#[test]
+fn one_server_serves_every_repository_and_never_mixes_them() {
+    let sb = Sandbox::new();
+    let repos: Vec<_> = ["north", "south"].iter().map(|n| sb.repo(n)).collect();
+    for (repo, body) in repos.iter().zip(["Retries wait 2 s in the north region", "Retries wait 9 s in the south region"]) {
+        let out = neo(&sb, repo, false, &["add", "-t", "pattern", "-s", "Retry delay", "-b", body]);
+        assert!(out.status.success(), "{}", text(&out).1);
+    }
+    let pid = |repo: &Path| {
+        assert!(neo(&sb, repo, true, &["recall", "retry delay"]).status.success());
+        status(&sb, repo)["pid"].as_u64().expect("a server")
+    };
+    assert_eq!(pid(&repos[0]), pid(&repos[1]), "one server");
+    // A worktree is a repository of its own to the server (its own HEAD and sessions).
+    let tree = sb.path("north-tree");
+    sb.git(&repos[0], &["worktree", "add", "-q", &tree.to_string_lossy()]);
+    assert_eq!(pid(&tree), pid(&repos[0]));
+    assert_eq!(status(&sb, &tree)["repositories"].as_array().map(Vec::len), Some(3));
+
+    let answers: Vec<(usize, String)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let (sb, repos) = (&sb, &repos);
+                scope.spawn(move || {
+                    (0..8)
+                        .map(|i| {
+                            let which = (t + i) % 2;
+                            (which, text(&neo(sb, &repos[which], true, &["recall", "retry delay", "--json"])).0)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        threads.into_iter().flat_map(|t| t.join().expect("a client thread")).collect()
+    });
+    assert_eq!(answers.len(), 32);
+    for (which, out) in answers {
+        let (mine, theirs) = if which == 0 { ("2 s", "9 s") } else { ("9 s", "2 s") };
+        assert!(out.contains(mine), "{out}");
+        assert!(!out.contains(theirs), "another repository's record: {out}");
+    }
+    assert_eq!(status(&sb, &repos[0])["repositories"].as_array().map(Vec::len), Some(3), "still one server");
+    stop(&sb, &repos[0]);
+}
+
+/// Beyond `neo.server.memory` the least recently used repository is let go; a deleted one is let
+/// go at the next command; and the server goes on answering for the rest.
+#[test]
+fn the_server_keeps_its_budget_and_outlives_a_deleted_repository() {
+    let sb = Sandbox::new();
+    let repos: Vec<_> = ["a", "b", "c"].iter().map(|n| sb.repo(n)).collect();
+    for repo in &repos {
+        assert!(neo(&sb, repo, false, &["add", "-t", "decision", "-s", "Deploys go out on Tuesdays"]).status.success());
+    }
+    let held = |repo: &Path| -> Vec<String> {
+        let s = status(&sb, repo);
+        s["repositories"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{s}"))
+            .iter()
+            .map(|r| r["work_tree"].as_str().expect("a path").to_string())
+            .collect()
+    };
+    for repo in &repos[..2] {
+        assert!(neo(&sb, repo, true, &["recall", "deploys"]).status.success());
+    }
+    assert_eq!(held(&repos[0]).len(), 2, "both held within the default budget");
+    std::fs::remove_dir_all(&repos[1]).expect("delete b");
+    let out = neo(&sb, &repos[0], true, &["recall", "deploys"]);
+    assert!(text(&out).0.contains("Tuesdays"));
+    let now = held(&repos[0]);
+    assert_eq!(now.len(), 1, "the deleted repository was let go: {now:?}");
+    // A budget of one byte: only the repository just used is kept.
+    sb.git(&repos[2], &["config", "neo.server.memory", "1"]);
+    assert!(neo(&sb, &repos[2], true, &["recall", "deploys"]).status.success());
+    let now = held(&repos[2]);
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert!(now[0].ends_with("/c"), "{now:?}");
+    let s = status(&sb, &repos[2]);
+    assert_eq!(s["budget_bytes"], 1, "{s}");
+    // The one let go answers again, read afresh.
+    assert!(text(&neo(&sb, &repos[0], true, &["recall", "deploys"])).0.contains("Tuesdays"));
+    stop(&sb, &repos[0]);
 }

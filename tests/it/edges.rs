@@ -208,12 +208,15 @@ fn git_dash_c_and_git_config_count_choose_the_ref_with_and_without_the_server() 
     assert_eq!(server.status(&sb, &params)["commands"], 1, "the server ran it");
     assert!(has_ref(&sb, &repo, "refs/heads/served"), "on the caller's ref");
     assert!(!has_ref(&sb, &repo, "refs/heads/neo-memory"));
-    // A caller without that configuration never reaches that server.
+    // A caller without that configuration is served by the same server from another session:
+    // on the default ref, with the served ref's records nowhere in its answer.
     ok(&neo_in(&sb, &repo, true, &["add", "-t", "decision", "-s", "On the default ref"]));
-    assert_eq!(server.status(&sb, &params)["commands"], 1);
+    assert_eq!(server.status(&sb, &params)["commands"], 2, "one server for both callers");
     assert_eq!(list_subjects(&sb, &repo, None), vec!["On the default ref".to_string()]);
-    // That caller started a server of its own for the default configuration: stop it too.
-    stop_started(&sb, &repo);
+    let recalled = ok(&neo_in(&sb, &repo, true, &["recall", "written on the ref", "--json"]));
+    assert!(recalled.contains("On the default ref") && !recalled.contains("Written by the server"), "{recalled}");
+    let held = server.status(&sb, &[])["repositories"].as_array().map(Vec::len);
+    assert_eq!(held, Some(2), "one warm session per configuration");
 }
 
 /// Stop the server a command with `GIT_NEO_DAEMON=on` started in the background for `repo` (the

@@ -30,8 +30,11 @@ fn run_request(sb: &Sandbox, repo: &Path, argv: &[&str]) -> Vec<u8> {
     let home = sb.dir.path();
     let mut argv_all = vec!["git-neo"];
     argv_all.extend_from_slice(argv);
+    // The server serves only its own version: ask it which that is, as a client of this build knows.
+    let version = crate::daemon::status(sb, repo)["version"].clone();
     let mut line = serde_json::to_vec(&serde_json::json!({
         "type": "run",
+        "version": version,
         "argv": argv_all,
         "cwd": tree,
         "tree": tree,

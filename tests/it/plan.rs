@@ -23,7 +23,6 @@ fn session(repo: &Path) -> Session {
         scope: None,
         data_dir: None,
         config: Vec::new(),
-        defer_vectors: false,
     })
 }
 

@@ -5,7 +5,6 @@
 
 use super::*;
 use crate::api::{AddOutcome, AddRequest, Memory, WriteContext};
-use crate::embed::NoEmbedder;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -258,7 +257,6 @@ impl Session {
             _ => self.union.as_ref().map(|u| (&u.state, u.origins.clone())),
         };
         let mut result = crate::api::recall::recall_parts(&parts, union, reborrow(&mut self.warm.embedder), &req)?;
-        result.vectors_pending = matches!(self.warm.no_embedder, Some(NoEmbedder::Deferred));
         // The project's documents come after the memories: the sections that match best.
         if let Some(project) = self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
             let qv = result.query_vector.as_ref().map(|(_, v)| v.as_slice());

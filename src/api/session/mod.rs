@@ -86,8 +86,6 @@ struct Warm {
     library: Option<Library>,
     notices: Vec<Notice>,
     progress: Progress,
-    /// [`SessionOptions::defer_vectors`].
-    defer_vectors: bool,
 }
 
 fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> Result<WriteContext> {
@@ -154,16 +152,6 @@ impl Warm {
         choice: &EmbedderChoice,
         lexical: bool,
     ) -> Result<()> {
-        // A recall that would embed every record (no vector index yet) while a background server
-        // is starting to do just that: answer lexically, without even loading the model.
-        if lexical
-            && self.defer_vectors
-            && self.embedder.is_none()
-            && self.no_embedder.is_none()
-            && !crate::index::Indexes::has_vectors(&memory.index_dir())
-        {
-            self.no_embedder = Some(NoEmbedder::Deferred);
-        }
         self.ensure_embedder(choice);
         let tips = memory.tip_ids();
         if slot.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
@@ -274,7 +262,6 @@ impl Warm {
 
 impl Session {
     pub fn new(opts: SessionOptions) -> Session {
-        let defer_vectors = opts.defer_vectors;
         Session {
             opts,
             parts: BTreeMap::new(),
@@ -284,7 +271,6 @@ impl Session {
                 embedder: None,
                 no_embedder: None,
                 said_semantic_off: false,
-                defer_vectors,
                 library: None,
                 notices: Vec::new(),
                 progress: Box::new(|_, _, _| {}),
@@ -349,6 +335,22 @@ impl Session {
     fn drop_indexes(&mut self) {
         for part in self.parts.values_mut() {
             part.indexes = None;
+        }
+    }
+
+    /// How many records this session holds in memory, over every scope it has read (what a
+    /// long-lived front end reports about what it keeps warm).
+    pub fn records_held(&self) -> usize {
+        self.parts.values().filter_map(|p| p.memory.as_ref()).map(|m| m.state().entries.len()).sum()
+    }
+
+    /// The memory budget of the background server (`neo.server.memory`) as this repository's
+    /// git configuration (the user's included) sets it.
+    pub fn server_memory(&self) -> Result<u64> {
+        let store = self.places().project()?;
+        match store.config_value(crate::config::SERVER_MEMORY) {
+            Some(v) => crate::config::parse_size(crate::config::SERVER_MEMORY, &v),
+            None => Ok(crate::config::DEFAULT_SERVER_MEMORY),
         }
     }
 

@@ -54,11 +54,6 @@ pub struct SessionOptions {
     /// The caller's command-line git configuration, `key=value` (see
     /// [`crate::store::StoreOptions::config`]).
     pub config: Vec<String>,
-    /// A background server was just started for this memory and builds its vector index: when
-    /// there is none yet, recall answers from the lexical index without loading the model (and
-    /// says so, [`crate::embed::NoEmbedder::Deferred`]) instead of embedding every record while a
-    /// person waits. Writes still load the model (their similarity check needs it).
-    pub defer_vectors: bool,
 }
 
 impl SessionOptions {
