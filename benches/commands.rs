@@ -14,10 +14,16 @@
 //! `-- --interleaved --baseline PATH`: only `add` and `recall` through each binary's warm server,
 //! the two binaries alternating call by call (see [`interleaved`]).
 //!
+//! Every recall asks something new (a real sentence's first words): query vectors are memoised,
+//! and a repeated query would answer in a third of the time.
+//!
 //! `-- --first`: only the first command in a fresh clone. Ten times over, a new repository whose
-//! ref holds 100 facts (as a clone receives them: no index, no server yet) answers `git neo
-//! recall` (the first, which starts the server), then a second and, once the server is up, a
-//! warm one through it.
+//! ref holds 100 facts (as a clone receives them: no index) answers `git neo recall` with no
+//! server running, then another with the user's server up for the first, then `git neo hook
+//! prompt` in a third with no server running.
+//!
+//! `-- --fleet`: twenty repositories of 1,000 facts each, touched one after another by `git neo
+//! add` and `git neo recall`: how many servers are left, and their resident memory in all.
 
 // Tests and benches print, read the environment and run processes freely (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
@@ -101,17 +107,12 @@ fn recall_and_add(
     next: &mut usize,
     rounds: usize,
 ) -> (Duration, Duration) {
-    let queries = [
-        "how do retries behave under load",
-        "tenant sharding and quotas",
-        "what blocks the ledger",
-        "schema migration locks",
-    ];
     let mut recall = Vec::new();
     let mut add = Vec::new();
-    for r in 0..rounds {
+    for _ in 0..rounds {
+        *next += 1;
         let mut c = neo(exe, repo, daemon, run);
-        c.args(["recall", queries[r % queries.len()], "--json"]);
+        c.args(["recall", &query(*next), "--json"]);
         recall.push(ok(c));
         *next += 1;
         let mut c = neo(exe, repo, daemon, run);
@@ -152,35 +153,124 @@ fn project_facts(range: std::ops::Range<usize>) -> Vec<(git_neo::record::Kind, g
         .collect()
 }
 
-/// The first recall in a fresh clone of a 100-fact memory, then the second and a warm one (p50
-/// over ten fresh clones, each with its own server, stopped after).
-fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
-    let (mut first, mut second, mut warm) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..10 {
-        let repo = new_repo(root, &format!("first-{name}-{round}"));
-        let store = Store::discover(&repo, StoreOptions::default()).expect("store");
-        let batch = project_facts(0..100);
+/// A repository as a fresh clone receives its memory: the ref holds `n` facts, no index.
+fn fresh_memory(root: &Path, name: &str, n: usize) -> PathBuf {
+    let repo = new_repo(root, name);
+    let store = Store::discover(&repo, StoreOptions::default()).expect("store");
+    for start in (0..n).step_by(10_000) {
+        let batch = project_facts(start..(start + 10_000).min(n));
         store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
-        let recall = |q: &str| {
-            let mut c = neo(exe, &repo, true, run);
+    }
+    repo
+}
+
+/// Stop every server `exe` runs for `repos` (one per user for this build; one per work tree for
+/// older ones), waiting until each has gone.
+fn stop_servers(exe: &Path, repos: &[PathBuf], run: &Path) {
+    for repo in repos {
+        let start = Instant::now();
+        loop {
+            let mut stop = neo(exe, repo, false, run);
+            stop.args(["daemon", "stop"]);
+            let _ = stop.output();
+            let mut c = neo(exe, repo, false, run);
+            c.args(["daemon", "status", "--json"]);
+            let said = String::from_utf8_lossy(&c.output().expect("status").stdout).to_string();
+            if !said.contains("\"running\": true") || start.elapsed() > Duration::from_secs(20) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// The first commands in fresh clones of a 100-fact memory (p50 over ten rounds): `git neo recall`
+/// with no server running; `git neo recall` in another fresh clone while the user's server is up
+/// (for the first); and `git neo hook prompt` in a third with no server running.
+fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
+    let (mut absent, mut up, mut hook) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..10 {
+        let repos: Vec<PathBuf> =
+            (0..3).map(|i| fresh_memory(root, &format!("first-{name}-{round}-{i}"), 100)).collect();
+        let recall = |repo: &Path, q: &str| {
+            let mut c = neo(exe, repo, true, run);
             c.args(["recall", q, "--json"]);
             ok(c)
         };
-        first.push(recall("how do retries behave under load"));
-        second.push(recall("tenant sharding and quotas"));
-        wait_for_server(exe, &repo, run);
-        let _ = recall("what blocks the ledger");
-        warm.push(recall("schema migration locks"));
-        let mut stop = neo(exe, &repo, false, run);
-        stop.args(["daemon", "stop"]);
-        ok(stop);
+        absent.push(recall(&repos[0], "how do retries behave under load"));
+        wait_for_server(exe, &repos[0], run);
+        up.push(recall(&repos[1], "tenant sharding and quotas"));
+        stop_servers(exe, &repos[..2], run);
+        let mut c = neo(exe, &repos[2], true, run);
+        c.args(["hook", "prompt"]).stdin(Stdio::piped()).stdout(Stdio::piped());
+        let t = Instant::now();
+        let mut child = c.spawn().expect("hook");
+        child.stdin.take().expect("stdin").write_all(br#"{"prompt": "what blocks the ledger"}"#).expect("event");
+        let out = child.wait_with_output().expect("hook");
+        hook.push(t.elapsed());
+        assert!(out.status.success());
+        stop_servers(exe, &repos[2..], run);
     }
     println!(
-        "| 100 | {name} | first `git neo recall` in a fresh clone | {} | no index or server yet |",
-        ms(median(first))
+        "| 100 | {name} | first `git neo recall` in a fresh clone, no server running | {} | |",
+        ms(median(absent))
     );
-    println!("| 100 | {name} | second `git neo recall` | {} | |", ms(median(second)));
-    println!("| 100 | {name} | `git neo recall`, through the warm server | {} | |", ms(median(warm)));
+    println!(
+        "| 100 | {name} | first `git neo recall` in a fresh clone, the user's server up for another | {} | |",
+        ms(median(up))
+    );
+    println!(
+        "| 100 | {name} | first `git neo hook prompt` in a fresh clone, no server running | {} | |",
+        ms(median(hook))
+    );
+}
+
+/// Resident memory of `pid` (bytes), from /proc.
+fn resident(pid: u64) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Twenty repositories of 1,000 facts, each touched by `git neo add` and `git neo recall` through
+/// the server, one after another: the servers left and their resident memory in all.
+fn fleet(exe: &Path, name: &str, root: &Path, run: &Path, next: &mut usize) {
+    let repos: Vec<PathBuf> = (0..20).map(|i| fresh_memory(root, &format!("fleet-{name}-{i}"), 1_000)).collect();
+    let t = Instant::now();
+    for repo in &repos {
+        *next += 1;
+        let mut c = neo(exe, repo, true, run);
+        c.args(["add", "-t", "pattern", "-s", &new_fact(*next), "--json"]);
+        ok(c);
+        let mut c = neo(exe, repo, true, run);
+        c.args(["recall", &query(*next), "--json"]);
+        ok(c);
+    }
+    let took = t.elapsed();
+    // Older builds may still be warming a repository's server up after its client answered.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut pids = std::collections::BTreeSet::new();
+    for repo in &repos {
+        let mut c = neo(exe, repo, false, run);
+        c.args(["daemon", "status", "--json"]);
+        let v: serde_json::Value =
+            serde_json::from_slice(&c.output().expect("status").stdout).unwrap_or(serde_json::Value::Null);
+        if let Some(pid) = v["pid"].as_u64() {
+            pids.insert(pid);
+        }
+    }
+    let rss: u64 = pids.iter().map(|&p| resident(p)).sum();
+    println!(
+        "| 20 x 1k | {name} | 20 repositories touched by add and recall | {} servers, {:.0} MB resident | {:.1} s for the 40 commands |",
+        pids.len(),
+        rss as f64 / 1_048_576.0,
+        took.as_secs_f64()
+    );
+    stop_servers(exe, &repos, run);
 }
 
 /// The data directory commands are given (user memory, org caches).
@@ -195,6 +285,13 @@ fn other_facts(from: usize, to: usize, area: &str) -> Vec<(git_neo::record::Kind
 }
 
 static SENTENCES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// A question never asked before in this run: the first words of the `i`-th real sentence.
+fn query(i: usize) -> String {
+    let s = SENTENCES.get_or_init(|| real_sentences(2_000));
+    let words: Vec<&str> = s[(i * 7 + 3) % s.len()].split_whitespace().take(7).collect();
+    format!("{} {}", words.join(" "), i)
+}
 
 /// The `i`-th new fact: a real sentence (with its number, so reruns never repeat a fact).
 fn new_fact(i: usize) -> String {
@@ -346,6 +443,17 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--fleet") {
+        let mut binaries = vec![("this", this.clone())];
+        if let Some(b) = &baseline {
+            binaries.insert(0, ("baseline", b.clone()));
+        }
+        let mut next = 5_000_000;
+        for (name, exe) in &binaries {
+            fleet(exe, name, tmp.path(), &run, &mut next);
+        }
+        return;
+    }
     for &n in &sizes {
         let repo = new_repo(tmp.path(), &format!("r{n}"));
         let store = Store::discover(&repo, StoreOptions::default()).expect("store");
@@ -469,5 +577,17 @@ fn main() {
         let (_, _, recall) = mcp(&this, &repo, &run, &mut next, rounds * 2);
         println!("| {n} + 1k user + 5k org | this | MCP `recall`, warm server, three scopes | {} | |", ms(recall));
         *DATA.lock().expect("data dir") = None;
+    }
+    // A whole run also measures the first hour: fresh clones and a fleet of repositories.
+    if one.is_none() {
+        let mut binaries = vec![("this", this.clone())];
+        if let Some(b) = &baseline {
+            binaries.insert(0, ("baseline", b.clone()));
+        }
+        let mut next = 5_000_000;
+        for (name, exe) in &binaries {
+            first_command(exe, name, tmp.path(), &run);
+            fleet(exe, name, tmp.path(), &run, &mut next);
+        }
     }
 }

@@ -31,9 +31,9 @@ pub use share::{hooks, scopes};
 pub(crate) use write::{correct, import, proposals, purge, supersede};
 pub use write::{ingest, updates};
 
+pub use crate::config::DEFAULT_SERVER_MEMORY;
 pub use correct::{History, HistoryEvent, Rechecked, Repair};
 pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
-pub use crate::config::DEFAULT_SERVER_MEMORY;
 
 pub use export::ExportedFact;
 pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};

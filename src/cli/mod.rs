@@ -371,17 +371,7 @@ pub fn session_options(
             None => Clock::System,
         };
     let embedder = embedder_choice(&env);
-    let mut opts = SessionOptions {
-        dir,
-        git_dir,
-        ref_name,
-        identity,
-        clock,
-        embedder,
-        scope: None,
-        data_dir,
-        config,
-    };
+    let mut opts = SessionOptions { dir, git_dir, ref_name, identity, clock, embedder, scope: None, data_dir, config };
     if let Some(s) = scope {
         opts.scope = Some(opts.places().parse(s)?);
     }

@@ -59,13 +59,35 @@ pub struct Library {
     vector_cache: Option<PathBuf>,
 }
 
-/// The on-disk form of the pattern vector cache.
-#[derive(serde::Serialize, serde::Deserialize)]
+/// The on-disk form of the pattern vector cache: each pattern's vector under the BLAKE3 of its
+/// gist, so a changed or added pattern costs only its own vector. (The shipped patterns, the same
+/// in every repository, are embedded once per user: see [`crate::embed::TextCache`].)
+#[derive(serde::Serialize, serde::Deserialize, Default)]
 struct VectorCache {
     model: String,
-    /// BLAKE3 of every pattern's gist, in order: any change to the library invalidates it.
-    key: String,
-    vectors: Vec<Vec<f32>>,
+    vectors: BTreeMap<String, Vec<f32>>,
+}
+
+impl VectorCache {
+    /// The cache at `path` for `model` (empty when missing, damaged or another model's).
+    fn read(path: &Path, model: &str) -> VectorCache {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<VectorCache>(&b).ok())
+            .filter(|c| c.model == model)
+            .unwrap_or_else(|| VectorCache { model: model.to_string(), vectors: BTreeMap::new() })
+    }
+
+    /// Write it whole under a temporary name, then into place (failing to is not an error: it is a
+    /// cache).
+    fn write(&self, path: &Path) {
+        if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(self)) {
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            let _ = std::fs::create_dir_all(dir)
+                .and_then(|_| std::fs::write(&tmp, bytes))
+                .and_then(|_| std::fs::rename(&tmp, path));
+        }
+    }
 }
 
 impl Library {
@@ -105,41 +127,33 @@ impl Library {
         self.vector_cache = Some(path);
     }
 
-    fn gists_key(&self) -> String {
-        let mut h = blake3::Hasher::new();
-        for p in &self.patterns {
-            h.update(p.gist().as_bytes());
-            h.update(&[0]);
-        }
-        h.finalize().to_hex().to_string()
-    }
-
     fn ensure_vectors(&mut self, e: &mut dyn Embedder) -> Result<(), ConstructError> {
         if self.vectors.as_ref().is_some_and(|(id, _)| id == e.model_id()) {
             return Ok(());
         }
-        let key = self.gists_key();
-        if let Some(path) = &self.vector_cache {
-            let cached = std::fs::read(path).ok().and_then(|b| serde_json::from_slice::<VectorCache>(&b).ok());
-            if let Some(c) =
-                cached.filter(|c| c.model == e.model_id() && c.key == key && c.vectors.len() == self.patterns.len())
-            {
-                self.vectors = Some((c.model, c.vectors));
-                return Ok(());
+        let model = e.model_id().to_string();
+        let mut cache = self.vector_cache.as_deref().map(|p| VectorCache::read(p, &model));
+        let keys: Vec<String> =
+            self.patterns.iter().map(|p| blake3::hash(p.gist().as_bytes()).to_hex().to_string()).collect();
+        let mut vectors: Vec<Option<Vec<f32>>> =
+            keys.iter().map(|k| cache.as_ref().and_then(|c| c.vectors.get(k)).cloned()).collect();
+        let missing: Vec<usize> = (0..vectors.len()).filter(|&i| vectors[i].is_none()).collect();
+        if !missing.is_empty() {
+            let texts: Vec<String> = missing.iter().map(|&i| self.patterns[i].gist()).collect();
+            for (i, v) in missing.iter().zip(e.embed(&texts)?) {
+                vectors[*i] = Some(v);
             }
         }
-        let texts: Vec<String> = self.patterns.iter().map(Pattern::gist).collect();
-        let vectors = e.embed(&texts)?;
-        if let Some(path) = &self.vector_cache {
-            let c = VectorCache { model: e.model_id().to_string(), key, vectors: vectors.clone() };
-            if let (Some(dir), Ok(bytes)) = (path.parent(), serde_json::to_vec(&c)) {
-                let tmp = path.with_extension("tmp");
-                let _ = std::fs::create_dir_all(dir)
-                    .and_then(|_| std::fs::write(&tmp, bytes))
-                    .and_then(|_| std::fs::rename(&tmp, path));
+        let vectors: Vec<Vec<f32>> = vectors.into_iter().map(Option::unwrap_or_default).collect();
+        // Rewrite the file when it does not hold exactly this library's vectors.
+        if let (Some(c), Some(path)) = (cache.as_mut(), &self.vector_cache) {
+            let wanted: BTreeMap<String, Vec<f32>> = keys.iter().cloned().zip(vectors.iter().cloned()).collect();
+            if c.vectors != wanted {
+                c.vectors = wanted;
+                c.write(path);
             }
         }
-        self.vectors = Some((e.model_id().to_string(), vectors));
+        self.vectors = Some((model, vectors));
         Ok(())
     }
 
@@ -246,7 +260,7 @@ mod tests {
         let mut cache: VectorCache = serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("json");
         assert_eq!(cache.vectors.len(), SHIPPED.len());
         // A second library reads the cache instead of embedding: zeroed vectors prove it.
-        for v in &mut cache.vectors {
+        for v in cache.vectors.values_mut() {
             v.iter_mut().for_each(|x| *x = 0.0);
         }
         std::fs::write(&path, serde_json::to_vec(&cache).expect("json")).expect("write");
@@ -254,8 +268,8 @@ mod tests {
         second.cache_vectors_in(path.clone());
         let hits = second.search("bisect a regression", 1, Some(&mut e)).expect("search");
         assert_eq!(hits[0].similarity, Some(0.0), "read from the cache");
-        // A cache for another library (different key) is recomputed.
-        cache.key = "other".into();
+        // Another model's cache is recomputed.
+        cache.model = "other".into();
         std::fs::write(&path, serde_json::to_vec(&cache).expect("json")).expect("write");
         let mut third = Library::load(None).expect("load");
         third.cache_vectors_in(path);

@@ -5,11 +5,13 @@
 //! `scripts/install-model.sh` into a cache directory the caller names ([`ModelPaths`]). A missing
 //! or broken runtime is an [`EmbedError`], never a panic.
 
+mod cache;
 mod fast;
 mod hash;
 mod memo;
 mod shared;
 
+pub use cache::TextCache;
 pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
 pub use hash::HashEmbedder;
 pub use memo::Memo;
@@ -123,6 +125,11 @@ impl std::fmt::Display for NoEmbedder {
     }
 }
 
+/// The user's vector cache for the installed model under `cache_root` ([`TextCache`]).
+pub fn vector_cache(cache_root: &Path) -> PathBuf {
+    cache_root.join("vectors").join(format!("{MODEL_ID}.bin"))
+}
+
 /// Load the embedder `choice` names, or say why there is none. It remembers its last few
 /// vectors ([`Memo`]).
 pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
@@ -134,7 +141,7 @@ fn load_plain(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> 
         EmbedderChoice::Hash => Ok(Box::new(HashEmbedder::new(MODEL_DIM))),
         EmbedderChoice::Off => Err(NoEmbedder::Disabled),
         EmbedderChoice::Model { cache_root } => match FastEmbedder::load(&ModelPaths::in_cache(cache_root)) {
-            Ok(e) => Ok(Box::new(e)),
+            Ok(e) => Ok(Box::new(TextCache::new(Box::new(e), vector_cache(cache_root)))),
             Err(EmbedError::NotInstalled { .. }) => Err(NoEmbedder::NotInstalled),
             Err(e) => Err(NoEmbedder::Failed(e.to_string())),
         },

@@ -6,7 +6,11 @@
 //! there; it only makes the handle safe to hold in more than one place.
 
 use super::{EmbedError, Embedder};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Reads how many heap bytes the process has in use (`None`: it cannot tell).
+pub type HeapMeter = fn() -> Option<u64>;
 
 /// A handle to one embedder; clones embed with the same model.
 #[derive(Clone)]
@@ -14,12 +18,29 @@ pub struct Shared {
     inner: Arc<Mutex<Box<dyn Embedder>>>,
     model_id: String,
     dim: usize,
+    meter: Option<HeapMeter>,
+    /// Heap the model itself kept while embedding (its runtime's buffers grow to the largest
+    /// batch seen), beyond the vectors it returned: the model's cost, not the caller's.
+    grown: Arc<AtomicI64>,
 }
 
 impl Shared {
     pub fn new(embedder: Box<dyn Embedder>) -> Shared {
         let (model_id, dim) = (embedder.model_id().to_string(), embedder.dim());
-        Shared { inner: Arc::new(Mutex::new(embedder)), model_id, dim }
+        Shared { inner: Arc::new(Mutex::new(embedder)), model_id, dim, meter: None, grown: Arc::new(AtomicI64::new(0)) }
+    }
+
+    /// Measure, with `meter`, what embedding keeps on the heap, so that a caller that accounts
+    /// for its memory by the heap's growth can leave the model's own growth out
+    /// ([`Shared::take_growth`]).
+    pub fn metered(mut self, meter: HeapMeter) -> Shared {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// The heap the model kept since the last call (bytes; negative when it gave some back).
+    pub fn take_growth(&self) -> i64 {
+        self.grown.swap(0, Ordering::SeqCst)
     }
 
     /// How many handles there are (the server's own one included).
@@ -41,7 +62,13 @@ impl Embedder for Shared {
         // A panic while embedding (in another session) leaves the model as it was: ONNX Runtime
         // keeps no state between calls, so the handle goes on working.
         let mut model = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        model.embed(texts)
+        let before = self.meter.and_then(|m| m());
+        let vectors = model.embed(texts)?;
+        if let (Some(b), Some(a)) = (before, self.meter.and_then(|m| m())) {
+            let returned: usize = vectors.iter().map(|v| v.capacity() * std::mem::size_of::<f32>()).sum();
+            self.grown.fetch_add(a as i64 - b as i64 - returned as i64, Ordering::SeqCst);
+        }
+        Ok(vectors)
     }
 }
 
@@ -62,5 +89,34 @@ mod tests {
         assert_eq!((b.model_id(), b.dim()), (plain.model_id(), 16));
         drop(b);
         assert_eq!(a.holders(), 1);
+    }
+
+    /// What the model keeps while embedding is counted apart from the vectors it returns.
+    #[test]
+    fn the_models_own_growth_is_measured_apart() {
+        use std::sync::atomic::AtomicU64;
+        static HEAP: AtomicU64 = AtomicU64::new(1_000_000);
+        /// Grows the "heap" by 10,000 bytes besides its vectors on each call.
+        struct Leaky(HashEmbedder);
+        impl Embedder for Leaky {
+            fn model_id(&self) -> &str {
+                self.0.model_id()
+            }
+            fn dim(&self) -> usize {
+                self.0.dim()
+            }
+            fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+                let v = self.0.embed(texts)?;
+                let bytes: usize = v.iter().map(|v| v.capacity() * 4).sum();
+                HEAP.fetch_add(10_000 + bytes as u64, Ordering::SeqCst);
+                Ok(v)
+            }
+        }
+        let mut shared =
+            Shared::new(Box::new(Leaky(HashEmbedder::new(8)))).metered(|| Some(HEAP.load(Ordering::SeqCst)));
+        shared.embed(&["a".to_string(), "b".to_string()]).expect("embed");
+        shared.clone().embed(&["c".to_string()]).expect("embed");
+        assert_eq!(shared.take_growth(), 20_000);
+        assert_eq!(shared.take_growth(), 0, "taken");
     }
 }

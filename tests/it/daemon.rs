@@ -231,7 +231,9 @@ fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
 fn one_server_serves_every_repository_and_never_mixes_them() {
     let sb = Sandbox::new();
     let repos: Vec<_> = ["north", "south"].iter().map(|n| sb.repo(n)).collect();
-    for (repo, body) in repos.iter().zip(["Retries wait 2 s in the north region", "Retries wait 9 s in the south region"]) {
+    for (repo, body) in
+        repos.iter().zip(["Retries wait 2 s in the north region", "Retries wait 9 s in the south region"])
+    {
         let out = neo(&sb, repo, false, &["add", "-t", "pattern", "-s", "Retry delay", "-b", body]);
         assert!(out.status.success(), "{}", text(&out).1);
     }

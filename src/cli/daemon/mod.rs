@@ -57,7 +57,8 @@ pub const ENV_VARS: &[&str] = &[
 /// The variables that decide which git configuration files a process reads: a server reads the
 /// user's configuration with its own environment, so callers that differ here get their own
 /// server (they are part of the socket's name).
-const CONFIG_HOME_VARS: &[&str] = &["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"];
+const CONFIG_HOME_VARS: &[&str] =
+    &["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"];
 
 /// The largest request or response line accepted (a body from stdin included).
 const MAX_MESSAGE: u64 = 16 << 20;
@@ -373,6 +374,21 @@ fn start_in_background(env: Env) {
     cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
     // Its own process group: a Ctrl-C meant for the command does not reach the server.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // Nothing else of the caller's stays open in the server: a pipe a hook runner or a shell
+    // handed this command (beyond stdin, stdout and stderr) would otherwise be held open until
+    // the server exits, and whoever reads it would wait that long.
+    // SAFETY: the closure runs in the child between fork and exec and only makes the
+    // async-signal-safe close_range/close system calls.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+                for fd in 3..1024 {
+                    libc::close(fd);
+                }
+            }
+            Ok(())
+        });
+    }
     let _ = cmd.spawn();
 }
 

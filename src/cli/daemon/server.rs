@@ -293,14 +293,9 @@ struct Executor {
 impl Executor {
     /// Load the model (the first command is already waiting for it).
     fn new(choice: EmbedderChoice, shared: Arc<Shared>) -> Executor {
-        let model = embed::load(&choice).map(embed::Shared::new);
-        let executor = Executor {
-            choice,
-            model,
-            warm: Vec::new(),
-            budget: git_neo::api::DEFAULT_SERVER_MEMORY,
-            shared,
-        };
+        let model = embed::load(&choice).map(|m| embed::Shared::new(m).metered(heap_in_use));
+        let executor =
+            Executor { choice, model, warm: Vec::new(), budget: git_neo::api::DEFAULT_SERVER_MEMORY, shared };
         executor.report();
         executor
     }
@@ -396,6 +391,9 @@ impl Executor {
             }
         };
         let before = heap_in_use();
+        if let Ok(m) = &self.model {
+            m.take_growth();
+        }
         warm.session.set_caller(opts.identity.clone(), opts.clock, dir.clone());
         warm.session.set_scope(opts.scope.clone());
         let mut ctx = Ctx {
@@ -426,8 +424,11 @@ impl Executor {
         }
         let captured = ctx.out.take_captured();
         warm.session = ctx.session;
+        // The heap this command grew, less what the model kept for itself (its buffers grow to the
+        // largest batch it has embedded, for whichever repository that was).
+        let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
         warm.bytes = match (before, heap_in_use()) {
-            (Some(b), Some(a)) => warm.bytes.saturating_add_signed(a as i64 - b as i64),
+            (Some(b), Some(a)) => warm.bytes.saturating_add_signed(a as i64 - b as i64 - model_grew),
             _ => warm.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
         };
         warm.last = Instant::now();
