@@ -153,12 +153,32 @@ fn project_facts(range: std::ops::Range<usize>) -> Vec<(git_neo::record::Kind, g
         .collect()
 }
 
-/// A repository as a fresh clone receives its memory: the ref holds `n` facts, no index.
+/// A repository as a fresh clone receives its memory: the ref holds `n` facts, no index. The
+/// facts are the same for every `name` (the clones of one project), unless `unseen` makes them
+/// new to this machine.
 fn fresh_memory(root: &Path, name: &str, n: usize) -> PathBuf {
+    fresh_memory_of(root, name, n, false)
+}
+
+fn fresh_memory_of(root: &Path, name: &str, n: usize, unseen: bool) -> PathBuf {
     let repo = new_repo(root, name);
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     for start in (0..n).step_by(10_000) {
-        let batch = project_facts(start..(start + 10_000).min(n));
+        let mut batch = project_facts(start..(start + 10_000).min(n));
+        if unseen {
+            let salt = blake3::hash(name.as_bytes()).to_hex()[..8].to_string();
+            batch = (start..(start + 10_000).min(n))
+                .map(|i| {
+                    fact(
+                        i,
+                        format!("{} ({salt})", subject(i)),
+                        "project".into(),
+                        vec![],
+                        format!("Incident {i} of {salt}.\n"),
+                    )
+                })
+                .collect();
+        }
         store.write_records(&batch, "neo: import", &who(), Timestamp(1_770_000_000), false).expect("write");
     }
     repo
@@ -211,6 +231,21 @@ fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
         assert!(out.status.success());
         stop_servers(exe, &repos[2..], run);
     }
+    // The same, for memories this machine has never embedded (every record's vector computed).
+    let (mut unseen_absent, mut unseen_up) = (Vec::new(), Vec::new());
+    for round in 0..5 {
+        let repos: Vec<PathBuf> =
+            (0..2).map(|i| fresh_memory_of(root, &format!("unseen-{name}-{round}-{i}"), 100, true)).collect();
+        let recall = |repo: &Path, q: &str| {
+            let mut c = neo(exe, repo, true, run);
+            c.args(["recall", q, "--json"]);
+            ok(c)
+        };
+        unseen_absent.push(recall(&repos[0], "how do retries behave under load"));
+        wait_for_server(exe, &repos[0], run);
+        unseen_up.push(recall(&repos[1], "tenant sharding and quotas"));
+        stop_servers(exe, &repos, run);
+    }
     println!(
         "| 100 | {name} | first `git neo recall` in a fresh clone, no server running | {} | |",
         ms(median(absent))
@@ -222,6 +257,14 @@ fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
     println!(
         "| 100 | {name} | first `git neo hook prompt` in a fresh clone, no server running | {} | |",
         ms(median(hook))
+    );
+    println!(
+        "| 100 | {name} | first `git neo recall`, no server running, a memory never embedded here | {} | every record embedded |",
+        ms(median(unseen_absent))
+    );
+    println!(
+        "| 100 | {name} | first `git neo recall`, the user's server up, a memory never embedded here | {} | every record embedded |",
+        ms(median(unseen_up))
     );
 }
 
@@ -239,7 +282,9 @@ fn resident(pid: u64) -> u64 {
 /// Twenty repositories of 1,000 facts, each touched by `git neo add` and `git neo recall` through
 /// the server, one after another: the servers left and their resident memory in all.
 fn fleet(exe: &Path, name: &str, root: &Path, run: &Path, next: &mut usize) {
-    let repos: Vec<PathBuf> = (0..20).map(|i| fresh_memory(root, &format!("fleet-{name}-{i}"), 1_000)).collect();
+    // Twenty different projects: no record's vector is cached from another.
+    let repos: Vec<PathBuf> =
+        (0..20).map(|i| fresh_memory_of(root, &format!("fleet-{name}-{i}"), 1_000, true)).collect();
     let t = Instant::now();
     for repo in &repos {
         *next += 1;
@@ -264,6 +309,11 @@ fn fleet(exe: &Path, name: &str, root: &Path, run: &Path, next: &mut usize) {
         }
     }
     let rss: u64 = pids.iter().map(|&p| resident(p)).sum();
+    if std::env::args().any(|a| a == "--verbose") {
+        let mut c = neo(exe, &repos[0], false, run);
+        c.args(["daemon", "status"]);
+        println!("{}", String::from_utf8_lossy(&c.output().expect("status").stdout));
+    }
     println!(
         "| 20 x 1k | {name} | 20 repositories touched by add and recall | {} servers, {:.0} MB resident | {:.1} s for the 40 commands |",
         pids.len(),

@@ -11,6 +11,7 @@
 //! - `raw-256`: raw fastembed at git-neo's settings (256-token window, same threads, no spinning),
 //!   unsorted batches of 64: the baseline the pipeline is held to;
 //! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
+//! - `no-arena`: the same without ONNX Runtime's memory arena, as the background server runs it;
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
 
 // Tests and benches print, read the environment and run processes freely (clippy.toml).
@@ -53,6 +54,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     let paths = ModelPaths::in_cache(&common::cache_root());
     let mut run = match config {
         "before" => RunOptions { spin: true, window: 512, ..RunOptions::default() },
+        "no-arena" => RunOptions { arena: false, ..RunOptions::default() },
         _ => RunOptions::default(),
     };
     let args: Vec<String> = std::env::args().collect();
@@ -70,7 +72,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     let mut e = FastEmbedder::load_with(&paths, &run).expect("the model is installed (scripts/install-model.sh)");
     let t = Instant::now();
     let n = match config {
-        "git-neo" => e.embed(&texts).expect("embed").len(),
+        "git-neo" | "no-arena" => e.embed(&texts).expect("embed").len(),
         _ => e.raw().embed(&texts, Some(64)).expect("embed").len(),
     };
     let secs = t.elapsed().as_secs_f64();
@@ -150,7 +152,7 @@ fn main() {
         }
         for set in ["short", "long"] {
             let mut rows = Vec::new();
-            for config in ["before", "raw-256", "git-neo"] {
+            for config in ["before", "raw-256", "git-neo", "no-arena"] {
                 let mut results: Vec<(f64, f64)> = (0..runs)
                     .map(|_| {
                         let mut cmd = Command::new(&exe);

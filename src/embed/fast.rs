@@ -41,11 +41,18 @@ pub struct RunOptions {
     pub token_budget: usize,
     /// The window texts are cut at (the bench sets fastembed's old default, 512, to compare).
     pub window: usize,
+    /// ONNX Runtime's memory arena for the CPU (on by default). The arena keeps the largest
+    /// batch's buffers for the life of the process: right for one command (the embed bench's
+    /// `arena` row: on long texts 13% faster and 100 MB less peak memory than without), wrong for
+    /// the background server, where one model serves many repositories one catch-up after another
+    /// (without it, 20 repositories of 1,000 facts left the server at 265 MB resident instead of
+    /// 333 MB).
+    pub arena: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { threads: None, spin: false, token_budget: TOKEN_BUDGET, window: MAX_TOKENS }
+        RunOptions { threads: None, spin: false, token_budget: TOKEN_BUDGET, window: MAX_TOKENS, arena: true }
     }
 }
 
@@ -98,6 +105,8 @@ impl FastEmbedder {
             .with_intra_threads(threads)
             .with_session_config("session.intra_op.allow_spinning", spin)
             .with_session_config("session.inter_op.allow_spinning", spin);
+        let options =
+            options.with_execution_providers(vec![ort::ep::CPU::default().with_arena_allocator(run.arena).build()]);
         let model = fastembed::TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| EmbedError::Model(e.to_string()))?;
         Ok(FastEmbedder { model, token_budget: run.token_budget.max(run.window), window: run.window })

@@ -131,16 +131,23 @@ pub fn vector_cache(cache_root: &Path) -> PathBuf {
 }
 
 /// Load the embedder `choice` names, or say why there is none. It remembers its last few
-/// vectors ([`Memo`]).
+/// vectors ([`Memo`]) and reads and fills the user's vector cache ([`TextCache`]).
 pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
-    load_plain(choice).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
+    load_plain(choice, &RunOptions::default()).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
 }
 
-fn load_plain(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
+/// [`load`] for a process that lives long and embeds for many memories (the background server):
+/// without ONNX Runtime's arena, so a large catch-up's buffers are handed back ([`RunOptions::arena`]).
+pub fn load_long_lived(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
+    let run = RunOptions { arena: false, ..RunOptions::default() };
+    load_plain(choice, &run).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
+}
+
+fn load_plain(choice: &EmbedderChoice, run: &RunOptions) -> Result<Box<dyn Embedder>, NoEmbedder> {
     match choice {
         EmbedderChoice::Hash => Ok(Box::new(HashEmbedder::new(MODEL_DIM))),
         EmbedderChoice::Off => Err(NoEmbedder::Disabled),
-        EmbedderChoice::Model { cache_root } => match FastEmbedder::load(&ModelPaths::in_cache(cache_root)) {
+        EmbedderChoice::Model { cache_root } => match FastEmbedder::load_with(&ModelPaths::in_cache(cache_root), run) {
             Ok(e) => Ok(Box::new(TextCache::new(Box::new(e), vector_cache(cache_root)))),
             Err(EmbedError::NotInstalled { .. }) => Err(NoEmbedder::NotInstalled),
             Err(e) => Err(NoEmbedder::Failed(e.to_string())),

@@ -136,6 +136,7 @@ pub(super) fn serve(socket: &Path, idle: Duration, env: Env) -> Result<(), Error
             shared.commands.fetch_add(1, Ordering::SeqCst);
         }
         let _ = answer.send(response);
+        executor.tidy();
     }
     remove_if_ours(socket);
     Ok(())
@@ -251,6 +252,23 @@ fn heap_in_use() -> Option<u64> {
     }
 }
 
+/// Free heap (glibc) past which the server hands it back between commands.
+const TRIM_FREE: u64 = 8 << 20;
+
+/// Heap bytes allocated from the system but free (glibc), or `None` where that cannot be asked.
+fn free_heap() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        let info = unsafe { libc::mallinfo2() };
+        Some(info.fordblks as u64)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}
+
 /// Give freed heap back to the system (after letting repositories go).
 fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -293,7 +311,7 @@ struct Executor {
 impl Executor {
     /// Load the model (the first command is already waiting for it).
     fn new(choice: EmbedderChoice, shared: Arc<Shared>) -> Executor {
-        let model = embed::load(&choice).map(|m| embed::Shared::new(m).metered(heap_in_use));
+        let model = embed::load_long_lived(&choice).map(|m| embed::Shared::new(m).metered(heap_in_use));
         let executor =
             Executor { choice, model, warm: Vec::new(), budget: git_neo::api::DEFAULT_SERVER_MEMORY, shared };
         executor.report();
@@ -329,6 +347,15 @@ impl Executor {
         let response = self.run_inner(request);
         self.report();
         response
+    }
+
+    /// Between commands, after the answer went out: hand freed heap back to the system once
+    /// enough of it lies free (catching up a memory frees most of what it allocated, and glibc
+    /// keeps freed memory in the process unless asked).
+    fn tidy(&self) {
+        if free_heap().is_some_and(|free| free > TRIM_FREE) {
+            trim_heap();
+        }
     }
 
     fn run_inner(&mut self, request: RunRequest) -> Response {
