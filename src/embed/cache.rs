@@ -24,13 +24,16 @@ pub const BULK: usize = 8;
 /// The file's size at most (about 40,000 vectors of 384 dimensions).
 pub const MAX_BYTES: u64 = 64 << 20;
 
+/// Vectors by the BLAKE3 of their text.
+type Vectors = HashMap<[u8; 32], Vec<f32>>;
+
 /// Wraps an embedder with the user's vector cache at `path`.
 pub struct TextCache {
     inner: Box<dyn Embedder>,
     path: PathBuf,
     /// The file's entries, read on the first bulk call and kept (a long-lived server reads the
     /// file once); with the file length they were read at.
-    known: Option<(HashMap<[u8; 32], Vec<f32>>, u64)>,
+    known: Option<(Vectors, u64)>,
 }
 
 impl TextCache {
@@ -52,7 +55,7 @@ impl TextCache {
     }
 
     /// The entries of the file (read again when another process appended to it).
-    fn load(&mut self) -> &mut HashMap<[u8; 32], Vec<f32>> {
+    fn load(&mut self) -> &mut Vectors {
         let len = std::fs::metadata(&self.path).map_or(0, |m| m.len());
         if self.known.as_ref().is_none_or(|(_, at)| *at != len) {
             let bytes = std::fs::read(&self.path).unwrap_or_default();

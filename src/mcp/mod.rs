@@ -100,8 +100,20 @@ fn json(v: &serde_json::Value) -> String {
 /// same shape: the longest strings are cut (each saying how much it lost), then, if that is not
 /// enough, the longest arrays lose their last items.
 fn fit(mut v: serde_json::Value) -> serde_json::Value {
+    /// Bytes as serialised (pretty, the larger form), counted without building the text.
     fn size(v: &serde_json::Value) -> usize {
-        serde_json::to_string_pretty(v).map_or(0, |s| s.len())
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        serde_json::to_writer_pretty(&mut count, v).map_or(0, |()| count.0)
     }
     fn longest_string(v: &mut serde_json::Value) -> Option<&mut String> {
         match v {

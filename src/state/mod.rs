@@ -229,6 +229,12 @@ pub struct State {
     dedup: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
     /// Fact id -> the facts whose relations name it; built on first use (recall's linked facts).
     reverse_links: std::sync::OnceLock<HashMap<RecordId, Vec<(RelationType, RecordId)>>>,
+    /// [`thing_key`] -> the facts about that thing, whatever their status, in fold order: the
+    /// frame rule's candidates. Built on the second [`State::same_thing`] (a warm session's
+    /// second write; the first scans), and grown with every write after.
+    things: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
+    /// Set once [`State::same_thing`] has scanned.
+    scanned_things: std::sync::OnceLock<()>,
 }
 
 /// The key under which facts about the same thing meet: type and the frame's thing (identity and
@@ -389,14 +395,20 @@ impl State {
             // The content index lists facts whatever their status (a lookup checks it), so it
             // stays right across the re-fold: only the new facts join it.
             let dedup = self.dedup.take();
+            let things = self.things.take();
             let mut all: Vec<(RecordId, Record)> =
                 std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
             let added: Vec<(RecordId, String)> =
                 new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
+            let about: Vec<(RecordId, String)> =
+                new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
             all.extend(new);
             let state = fold(all);
             if let Some(index) = dedup {
                 let _ = state.dedup.set(grown(index, added));
+            }
+            if let Some(index) = things {
+                let _ = state.things.set(grown(index, about));
             }
             return state;
         }
@@ -405,6 +417,9 @@ impl State {
         for (id, record) in new {
             if let (Some(index), Some(f)) = (self.dedup.get_mut(), record.as_fact()) {
                 index.entry(dedup_key(f, &record.body)).or_default().push(id);
+            }
+            if let (Some(index), Some(key)) = (self.things.get_mut(), record.as_fact().and_then(thing_key)) {
+                index.entry(key).or_default().push(id);
             }
             if let (Some(index), Some(f)) = (self.reverse_links.get_mut(), record.as_fact()) {
                 for r in &f.relations {
@@ -509,12 +524,26 @@ impl State {
     }
 
     /// The valid facts about the same thing as `fact` (same type and [`thing_key`], in any area),
-    /// in fold order: the frame rule's candidates for one write. A scan, not the index: a fact
+    /// in fold order: the frame rule's candidates for one write. The first call scans: a fact
     /// about the same thing holds its thing's longest word in its subject, so only the subjects
     /// that do are read as frames (a write in a fresh process does not pay for reading them all).
+    /// A second call (a warm session writing again) builds the index of every fact's thing once.
     pub fn same_thing(&self, fact: &Fact) -> Vec<RecordId> {
         let frame = crate::frame::frame(&fact.subject);
         let Some(key) = frame.thing_key().map(|k| format!("{}\u{0}{k}", fact.fact_type)) else { return Vec::new() };
+        let valid = |id: &&RecordId| self.entries.get(id).is_some_and(|e| e.status == Status::Valid);
+        if self.things.get().is_some() || self.scanned_things.set(()).is_err() {
+            let index = self.things.get_or_init(|| {
+                let mut index: HashMap<String, Vec<RecordId>> = HashMap::new();
+                for e in self.iter() {
+                    if let Some(k) = e.record.as_fact().and_then(thing_key) {
+                        index.entry(k).or_default().push(e.id);
+                    }
+                }
+                index
+            });
+            return index.get(&key).map(|ids| ids.iter().filter(valid).copied().collect()).unwrap_or_default();
+        }
         let probe = frame.thing.iter().max_by_key(|w| w.len()).cloned().unwrap_or_default();
         // Slot synonyms read "resolution" as "status": probe for both spellings.
         let probes: Vec<&str> = match probe.as_str() {

@@ -300,3 +300,35 @@ fn adding_records_in_place_equals_folding_everything_on_random_histories() {
         assert_eq!(state.order, reference.order, "history {history}");
     }
 }
+
+/// The frame rule's candidates are the same whether the state scans for them (its first write)
+/// or reads its index (every write after, in a warm session), and the index follows the state
+/// through writes applied in place and through a full re-fold.
+#[test]
+fn the_same_thing_index_answers_as_the_scan_does_across_writes() {
+    let subjects = [
+        "The deadline is January 10",
+        "The release deadline is March 3",
+        "The deadline moved to January 20",
+        "Retries use a fixed 1s delay",
+        "The deadline is not set",
+    ];
+    let records: Vec<(RecordId, Record)> = subjects.iter().enumerate().map(|(i, s)| fact(i as i64, s, 700)).collect();
+    let probe = Fact::new(FactType::Pattern, "The deadline is February 1");
+    let scanned = fold(records.clone());
+    let by_scan = scanned.same_thing(&probe);
+    assert!(!by_scan.is_empty(), "the probe has candidates");
+    let by_index = scanned.same_thing(&probe);
+    assert_eq!(by_index, by_scan, "the second call reads the index");
+    // A new fact about the deadline, written in place: the index grows.
+    let late = fact(10, "The deadline is January 31", 700);
+    let state = scanned.with_records(vec![late.clone()]);
+    let mut expected = by_scan.clone();
+    expected.push(late.0);
+    assert_eq!(state.same_thing(&probe), expected);
+    // A retraction re-folds everything: the retracted fact is no candidate, the index survives.
+    let state = state.with_records(vec![retract(11, by_scan[0])]);
+    let fresh = fold(records.iter().cloned().chain([late.clone(), retract(11, by_scan[0])]).collect::<Vec<_>>());
+    assert_eq!(state.same_thing(&probe), fresh.same_thing(&probe));
+    assert!(!state.same_thing(&probe).contains(&by_scan[0]));
+}
