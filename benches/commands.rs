@@ -259,11 +259,11 @@ fn first_command(exe: &Path, name: &str, root: &Path, run: &Path) {
         ms(median(hook))
     );
     println!(
-        "| 100 | {name} | first `git neo recall`, no server running, a memory never embedded here | {} | every record embedded |",
+        "| 100 | {name} | first `git neo recall`, no server running, a memory never embedded here | {} | this build embeds every record; the earlier one answers lexically |",
         ms(median(unseen_absent))
     );
     println!(
-        "| 100 | {name} | first `git neo recall`, the user's server up, a memory never embedded here | {} | every record embedded |",
+        "| 100 | {name} | first `git neo recall`, the user's server up, a memory never embedded here | {} | this build embeds every record; the earlier one answers lexically |",
         ms(median(unseen_up))
     );
 }
