@@ -62,9 +62,12 @@ impl Embedder for Shared {
         // A panic while embedding (in another session) leaves the model as it was: ONNX Runtime
         // keeps no state between calls, so the handle goes on working.
         let mut model = self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let before = self.meter.and_then(|m| m());
+        // Only bulk work grows the model's buffers enough to count (and reading the heap has a
+        // cost of its own).
+        let meter = self.meter.filter(|_| texts.len() >= super::cache::BULK);
+        let before = meter.and_then(|m| m());
         let vectors = model.embed(texts)?;
-        if let (Some(b), Some(a)) = (before, self.meter.and_then(|m| m())) {
+        if let (Some(b), Some(a)) = (before, meter.and_then(|m| m())) {
             let returned: usize = vectors.iter().map(|v| v.capacity() * std::mem::size_of::<f32>()).sum();
             self.grown.fetch_add(a as i64 - b as i64 - returned as i64, Ordering::SeqCst);
         }
@@ -114,9 +117,12 @@ mod tests {
         }
         let mut shared =
             Shared::new(Box::new(Leaky(HashEmbedder::new(8)))).metered(|| Some(HEAP.load(Ordering::SeqCst)));
-        shared.embed(&["a".to_string(), "b".to_string()]).expect("embed");
-        shared.clone().embed(&["c".to_string()]).expect("embed");
+        let bulk = |n: usize| (0..n).map(|i| format!("text {i}")).collect::<Vec<_>>();
+        shared.embed(&bulk(8)).expect("embed");
+        shared.clone().embed(&bulk(9)).expect("embed");
         assert_eq!(shared.take_growth(), 20_000);
+        shared.embed(&bulk(1)).expect("embed");
+        assert_eq!(shared.take_growth(), 0, "one text is not measured");
         assert_eq!(shared.take_growth(), 0, "taken");
     }
 }

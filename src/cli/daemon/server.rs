@@ -252,22 +252,9 @@ fn heap_in_use() -> Option<u64> {
     }
 }
 
-/// Free heap (glibc) past which the server hands it back between commands.
+/// How far the heap in use may fall below its peak before the server hands the freed memory back
+/// between commands.
 const TRIM_FREE: u64 = 8 << 20;
-
-/// Heap bytes allocated from the system but free (glibc), or `None` where that cannot be asked.
-fn free_heap() -> Option<u64> {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: mallinfo2 only reads the allocator's counters.
-        let info = unsafe { libc::mallinfo2() };
-        Some(info.fordblks as u64)
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        None
-    }
-}
 
 /// Give freed heap back to the system (after letting repositories go).
 fn trim_heap() {
@@ -306,14 +293,27 @@ struct Executor {
     warm: Vec<Warm>,
     budget: u64,
     shared: Arc<Shared>,
+    /// The heap in use after the last command (asked once per command: glibc walks its free
+    /// lists to answer, which a profile showed at 8% of a warm recall when asked three times).
+    heap: Option<u64>,
+    /// The most the heap held since it was last trimmed.
+    peak: u64,
 }
 
 impl Executor {
     /// Load the model (the first command is already waiting for it).
     fn new(choice: EmbedderChoice, shared: Arc<Shared>) -> Executor {
         let model = embed::load_long_lived(&choice).map(|m| embed::Shared::new(m).metered(heap_in_use));
-        let executor =
-            Executor { choice, model, warm: Vec::new(), budget: git_neo::api::DEFAULT_SERVER_MEMORY, shared };
+        let heap = heap_in_use();
+        let executor = Executor {
+            choice,
+            model,
+            warm: Vec::new(),
+            budget: git_neo::api::DEFAULT_SERVER_MEMORY,
+            shared,
+            heap,
+            peak: heap.unwrap_or(0),
+        };
         executor.report();
         executor
     }
@@ -352,10 +352,21 @@ impl Executor {
     /// Between commands, after the answer went out: hand freed heap back to the system once
     /// enough of it lies free (catching up a memory frees most of what it allocated, and glibc
     /// keeps freed memory in the process unless asked).
-    fn tidy(&self) {
-        if free_heap().is_some_and(|free| free > TRIM_FREE) {
-            trim_heap();
+    fn tidy(&mut self) {
+        if let Some(now) = self.heap {
+            if self.peak.saturating_sub(now) > TRIM_FREE {
+                trim_heap();
+                self.peak = now;
+            }
         }
+    }
+
+    /// Read the heap in use after a command: what it grew since the last reading.
+    fn heap_grew(&mut self) -> Option<i64> {
+        let (before, now) = (self.heap, heap_in_use());
+        self.heap = now;
+        self.peak = self.peak.max(now.unwrap_or(0));
+        Some(now? as i64 - before? as i64)
     }
 
     fn run_inner(&mut self, request: RunRequest) -> Response {
@@ -417,7 +428,6 @@ impl Executor {
                 Warm { key: key.clone(), session, seen, last: Instant::now(), bytes: 0, commands: 0 }
             }
         };
-        let before = heap_in_use();
         if let Ok(m) = &self.model {
             m.take_growth();
         }
@@ -453,10 +463,12 @@ impl Executor {
         warm.session = ctx.session;
         // The heap this command grew, less what the model kept for itself (its buffers grow to the
         // largest batch it has embedded, for whichever repository that was).
+        // (Between commands nothing else allocates to speak of: the growth since the last
+        // reading is this command's.)
         let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
-        warm.bytes = match (before, heap_in_use()) {
-            (Some(b), Some(a)) => warm.bytes.saturating_add_signed(a as i64 - b as i64 - model_grew),
-            _ => warm.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
+        warm.bytes = match self.heap_grew() {
+            Some(grew) => warm.bytes.saturating_add_signed(grew - model_grew),
+            None => warm.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
         };
         warm.last = Instant::now();
         warm.commands += 1;
@@ -502,6 +514,9 @@ impl Executor {
         }
         if self.warm.len() < before {
             trim_heap();
+            // What was let go is no later command's to account for.
+            self.heap_grew();
+            self.peak = self.heap.unwrap_or(0);
         }
     }
 }
