@@ -336,7 +336,17 @@ pub fn try_run(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Resu
         stdin: stdin.clone(),
         colour,
     });
-    let response = send(&mut stream, &request).and_then(|()| receive::<Response>(&stream));
+    let response = send(&mut stream, &request).and_then(|()| {
+        // A server catching up a large memory it has not seen (every record embedded) takes a
+        // while: a person at a terminal is told what the wait is, once, after a second.
+        if !answered_within(&stream, Duration::from_secs(1)) && std::io::stderr().is_terminal() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "git-neo: the background server is reading this repository for the first time (GIT_NEO_DAEMON=off runs without it)"
+            );
+        }
+        receive::<Response>(&stream)
+    });
     let why = match response {
         Ok(Response::Ran { code, stdout, stderr }) => {
             let _ = std::io::stdout().write_all(stdout.as_bytes());
@@ -351,6 +361,15 @@ pub fn try_run(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Resu
         Err(e) => format!("the exchange with the server broke: {e}"),
     };
     Err(Fallback { stdin, why: Some(why) })
+}
+
+/// Whether the server's answer starts arriving on `stream` within `wait`.
+fn answered_within(stream: &UnixStream, wait: Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut fd = libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd for a descriptor this function borrows, for at most `wait`.
+    let ready = unsafe { libc::poll(&mut fd, 1, i32::try_from(wait.as_millis()).unwrap_or(i32::MAX)) };
+    ready != 0
 }
 
 /// Start `git neo daemon run`, detached, without waiting for it.
