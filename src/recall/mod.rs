@@ -389,9 +389,11 @@ fn links(id: RecordId, state: &State) -> Vec<Link> {
 
 /// The supersession records naming `e` as old, as replacements.
 fn replacements(e: &Entry, state: &State) -> Vec<Replacement> {
-    state
-        .entries
-        .values()
+    // Ordered as the scan of every entry by id was, which this look-up replaced.
+    let mut naming: Vec<&Entry> = state.supersessions_of(e.id).iter().filter_map(|id| state.entries.get(id)).collect();
+    naming.sort_by_key(|s| s.id);
+    naming
+        .into_iter()
         .filter(|s| s.status == Status::Valid)
         .filter_map(|s| match &s.record.payload {
             Payload::Supersession(sup) if sup.old == e.id => Some(Replacement {
@@ -475,10 +477,11 @@ pub fn recall(
     // Constraints always apply: every valid one, the matching ones first. Scores are computed on
     // the entries and items are built only for those that fit the budget (a memory can hold
     // thousands of constraints).
-    // (A linear scan of the entries; their order does not matter here, scores and ids decide.)
+    // (The state's list of constraints; their order does not matter here, scores and ids decide.)
     let mut constraint_entries: Vec<(f64, &Entry, Rank)> = state
-        .entries
-        .values()
+        .constraint_ids()
+        .iter()
+        .filter_map(|id| state.entries.get(id))
         .filter(|e| {
             e.status == Status::Valid
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)

@@ -235,6 +235,12 @@ pub struct State {
     things: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
     /// Set once [`State::same_thing`] has scanned.
     scanned_things: std::sync::OnceLock<()>,
+    /// Record id -> the supersession records that name it as the old one, whatever their status,
+    /// in fold order (what recall says replaced a fact); built on first use.
+    supersessions: std::sync::OnceLock<HashMap<RecordId, Vec<RecordId>>>,
+    /// Every constraint fact, whatever its status (recall shows every valid one on every call);
+    /// built on first use.
+    constraints: std::sync::OnceLock<Vec<RecordId>>,
 }
 
 /// The key under which facts about the same thing meet: type and the frame's thing (identity and
@@ -396,12 +402,26 @@ impl State {
             // stays right across the re-fold: only the new facts join it.
             let dedup = self.dedup.take();
             let things = self.things.take();
+            let supersessions = self.supersessions.take();
+            let constraints = self.constraints.take();
             let mut all: Vec<(RecordId, Record)> =
                 std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
             let added: Vec<(RecordId, String)> =
                 new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
             let about: Vec<(RecordId, String)> =
                 new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
+            let new_constraints: Vec<RecordId> = new
+                .iter()
+                .filter(|(_, r)| r.as_fact().is_some_and(|f| f.fact_type == crate::record::FactType::Constraint))
+                .map(|(id, _)| *id)
+                .collect();
+            let naming: Vec<(RecordId, RecordId)> = new
+                .iter()
+                .filter_map(|(id, r)| match &r.payload {
+                    Payload::Supersession(sup) => Some((sup.old, *id)),
+                    _ => None,
+                })
+                .collect();
             all.extend(new);
             let state = fold(all);
             if let Some(index) = dedup {
@@ -409,6 +429,23 @@ impl State {
             }
             if let Some(index) = things {
                 let _ = state.things.set(grown(index, about));
+            }
+            if let Some(mut index) = supersessions {
+                for (old, id) in naming {
+                    let ids = index.entry(old).or_default();
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                let _ = state.supersessions.set(index);
+            }
+            if let Some(mut ids) = constraints {
+                for id in new_constraints {
+                    if !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                let _ = state.constraints.set(ids);
             }
             return state;
         }
@@ -425,6 +462,14 @@ impl State {
                 for r in &f.relations {
                     index.entry(r.id).or_default().push((r.rel, id));
                 }
+            }
+            if let (Some(ids), Some(f)) = (self.constraints.get_mut(), record.as_fact()) {
+                if f.fact_type == crate::record::FactType::Constraint {
+                    ids.push(id);
+                }
+            }
+            if let (Some(index), Payload::Supersession(sup)) = (self.supersessions.get_mut(), &record.payload) {
+                index.entry(sup.old).or_default().push(id);
             }
             if let Payload::Supersession(s) = &record.payload {
                 let old = self.entries.get_mut(&s.old).expect("checked by in_place");
@@ -564,6 +609,31 @@ impl State {
             })
             .map(|e| e.id)
             .collect()
+    }
+
+    /// Every constraint fact, whatever its status.
+    pub fn constraint_ids(&self) -> &[RecordId] {
+        self.constraints.get_or_init(|| {
+            self.iter()
+                .filter(|e| e.record.as_fact().is_some_and(|f| f.fact_type == crate::record::FactType::Constraint))
+                .map(|e| e.id)
+                .collect()
+        })
+    }
+
+    /// The supersession records that name `old` as the record they replace, whatever their
+    /// status, in fold order.
+    pub fn supersessions_of(&self, old: RecordId) -> &[RecordId] {
+        let index = self.supersessions.get_or_init(|| {
+            let mut index: HashMap<RecordId, Vec<RecordId>> = HashMap::new();
+            for e in self.iter() {
+                if let Payload::Supersession(sup) = &e.record.payload {
+                    index.entry(sup.old).or_default().push(e.id);
+                }
+            }
+            index
+        });
+        index.get(&old).map(Vec::as_slice).unwrap_or_default()
     }
 
     /// The facts whose relations name `id` (relation type, source), in fold order.

@@ -332,3 +332,59 @@ fn the_same_thing_index_answers_as_the_scan_does_across_writes() {
     assert_eq!(state.same_thing(&probe), fresh.same_thing(&probe));
     assert!(!state.same_thing(&probe).contains(&by_scan[0]));
 }
+
+/// The supersessions naming a record are found by look-up as they were by scanning every entry,
+/// and the look-up follows the state through writes in place and a re-fold.
+#[test]
+fn the_supersessions_naming_a_record_are_looked_up_across_writes() {
+    let a = fact(0, "Deploys go out on Tuesdays", 700);
+    let b = fact(1, "Deploys go out on Thursdays", 700);
+    let scan = |state: &State, old: RecordId| -> Vec<RecordId> {
+        state
+            .entries
+            .values()
+            .filter(|e| matches!(&e.record.payload, Payload::Supersession(s) if s.old == old))
+            .map(|e| e.id)
+            .collect()
+    };
+    let first = supersede(2, a.0, Some(b.0));
+    let state = fold(vec![a.clone(), b.clone(), first.clone()]);
+    assert_eq!(state.supersessions_of(a.0), scan(&state, a.0).as_slice());
+    assert_eq!(state.supersessions_of(a.0), [first.0].as_slice());
+    // Built now; a second supersession of the same fact re-folds, a third record joins in place.
+    let c = fact(3, "Deploys go out on Fridays", 700);
+    let second = supersede(4, a.0, Some(c.0));
+    let state = state.with_records(vec![c.clone(), second.clone()]);
+    let mut expected = scan(&state, a.0);
+    expected.sort();
+    let mut found = state.supersessions_of(a.0).to_vec();
+    found.sort();
+    assert_eq!(found, expected);
+    assert_eq!(found.len(), 2);
+    let third = supersede(5, c.0, None);
+    let state = state.with_records(vec![third.clone()]);
+    assert_eq!(state.supersessions_of(c.0), [third.0].as_slice());
+    assert!(state.supersessions_of(b.0).is_empty());
+}
+
+/// The state's list of constraints follows it through writes in place and a re-fold.
+#[test]
+fn the_constraint_list_follows_the_state() {
+    let constraint = |secs: i64, s: &str| at(secs, Kind::Fact, Payload::Fact(Fact::new(FactType::Constraint, s)), "");
+    let never = constraint(0, "Never log card numbers");
+    let state = fold(vec![never.clone(), fact(1, "Deploys go out on Tuesdays", 700)]);
+    assert_eq!(state.constraint_ids(), [never.0].as_slice());
+    let keys = constraint(2, "Keys rotate every 90 days");
+    let state = state.with_records(vec![keys.clone()]);
+    let mut ids = state.constraint_ids().to_vec();
+    ids.sort();
+    let mut expected = vec![never.0, keys.0];
+    expected.sort();
+    assert_eq!(ids, expected, "grown in place");
+    let state = state.with_records(vec![retract(3, never.0), constraint(4, "Backups are tested monthly")]);
+    assert_eq!(state.constraint_ids().len(), 3, "grown through a re-fold, the retracted one still listed");
+    assert_eq!(
+        fold(state.entries.values().map(|e| (e.id, e.record.clone())).collect::<Vec<_>>()).constraint_ids().len(),
+        3
+    );
+}
