@@ -252,6 +252,9 @@ fn heap_in_use() -> Option<u64> {
     }
 }
 
+/// A command that takes this long is heavy enough that the heap is trimmed after it.
+const HEAVY: Duration = Duration::from_millis(50);
+
 /// How far the heap in use may fall below its peak before the server hands the freed memory back
 /// between commands.
 const TRIM_FREE: u64 = 8 << 20;
@@ -298,6 +301,8 @@ struct Executor {
     heap: Option<u64>,
     /// The most the heap held since it was last trimmed.
     peak: u64,
+    /// The last command took long enough to have freed a good deal (a catch-up, an embedding).
+    heavy: bool,
 }
 
 impl Executor {
@@ -313,6 +318,7 @@ impl Executor {
             shared,
             heap,
             peak: heap.unwrap_or(0),
+            heavy: false,
         };
         executor.report();
         executor
@@ -344,7 +350,9 @@ impl Executor {
 
     /// Run one client's command on its repository's warm session.
     fn run(&mut self, request: RunRequest) -> Response {
+        let started = Instant::now();
         let response = self.run_inner(request);
+        self.heavy = started.elapsed() >= HEAVY;
         self.report();
         response
     }
@@ -353,11 +361,13 @@ impl Executor {
     /// enough of it lies free (catching up a memory frees most of what it allocated, and glibc
     /// keeps freed memory in the process unless asked).
     fn tidy(&mut self) {
-        if let Some(now) = self.heap {
-            if self.peak.saturating_sub(now) > TRIM_FREE {
-                trim_heap();
-                self.peak = now;
-            }
+        let now = self.heap.unwrap_or(0);
+        // A heavy command frees what it built on the way (batches, parsed records) while the
+        // heap in use still grows with each repository held, so it is trimmed after each; a
+        // light one only when the heap shrank well below its peak.
+        if std::mem::take(&mut self.heavy) || self.peak.saturating_sub(now) > TRIM_FREE {
+            trim_heap();
+            self.peak = now;
         }
     }
 
