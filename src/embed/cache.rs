@@ -173,20 +173,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    struct Counting(HashEmbedder, Arc<AtomicUsize>);
-
-    impl Embedder for Counting {
-        fn model_id(&self) -> &str {
-            self.0.model_id()
-        }
-        fn dim(&self) -> usize {
-            self.0.dim()
-        }
-        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            self.1.fetch_add(texts.len(), Ordering::Relaxed);
-            self.0.embed(texts)
-        }
-    }
+    use crate::embed::Counting;
 
     fn texts(range: std::ops::Range<usize>) -> Vec<String> {
         range.map(|i| format!("Service {i} keeps its retry queue bounded")).collect()

@@ -71,21 +71,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    /// Counts the texts it is asked to embed.
-    struct Counting(HashEmbedder, Arc<AtomicUsize>);
-
-    impl Embedder for Counting {
-        fn model_id(&self) -> &str {
-            self.0.model_id()
-        }
-        fn dim(&self) -> usize {
-            self.0.dim()
-        }
-        fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-            self.1.fetch_add(texts.len(), Ordering::Relaxed);
-            self.0.embed(texts)
-        }
-    }
+    use crate::embed::Counting;
 
     #[test]
     fn repeats_are_lookups_and_vectors_are_unchanged() {

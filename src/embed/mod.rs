@@ -32,6 +32,24 @@ pub trait Embedder: Send {
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+/// For tests: the deterministic embedder, counting the texts it is asked to embed.
+#[cfg(test)]
+pub(crate) struct Counting(pub HashEmbedder, pub std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+#[cfg(test)]
+impl Embedder for Counting {
+    fn model_id(&self) -> &str {
+        self.0.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.0.dim()
+    }
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.1.fetch_add(texts.len(), std::sync::atomic::Ordering::Relaxed);
+        self.0.embed(texts)
+    }
+}
+
 /// The files of the pinned model and runtime inside a cache directory.
 #[derive(Clone, Debug)]
 pub struct ModelPaths {
