@@ -178,6 +178,12 @@ pub fn enabled(env: Env) -> bool {
 /// This build: the package version and the binary's size and modification time, so that a
 /// rebuilt binary is another version even when the package version did not change.
 fn version() -> String {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(build_version).clone()
+}
+
+/// [`version`], read from the binary once per process.
+fn build_version() -> String {
     let exe = std::env::current_exe().ok();
     let meta = exe.as_ref().and_then(|e| std::fs::metadata(e).ok());
     let built = meta
