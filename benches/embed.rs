@@ -13,6 +13,9 @@
 //! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
 //! - `no-arena`: the same without ONNX Runtime's memory arena, as the background server runs it;
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
+//!
+//! `-- --queries`: one short text per call, as recall embeds its query, p50 latency per
+//! configuration (intra-op threads, spin-waiting, arena): what a warm recall pays the model.
 
 // Tests and benches print, read the environment and run processes freely (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
@@ -117,11 +120,45 @@ fn whole_reindex(n: usize) -> (f64, f64) {
     (t.elapsed().as_secs_f64(), peak)
 }
 
+/// One short text per call (200 distinct queries), p50 and p90 in ms, per configuration.
+fn queries() {
+    use git_neo::embed::{Embedder, FastEmbedder, RunOptions};
+    let (short, _) = common::registry_corpus(220, 0);
+    let queries: Vec<String> =
+        short.iter().map(|t| t.split_whitespace().take(12).collect::<Vec<_>>().join(" ")).collect();
+    println!("\n| one query per call ({} queries) | p50 ms | p90 ms |\n|---|---|---|", queries.len() - 20);
+    let configs: [(&str, RunOptions); 4] = [
+        ("default threads, arena", RunOptions::default()),
+        ("default threads, no arena (server)", RunOptions { arena: false, ..RunOptions::default() }),
+        ("1 thread, no arena", RunOptions { threads: Some(1), arena: false, ..RunOptions::default() }),
+        ("default threads, spinning, no arena", RunOptions { spin: true, arena: false, ..RunOptions::default() }),
+    ];
+    for (name, run) in configs {
+        let mut e = FastEmbedder::load_with(&paths_for_load(), &run).expect("the model is installed");
+        let mut times: Vec<f64> = queries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| {
+                let t = Instant::now();
+                e.embed(std::slice::from_ref(q)).expect("embed");
+                // The first calls warm the runtime up.
+                (i >= 20).then(|| t.elapsed().as_secs_f64() * 1000.0)
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!("| {name} | {:.2} | {:.2} |", times[times.len() / 2], times[times.len() * 9 / 10]);
+    }
+}
+
 mod common;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
+    if args.iter().any(|a| a == "--queries") {
+        queries();
+        return;
+    }
     let (n_short, n_long) = if quick { (300, 100) } else { (1_000, 400) };
     if let Some(i) = args.iter().position(|a| a == "--child") {
         child(&args[i + 1], &args[i + 2], n_short, n_long, args.iter().any(|a| a == "--busy-child"));

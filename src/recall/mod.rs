@@ -588,7 +588,7 @@ pub fn recall(
     let mut budget = Budget::new(req.budget);
     let mut constraints = Vec::new();
     for (_, e, rank) in constraint_entries {
-        let chars = e.record.summary().len() + e.record.body.trim_end().len() + layer::RECORD_MARKUP;
+        let chars = e.record.summary_len() + e.record.body.trim_end().len() + layer::RECORD_MARKUP;
         if budget.admit(LayerKind::Constraints, chars) {
             constraints.push(item(e, state, rank, &fusion, req.now));
         }

@@ -492,6 +492,15 @@ impl Record {
         }
     }
 
+    /// The length of [`Record::summary`], without building it for a fact (recall sizes every
+    /// constraint of a memory against its budget on every call).
+    pub fn summary_len(&self) -> usize {
+        match &self.payload {
+            Payload::Fact(f) => f.subject.len(),
+            _ => self.summary().len(),
+        }
+    }
+
     /// The source payload, if this record is an ingested document.
     pub fn as_source(&self) -> Option<&Source> {
         match &self.payload {
