@@ -69,6 +69,19 @@ pub fn outcomes(ctx: &mut Ctx, args: OutcomesArgs) -> Result<(), Error> {
             o.paths.join(", ")
         );
         ctx.out.line(&line);
+        if !o.why.is_empty() {
+            ctx.out.line(&format!("      {}", o.why));
+        }
+    }
+    for o in &report.off_branch {
+        ctx.out.note(&format!(
+            "{} is anchored at commit {}, which {} does not contain: scanned from when it was written; \
+             check it and re-anchor it with `git neo confirm {}`",
+            o.id.short(),
+            &o.commit[..o.commit.len().min(12)],
+            report.branch,
+            o.id.short()
+        ));
     }
     if report.dropped > 0 {
         ctx.out.note(&format!("{} outcome(s) dropped by neo.outcomes.maxPerRecordPerDay", report.dropped));
@@ -104,6 +117,9 @@ pub fn explain(ctx: &mut Ctx, args: ExplainArgs) -> Result<(), Error> {
             )
         };
         ctx.out.line(&line);
+        if !s.why.is_empty() {
+            ctx.out.line(&format!("      {}", s.why));
+        }
     }
     ctx.out.line(&format!(
         "  now {:.2} (clamped to 0..1), {} success(es); weight in recall {:.3} = (0.5 + confidence) x success bonus",

@@ -31,6 +31,7 @@
 pub mod diff;
 pub mod health;
 mod scan;
+pub mod suggest;
 
 pub use scan::Evidence;
 use scan::{day, Scan};
@@ -125,6 +126,16 @@ pub struct Found {
     pub paths: Vec<String>,
     /// False when the memory already held this evidence (nothing written for it).
     pub new: bool,
+    /// Why the commit is this evidence (which lines, and why they count).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+/// A fact anchored at a commit the scanned branch does not contain.
+#[derive(Clone, Debug, Serialize)]
+pub struct OffBranch {
+    pub id: RecordId,
+    pub commit: String,
 }
 
 /// What a scan did.
@@ -140,6 +151,11 @@ pub struct ScanReport {
     /// The last commit scanned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
+    /// Facts whose anchors were taken at a commit that is not an ancestor of the scanned tip (a
+    /// branch not merged, or history rewritten): they are scanned from the time they were written
+    /// instead, and a person should re-anchor them (`git neo confirm`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub off_branch: Vec<OffBranch>,
     /// The commit on the memory ref holding the new outcome records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_commit: Option<String>,
@@ -183,6 +199,8 @@ pub struct Detection {
     pub scanned: usize,
     pub capped: bool,
     pub cursor: Option<String>,
+    /// Records whose anchor commit is not an ancestor of the scanned tip, with that commit.
+    pub off_branch: Vec<(RecordId, String)>,
 }
 
 /// Read `commits` (oldest first) for evidence about the valid records of `memory_state` that
@@ -197,7 +215,7 @@ pub fn detect(
     commits: &[CodeCommit],
     existing: &HashSet<String>,
 ) -> Result<Detection> {
-    let watched = memory_state
+    let watched: Vec<(RecordId, &Record)> = memory_state
         .iter()
         .filter(|e| e.status == Status::Valid)
         .filter(|e| match &e.record.payload {
@@ -207,20 +225,22 @@ pub fn detect(
         })
         .map(|e| (e.id, &e.record))
         .collect();
-    let mut scan = Scan { store, memory_state, watched, at: Timestamp(0), opts, state, found: Vec::new() };
+    let (from, off_branch) = anchored_from(store, opts.tip, commits, &watched)?;
+    let mut scan =
+        Scan { store, memory_state, watched, from, at: Timestamp(0), opts, state, found: Vec::new(), rarity: None };
     let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
     let mut kept: Vec<Evidence> = Vec::new();
     let mut dropped = 0;
     let mut scanned = 0;
     let mut capped = false;
     let mut cursor = start.map(|s| s.to_string()).or(scan.state.cursor.clone());
-    for c in commits {
+    for (index, c) in commits.iter().enumerate() {
         let saved = scan.state.clone();
         scan.found.clear();
-        scan.commit(c)?;
+        scan.commit(c, index)?;
         let mut batch = Vec::new();
         for f in std::mem::take(&mut scan.found) {
-            let n = per_day.entry((f.0, day(c.time))).or_default();
+            let n = per_day.entry((f.target, day(c.time))).or_default();
             if *n >= opts.max_per_record_per_day {
                 dropped += 1;
                 continue;
@@ -243,12 +263,59 @@ pub fn detect(
     let mut state = scan.state;
     state.cursor = cursor.clone();
 
-    Ok(Detection { kept, state, dropped, scanned, capped, cursor })
+    Ok(Detection { kept, state, dropped, scanned, capped, cursor, off_branch })
+}
+
+/// From which commit on a watched record can be evidence about: the commit its anchors were
+/// taken at (stored in the record), else the time it was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum From {
+    /// Live for the commits after this position in the scanned chain.
+    After(usize),
+    /// Its anchor commit is older than every scanned commit: live for all of them.
+    Before,
+    /// No anchor commit on this branch: live for commits no older than this time.
+    Time(Timestamp),
+}
+
+/// The anchor commit of a record: its anchors' (a fact's anchors are taken at one HEAD; the
+/// latest is used if they differ).
+pub fn anchor_commit(record: &Record) -> Option<ObjectId> {
+    let f = record.as_fact()?;
+    f.anchors.iter().filter_map(|a| a.commit.as_deref()).filter_map(|h| ObjectId::from_hex(h.as_bytes()).ok()).last()
+}
+
+/// Each watched record's [`From`], and the records whose anchor commit is not an ancestor of
+/// `tip` (they are scanned by time, and the report says so).
+fn anchored_from(
+    store: &Store,
+    tip: ObjectId,
+    commits: &[CodeCommit],
+    watched: &[(RecordId, &Record)],
+) -> Result<(HashMap<RecordId, From>, Vec<(RecordId, String)>)> {
+    let position: HashMap<ObjectId, usize> = commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+    let mut from = HashMap::new();
+    let mut off_branch = Vec::new();
+    for (id, record) in watched {
+        let f = match anchor_commit(record) {
+            Some(a) => match position.get(&a) {
+                Some(&i) => From::After(i),
+                None if store.has_commit(a)? && store.is_ancestor(a, tip)? => From::Before,
+                None => {
+                    off_branch.push((*id, a.to_string()));
+                    From::Time(record.created_at)
+                }
+            },
+            None => From::Time(record.created_at),
+        };
+        from.insert(*id, f);
+    }
+    Ok((from, off_branch))
 }
 
 /// The idempotency key of a piece of evidence: `target:commit:signal`.
 pub fn key(f: &Evidence) -> String {
-    format!("{}:{}:{}", f.0.to_hex(), f.3, f.1)
+    format!("{}:{}:{}", f.target.to_hex(), f.commit, f.signal)
 }
 
 #[cfg(test)]

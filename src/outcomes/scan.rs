@@ -21,6 +21,10 @@ fn trailer_ids(message: &str, known: &dyn Fn(&str) -> Vec<RecordId>) -> Vec<Reco
     out
 }
 
+fn short(hex: &str) -> &str {
+    &hex[..hex.len().min(12)]
+}
+
 pub(super) fn day(t: Timestamp) -> i64 {
     t.0.div_euclid(86_400)
 }
@@ -39,28 +43,70 @@ pub(super) struct Scan<'a> {
     /// The valid facts and attempts that anchors or suggestions make scannable, found once per
     /// scan rather than once per commit (trailers name their records themselves).
     pub(super) watched: Vec<(RecordId, &'a Record)>,
+    /// From which commit each watched record can be evidence about.
+    pub(super) from: HashMap<RecordId, From>,
     /// The time of the commit being read: outcome records are dated by their evidence.
     pub(super) at: Timestamp,
     pub(super) opts: &'a ScanOptions,
     pub(super) state: ScanState,
     pub(super) found: Vec<Evidence>,
+    /// How common suggestion tokens are, counted when a commit first needs it.
+    pub(super) rarity: Option<suggest::Rarity>,
 }
 
-/// (target, signal, delta, commit, paths, the commit's time)
-pub type Evidence = (RecordId, &'static str, Milli, ObjectId, Vec<String>, Timestamp);
+/// One piece of evidence about a record, found in one commit.
+#[derive(Clone, Debug)]
+pub struct Evidence {
+    pub target: RecordId,
+    pub signal: &'static str,
+    pub delta: Milli,
+    pub commit: ObjectId,
+    pub paths: Vec<String>,
+    /// The commit's time: outcome records are dated by their evidence.
+    pub at: Timestamp,
+    /// Why the commit is this evidence (the outcome record's body; empty when the signal says it).
+    pub why: String,
+}
+
+/// A record's suggested code, if it has any.
+fn suggestion_of(record: &Record) -> Option<&str> {
+    match &record.payload {
+        Payload::Fact(f) => f.suggestion.as_deref(),
+        Payload::Attempt(a) => a.suggestion.as_deref(),
+        _ => None,
+    }
+}
 
 impl<'a> Scan<'a> {
-    fn emit(&mut self, target: RecordId, signal: &'static str, delta: Milli, commit: ObjectId, paths: Vec<String>) {
+    fn emit(
+        &mut self,
+        target: RecordId,
+        signal: &'static str,
+        delta: Milli,
+        commit: ObjectId,
+        paths: Vec<String>,
+        why: String,
+    ) {
         let at = self.at;
-        self.found.push((target, signal, delta, commit, paths, at));
+        self.found.push(Evidence { target, signal, delta, commit, paths, at, why });
     }
 
-    /// The records that could have influenced commit `c`: valid, written no later than it.
-    fn live(&self, c: &CodeCommit) -> Vec<(RecordId, &'a Record)> {
-        self.watched.iter().filter(|(_, r)| r.created_at <= c.time).copied().collect()
+    /// The records that could have influenced the commit at `index` of the scanned chain: valid,
+    /// and anchored before it (or, without an anchor commit on this branch, written no later).
+    fn live(&self, c: &CodeCommit, index: usize) -> Vec<(RecordId, &'a Record)> {
+        self.watched
+            .iter()
+            .filter(|(id, r)| match self.from.get(id) {
+                Some(From::After(i)) => index > *i,
+                Some(From::Before) => true,
+                Some(From::Time(t)) => *t <= c.time,
+                None => r.created_at <= c.time,
+            })
+            .copied()
+            .collect()
     }
 
-    pub(super) fn commit(&mut self, c: &CodeCommit) -> Result<()> {
+    pub(super) fn commit(&mut self, c: &CodeCommit, index: usize) -> Result<()> {
         let store = self.store;
         self.at = c.time;
         let parent = c.parents.first().copied();
@@ -69,9 +115,9 @@ impl<'a> Scan<'a> {
             None => None,
         };
         let changes = diff::changes(store, parent_tree, c.tree)?;
-        let live = self.live(c);
+        let live = self.live(c, index);
         self.anchors(c, parent, &changes, &live)?;
-        self.suggestions(c, &changes, &live);
+        self.suggestions(c, parent, &changes, &live)?;
         self.trailers(c, parent, &changes)?;
         Ok(())
     }
@@ -120,7 +166,12 @@ impl<'a> Scan<'a> {
                                 (Some(_), None) if pos.lines.is_none() => {}
                                 _ => {
                                     pos.dead = true;
-                                    self.emit(*id, "anchor-changed", ANCHOR_CHANGED, c.id, vec![a.path.clone()]);
+                                    let why = match (new, pos.lines) {
+                                        (None, _) => format!("{} was deleted", a.path),
+                                        (_, Some((s, e))) => format!("lines {s}-{e} of {} were rewritten", a.path),
+                                        (_, None) => format!("{} changed", a.path),
+                                    };
+                                    self.emit(*id, "anchor-changed", ANCHOR_CHANGED, c.id, vec![a.path.clone()], why);
                                 }
                             }
                         }
@@ -130,7 +181,8 @@ impl<'a> Scan<'a> {
             }
         }
         let live_ids: HashSet<String> = live.iter().map(|(id, _)| id.to_hex()).collect();
-        let mut broken = Vec::new();
+        // Per record, the anchors this commit broke: one event each, however many anchors.
+        let mut broken: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
         for (key, pos) in self.state.anchors.iter_mut().filter(|(_, p)| !p.dead) {
             let Some(change) = changes.iter().find(|ch| ch.old_path.as_deref() == Some(pos.path.as_str())) else {
                 continue;
@@ -150,71 +202,142 @@ impl<'a> Scan<'a> {
                 None => {
                     pos.dead = true;
                     if live_ids.contains(&record) {
-                        broken.push((record, old_path));
+                        // Named by the path the file has now (a rename in the same commit).
+                        let (path, why) = match (&change.new_path, pos.lines) {
+                            (None, _) => (old_path.clone(), format!("{old_path} was deleted")),
+                            (Some(p), Some((s, e))) if *p != old_path => {
+                                (p.clone(), format!("lines {s}-{e} of {old_path} were rewritten as it became {p}"))
+                            }
+                            (Some(p), Some((s, e))) => (p.clone(), format!("lines {s}-{e} of {p} were rewritten")),
+                            (Some(p), None) => (p.clone(), format!("{p} changed")),
+                        };
+                        broken.entry(record).or_default().push((path, why));
                     }
                 }
             }
         }
-        for (record, path) in broken {
+        for (record, anchors) in broken {
             if let Some(id) = RecordId::from_hex(&record) {
-                self.emit(id, "anchor-changed", ANCHOR_CHANGED, c.id, vec![path]);
+                let (mut paths, whys): (Vec<String>, Vec<String>) = anchors.into_iter().unzip();
+                paths.dedup();
+                self.emit(id, "anchor-changed", ANCHOR_CHANGED, c.id, paths, whys.join("; "));
             }
         }
         Ok(())
     }
 
-    fn suggestions(&mut self, c: &CodeCommit, changes: &[diff::Change], live: &[(RecordId, &Record)]) {
-        for (id, record) in live {
-            let suggestion = match &record.payload {
-                Payload::Fact(f) => f.suggestion.as_deref(),
-                Payload::Attempt(a) => a.suggestion.as_deref(),
-                _ => None,
+    /// How common each suggestion token is, counted once per scan at the tree before the first
+    /// commit that could adopt one (see [`suggest`]).
+    fn rarity(&mut self, c: &CodeCommit, parent: Option<ObjectId>) -> Result<&suggest::Rarity> {
+        if self.rarity.is_none() {
+            let wanted: HashSet<String> =
+                self.watched.iter().filter_map(|(_, r)| suggestion_of(r)).flat_map(tokens).collect();
+            let tree = match parent {
+                Some(p) => self.store.tree_of(p)?,
+                None => c.tree,
             };
-            let Some(s) = suggestion else { continue };
-            let wanted = tokens(s);
-            if wanted.len() < MIN_SUGGESTION_TOKENS {
+            self.rarity = Some(suggest::Rarity::of_tree(self.store, tree, &wanted)?);
+        }
+        Ok(self.rarity.as_ref().expect("set above"))
+    }
+
+    fn suggestions(
+        &mut self,
+        c: &CodeCommit,
+        parent: Option<ObjectId>,
+        changes: &[diff::Change],
+        live: &[(RecordId, &Record)],
+    ) -> Result<()> {
+        let mut removed: Option<HashSet<&str>> = None;
+        for (id, record) in live {
+            let Some(s) = suggestion_of(record) else { continue };
+            let all = tokens(s);
+            if all.len() < MIN_SUGGESTION_TOKENS {
                 continue;
             }
+            // Most commits add none of a snippet's names: the rarity count is not needed then.
+            let named = |ch: &diff::Change| {
+                let added = ch.added_lines().join("\n");
+                let have: HashSet<String> = tokens(&added).into_iter().collect();
+                all.iter().any(|t| suggest::name_like(t) && have.contains(t))
+            };
             let hex = id.to_hex();
-            if let Some(path) = self.state.accepted.get(&hex).cloned() {
-                // Accepted before: was it removed again?
+            let accepted_in = self.state.accepted.get(&hex).cloned();
+            if accepted_in.is_none()
+                && (self.state.done.contains(&format!("{hex}:regression")) || !changes.iter().any(named))
+            {
+                continue;
+            }
+            let marks = suggest::distinctive(s, self.rarity(c, parent)?);
+            if marks.is_empty() {
+                continue;
+            }
+            let total: f64 = marks.iter().map(|(_, w)| w).sum();
+            if let Some(path) = accepted_in {
+                // Accepted before: were its distinctive names removed again?
                 let Some(ch) = changes.iter().find(|ch| ch.old_path.as_deref() == Some(path.as_str())) else {
                     continue;
                 };
-                let share = token_share(&wanted, &tokens(&ch.new_text));
+                let have: HashSet<String> = tokens(&ch.new_text).into_iter().collect();
+                let left = marks.iter().filter(|(m, _)| have.contains(m)).map(|(_, w)| w).sum::<f64>() / total;
                 match &ch.new_path {
-                    Some(p) if share >= PARTIAL_SHARE => {
+                    Some(p) if left >= PARTIAL_SHARE => {
                         self.state.accepted.insert(hex, p.clone());
                     }
                     _ => {
                         self.state.accepted.remove(&hex);
                         self.state.done.insert(format!("{hex}:regression"));
-                        self.emit(*id, "regression", REGRESSION, c.id, vec![path]);
+                        let why =
+                            format!("the suggestion's distinctive names left {path} ({:.0}% remain)", left * 100.0);
+                        self.emit(*id, "regression", REGRESSION, c.id, vec![path], why);
                     }
                 }
                 continue;
             }
-            if self.state.done.contains(&format!("{hex}:regression")) {
-                continue;
-            }
+            let related = self.related_paths(*id, record);
+            let removed = removed.get_or_insert_with(|| suggest::removed_lines(changes));
+            let rarity = self.rarity.as_ref().expect("counted above");
             let best = changes
                 .iter()
-                .filter_map(|ch| {
-                    let added = ch.added_lines().join("\n");
-                    ch.new_path.as_ref().map(|p| (p.clone(), token_share(&wanted, &tokens(&added))))
+                .filter(|ch| {
+                    related.is_empty()
+                        || ch.new_path.as_ref().is_some_and(|p| related.contains(p))
+                        || suggest::defines(&ch.old_text, &marks)
                 })
-                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+                .filter_map(|ch| suggest::in_change(ch, &all, &marks, rarity, removed))
+                .filter(|f| !f.moved)
+                .max_by(|a, b| a.share.total_cmp(&b.share).then(b.path.cmp(&a.path)));
             match best {
-                Some((path, share)) if share >= ACCEPT_SHARE => {
-                    self.state.accepted.insert(hex, path.clone());
-                    self.emit(*id, "accepted", SUGGESTION_ACCEPTED, c.id, vec![path]);
+                Some(f) if f.share >= ACCEPT_SHARE => {
+                    self.state.accepted.insert(hex, f.path.clone());
+                    self.emit(*id, "accepted", SUGGESTION_ACCEPTED, c.id, vec![f.path], f.why);
                 }
-                Some((path, share)) if share >= PARTIAL_SHARE && self.state.done.insert(format!("{hex}:modified")) => {
-                    self.emit(*id, "modified", SUGGESTION_MODIFIED, c.id, vec![path]);
+                Some(f) if f.share >= PARTIAL_SHARE && self.state.done.insert(format!("{hex}:modified")) => {
+                    self.emit(*id, "modified", SUGGESTION_MODIFIED, c.id, vec![f.path], f.why);
                 }
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// The files a record is about: its anchors (where they were written and where they are
+    /// now) or an attempt's affected files.
+    fn related_paths(&self, id: RecordId, record: &Record) -> HashSet<String> {
+        let mut out: HashSet<String> = match &record.payload {
+            Payload::Fact(f) => f.anchors.iter().map(|a| a.path.clone()).collect(),
+            Payload::Attempt(a) => a.files.iter().map(|f| f.path.clone()).collect(),
+            _ => HashSet::new(),
+        };
+        let prefix = format!("{}#", id.to_hex());
+        out.extend(
+            self.state
+                .anchors
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .map(|(_, p)| p.path.clone()),
+        );
+        out
     }
 
     /// Files of `lang` in an import cycle in `tree` (at most [`MAX_GRAPH_FILES`] files are read).
@@ -260,16 +383,22 @@ impl<'a> Scan<'a> {
             let ids: Vec<RecordId> = p.records.iter().filter_map(|r| RecordId::from_hex(r)).collect();
             if explicit || restored {
                 let paths: Vec<String> = p.before.iter().map(|(path, _)| path.clone()).collect();
+                let why = if explicit {
+                    format!("reverts {}", short(&p.commit))
+                } else {
+                    format!("restores every file {} changed", short(&p.commit))
+                };
                 for id in ids {
-                    self.emit(id, "regression", REGRESSION, c.id, paths.clone());
+                    self.emit(id, "regression", REGRESSION, c.id, paths.clone(), why.clone());
                 }
                 continue;
             }
             p.survived += 1;
             if p.survived >= self.opts.survive_commits {
                 let paths: Vec<String> = p.before.iter().map(|(path, _)| path.clone()).collect();
+                let why = format!("{} survived {} later commits", short(&p.commit), p.survived);
                 for id in ids {
-                    self.emit(id, "accepted", TRAILER_ACCEPTED, c.id, paths.clone());
+                    self.emit(id, "accepted", TRAILER_ACCEPTED, c.id, paths.clone(), why.clone());
                 }
                 continue;
             }
@@ -327,8 +456,8 @@ impl<'a> Scan<'a> {
         }
         for id in &ids {
             match verdict.signum() {
-                1 => self.emit(*id, "health-improved", HEALTH, c.id, measured.clone()),
-                -1 => self.emit(*id, "health-regressed", Milli(-HEALTH.0), c.id, measured.clone()),
+                1 => self.emit(*id, "health-improved", HEALTH, c.id, measured.clone(), String::new()),
+                -1 => self.emit(*id, "health-regressed", Milli(-HEALTH.0), c.id, measured.clone(), String::new()),
                 _ => {}
             }
         }

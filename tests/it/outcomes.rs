@@ -184,3 +184,202 @@ fn hooks_scan_after_commits_and_uninstall_keeps_the_users_hooks() {
     );
     assert!(!hooks.join("post-merge").exists());
 }
+
+/// Commit everything in `repo` with `message`.
+fn commit_all(sb: &Sandbox, repo: &Path, message: &str) {
+    sb.git(repo, &["add", "-A"]);
+    sb.git(repo, &["commit", "-q", "-m", message]);
+}
+
+fn write(repo: &Path, path: &str, text: &str) {
+    let p = repo.join(path);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+}
+
+#[test]
+fn suggestions_count_only_distinctive_lines_in_related_files_and_never_a_move() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    // A code base whose files share the common tokens every snippet holds.
+    for i in 0..12 {
+        write(
+            &repo,
+            &format!("src/part{i}.rs"),
+            &format!("pub fn part{i}(path: &str) -> Option<usize> {{\n    // the file path\n    Some(path.len() + 64 * (1 << 10)).filter(|_| true)\n}}\n"),
+        );
+    }
+    write(&repo, "src/buffer.rs", "pub struct LineBuffer {\n    capacity: usize,\n}\n");
+    write(&repo, "src/search.rs", "pub fn search(haystack: &str) -> bool {\n    !haystack.is_empty()\n}\n");
+    write(&repo, "src/json.rs", "pub fn begin() -> bool {\n    true\n}\n");
+    write(
+        &repo,
+        "src/hiargs.rs",
+        "pub fn parse() {}\n\nstatic HYPERLINK_ALIASES: &[(&str, &str)] = &[\n    (\"vscode\", \"vscode://file{path}\"),\n    (\"textmate\", \"txmt://open?url=file://{path}\"),\n];\n",
+    );
+    write(&repo, "src/hyperlink.rs", "pub fn format_link() -> String {\n    String::new()\n}\n");
+    commit_all(&sb, &repo, "the code");
+
+    // Three facts, each anchored here, each with a snippet.
+    let buffer = sb.neo_ok(
+        &repo,
+        &[
+            "add",
+            "-t",
+            "pattern",
+            "-s",
+            "Line buffers start at 64 KiB",
+            "--anchor",
+            "src/buffer.rs:1-3",
+            "--suggestion",
+            "pub const LINE_BUFFER_CAPACITY: usize = 64 * (1 << 10);",
+        ],
+    );
+    let aliases = sb.neo_ok(
+        &repo,
+        &[
+            "add",
+            "-t",
+            "architecture",
+            "-s",
+            "Hyperlink aliases live with the hyperlink formatter",
+            "--anchor",
+            "src/hyperlink.rs:1-3",
+            "--suggestion",
+            "static HYPERLINK_ALIASES: &[(&str, &str)] = &[\n    (\"vscode\", \"vscode://file{path}\"),\n];",
+        ],
+    );
+    let searcher = sb.neo_ok(
+        &repo,
+        &[
+            "add",
+            "-t",
+            "pattern",
+            "-s",
+            "Searches reuse one searcher built with the buffer capacity",
+            "--anchor",
+            "src/search.rs:1-3",
+            "--suggestion",
+            "let searcher = SearcherBuilder::new().line_buffer_capacity(LINE_BUFFER_CAPACITY).build();",
+        ],
+    );
+
+    // 1. Unrelated files gain lines full of the snippets' common tokens.
+    write(
+        &repo,
+        "src/json.rs",
+        "pub fn begin() -> bool {\n    true\n}\n\npub const DEPTH: usize = 64 * (1 << 10);\npub fn width(path: &str) -> Option<usize> {\n    Some(path.len()).filter(|_| true)\n}\n",
+    );
+    write(&repo, "src/part3.rs", "pub fn part3(path: &str) -> Option<usize> {\n    // the file path, new comment about the path\n    Some(path.len() + 64 * (1 << 10)).filter(|_| true)\n}\n");
+    commit_all(&sb, &repo, "json: a depth limit");
+    // 2. The alias table moves into the hyperlink module: already in the code, not adopted.
+    write(&repo, "src/hiargs.rs", "pub fn parse() {}\n");
+    write(
+        &repo,
+        "src/hyperlink.rs",
+        "pub fn format_link() -> String {\n    String::new()\n}\n\nstatic HYPERLINK_ALIASES: &[(&str, &str)] = &[\n    (\"vscode\", \"vscode://file{path}\"),\n    (\"textmate\", \"txmt://open?url=file://{path}\"),\n];\n",
+    );
+    commit_all(&sb, &repo, "move the alias table");
+    // 3. The searcher snippet is really adopted, where the fact is anchored.
+    write(
+        &repo,
+        "src/search.rs",
+        "pub fn search(haystack: &str) -> bool {\n    let searcher = SearcherBuilder::new().line_buffer_capacity(LINE_BUFFER_CAPACITY).build();\n    searcher.run(haystack)\n}\n",
+    );
+    commit_all(&sb, &repo, "search: one searcher");
+
+    let report = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!(report["commits"], 3, "scanned from the commit the facts were anchored at: {report}");
+    let outcomes = report["outcomes"].as_array().expect("outcomes");
+    let got: Vec<(String, &str)> = outcomes
+        .iter()
+        .map(|o| (o["target"].as_str().expect("target")[..12].to_string(), o["signal"].as_str().expect("signal")))
+        .collect();
+    // The adoption rewrote the anchored lines too: that flag is right, and the only other signal.
+    assert_eq!(
+        got,
+        vec![(searcher[..12].to_string(), "anchor-changed"), (searcher[..12].to_string(), "accepted")],
+        "{report}"
+    );
+    let why = outcomes[1]["why"].as_str().expect("why");
+    assert!(why.contains("lines 2-3 of src/search.rs") && why.contains("SearcherBuilder (in 0 of"), "{why}");
+    assert_eq!(outcomes[0]["why"], "lines 1-3 of src/search.rs were rewritten");
+    for quiet in [&buffer, &aliases] {
+        assert!(explain(&sb, &repo, quiet)["steps"].as_array().is_none_or(Vec::is_empty), "{quiet}");
+    }
+    // The outcome record keeps the explanation.
+    let x = explain(&sb, &repo, &searcher);
+    assert_eq!(x["confidence"].as_f64(), Some(0.8), "{x}");
+    let step = x["steps"].as_array().and_then(|s| s.iter().find(|s| s["signal"] == "accepted")).expect("accepted");
+    assert!(step["why"].as_str().is_some_and(|w| w.contains("SearcherBuilder (in 0 of")), "{x}");
+    let shown = neo(&sb, &repo, &["show", step["outcome"].as_str().expect("outcome id")]);
+    assert!(shown.contains("SearcherBuilder (in 0 of"), "{shown}");
+}
+
+#[test]
+fn facts_are_scanned_from_the_commit_their_anchors_were_taken_at() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    64\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "limits");
+    let old = sb.git(&repo, &["rev-parse", "HEAD"]);
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    128\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "raise the limit");
+    write(&repo, "src/other.rs", "pub fn more() {}\n");
+    commit_all(&sb, &repo, "more");
+
+    // Recorded months later, at the old checkout (as a team adopting the tool at an old release).
+    sb.git(&repo, &["checkout", "-q", &old]);
+    let mut add = sb.neo_cmd(&repo);
+    add.env("GIT_NEO_NOW", "2026-09-01T00:00:00Z").env("GIT_NEO_EMBEDDER", "none").args([
+        "add",
+        "-t",
+        "constraint",
+        "-s",
+        "The limit is 64",
+        "--anchor",
+        "src/limits.rs:1-3",
+    ]);
+    let out = add.output().expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    sb.git(&repo, &["checkout", "-q", "main"]);
+
+    // Every later command runs at the later clock.
+    let later = |args: &[&str]| {
+        let out = sb
+            .neo_cmd(&repo)
+            .env("GIT_NEO_NOW", "2026-09-01T00:00:00Z")
+            .env("GIT_NEO_EMBEDDER", "none")
+            .args(args)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "git neo {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let report = json(&later(&["outcomes", "--json"]));
+    assert_eq!(report["commits"], 2, "the two commits after the anchor's: {report}");
+    assert_eq!(report["outcomes"][0]["signal"], "anchor-changed", "{report}");
+    assert_eq!(report["outcomes"][0]["target"].as_str(), Some(id.as_str()));
+    assert!(report.get("off_branch").is_none(), "{report}");
+
+    // A fact anchored on a branch the scanned one does not contain says so.
+    sb.git(&repo, &["checkout", "-q", "-b", "side", &old]);
+    write(&repo, "src/side.rs", "pub fn side() {}\n");
+    commit_all(&sb, &repo, "side work");
+    let side = later(&["add", "-t", "pattern", "-s", "Side functions stay tiny", "--anchor", "src/side.rs:1"]);
+    sb.git(&repo, &["checkout", "-q", "main"]);
+    write(&repo, "src/other.rs", "pub fn more() {}\npub fn again() {}\n");
+    commit_all(&sb, &repo, "again");
+    let report = json(&later(&["outcomes", "--json"]));
+    assert_eq!(report["off_branch"][0]["id"].as_str(), Some(side.as_str()), "{report}");
+    let out = sb
+        .neo_cmd(&repo)
+        .env("GIT_NEO_NOW", "2026-09-01T00:00:00Z")
+        .env("GIT_NEO_EMBEDDER", "none")
+        .args(["outcomes", "--since", &old])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
+    assert!(text.contains("which main does not contain"), "{text}");
+}

@@ -66,11 +66,27 @@ impl Memory {
         }
         let store = self.store();
         let mut commits = store.first_parent_chain(opts.tip, start, MAX_COMMITS)?;
-        // Without a cursor, commits older than every record cannot be evidence about them.
+        // Without a cursor, commits before every record cannot be evidence about them: the
+        // chain starts after the first anchor commit it holds, or at the first commit no older
+        // than the first record without one (a fact recorded today about an old checkout is
+        // scanned from that checkout, not from today).
         if start.is_none() {
-            let first = self.state().iter().map(|e| e.record.created_at).min();
-            match first {
-                Some(t) => commits.retain(|c| c.time >= t),
+            let anchored: HashSet<ObjectId> =
+                self.state().iter().filter_map(|e| crate::outcomes::anchor_commit(&e.record)).collect();
+            let unanchored_since = self
+                .state()
+                .iter()
+                .filter(|e| {
+                    crate::outcomes::anchor_commit(&e.record).is_none_or(|a| !commits.iter().any(|c| c.id == a))
+                })
+                .map(|e| e.record.created_at)
+                .min();
+            let after_anchor = commits.iter().position(|c| anchored.contains(&c.id)).map(|i| i + 1);
+            let by_time = unanchored_since.and_then(|t| commits.iter().position(|c| c.time >= t));
+            match after_anchor.into_iter().chain(by_time).min() {
+                Some(i) => {
+                    commits.drain(..i);
+                }
                 None => commits.clear(),
             }
         }
@@ -84,7 +100,7 @@ impl Memory {
             .collect();
 
         let found = detect(self.store(), self.state(), opts, state, start, &commits, &existing)?;
-        let Detection { kept, state, dropped, scanned, capped, cursor } = found;
+        let Detection { kept, state, dropped, scanned, capped, cursor, off_branch } = found;
         let mut state = state;
         state.cursor = cursor.clone();
 
@@ -95,6 +111,7 @@ impl Memory {
             dropped,
             capped,
             cursor,
+            off_branch: off_branch.into_iter().map(|(id, commit)| crate::outcomes::OffBranch { id, commit }).collect(),
             memory_commit: None,
         };
         let mut records = Vec::new();
@@ -103,29 +120,32 @@ impl Memory {
             let k = key(f);
             let new = !existing.contains(&k) && seen.insert(k.clone());
             report.outcomes.push(Found {
-                target: f.0,
-                signal: f.1,
-                delta: f.2.as_f64(),
-                commit: f.3.to_string(),
-                paths: f.4.clone(),
+                target: f.target,
+                signal: f.signal,
+                delta: f.delta.as_f64(),
+                commit: f.commit.to_string(),
+                paths: f.paths.clone(),
                 new,
+                why: f.why.clone(),
             });
             if new {
                 records.push(Record {
                     kind: Kind::Outcome,
                     payload: Payload::Outcome(Outcome {
-                        target: f.0,
-                        signal: f.1.to_string(),
-                        delta: f.2,
-                        commits: vec![f.3.to_string()],
-                        paths: f.4.clone(),
+                        target: f.target,
+                        signal: f.signal.to_string(),
+                        delta: f.delta,
+                        commits: vec![f.commit.to_string()],
+                        paths: f.paths.clone(),
                         key: k,
                     }),
                     author: ctx.identity.author_field(),
                     // Dated by the evidence (the commit), never before the record it is about:
                     // explain and history then list outcomes in the order things happened.
-                    created_at: f.5.max(self.state().entries.get(&f.0).map(|e| e.record.created_at).unwrap_or(f.5)),
-                    body: String::new(),
+                    created_at: f
+                        .at
+                        .max(self.state().entries.get(&f.target).map(|e| e.record.created_at).unwrap_or(f.at)),
+                    body: if f.why.is_empty() { String::new() } else { format!("{}\n", f.why) },
                 });
             }
         }
@@ -169,6 +189,9 @@ pub struct Step {
     pub delta: f64,
     pub commits: Vec<String>,
     pub paths: Vec<String>,
+    /// Why the commit is this evidence (the outcome's body).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub why: String,
     /// False when an earlier outcome had the same idempotency key (the same evidence).
     pub counted: bool,
     /// The running sum after this step, before clamping.
@@ -226,6 +249,7 @@ impl Memory {
                         delta: o.delta.as_f64(),
                         commits: o.commits.clone(),
                         paths: o.paths.clone(),
+                        why: other.record.body.trim().to_string(),
                         counted,
                         running: Milli(running).as_f64(),
                     });
