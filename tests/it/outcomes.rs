@@ -382,4 +382,7 @@ fn facts_are_scanned_from_the_commit_their_anchors_were_taken_at() {
         .expect("run");
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
     assert!(text.contains("which main does not contain"), "{text}");
+    let verify = later(&["verify"]);
+    assert!(verify.contains(&format!("re-anchor it with `git neo confirm {}`", &side[..12])), "{verify}");
+    assert!(!verify.contains(&id[..12]), "the fact anchored on main is not named: {verify}");
 }

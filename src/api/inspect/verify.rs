@@ -53,6 +53,41 @@ impl Report {
     }
 }
 
+/// The most distinct anchor commits verify checks against HEAD.
+pub const MAX_ANCHOR_COMMITS: usize = 1_000;
+
+/// Facts anchored at a commit HEAD does not contain (a branch not merged, a rewritten history):
+/// outcome detection scans them from when they were written instead. Not a problem of the
+/// memory's integrity, so a note; `git neo confirm` re-anchors them.
+fn off_branch_anchors(store: &Store, records: &[crate::store::LoadedRecord]) -> Result<Vec<String>> {
+    let Some(head) = store.head_commit()? else { return Ok(Vec::new()) };
+    let mut verdict: HashMap<ObjectId, bool> = HashMap::new();
+    let mut notes = Vec::new();
+    for r in records {
+        let Some(commit) = crate::outcomes::anchor_commit(&r.record) else { continue };
+        if !verdict.contains_key(&commit) && verdict.len() >= MAX_ANCHOR_COMMITS {
+            continue;
+        }
+        let on_branch = match verdict.get(&commit) {
+            Some(v) => *v,
+            None => {
+                let v = store.has_commit(commit)? && store.is_ancestor(commit, head)?;
+                verdict.insert(commit, v);
+                v
+            }
+        };
+        if !on_branch {
+            notes.push(format!(
+                "{}: anchored at commit {}, which HEAD does not contain; check it and re-anchor it with `git neo confirm {}`",
+                Record::path(r.record.kind, &r.id),
+                &commit.to_string()[..12],
+                r.id.short()
+            ));
+        }
+    }
+    Ok(notes)
+}
+
 /// The longest first line of a commit message verify accepts.
 pub const MAX_SUBJECT_LINE: usize = 200;
 
@@ -222,6 +257,8 @@ pub fn verify(
             }
         }
     }
+
+    notes.extend(off_branch_anchors(store, &records)?);
 
     problems.sort_by(|a, b| (&a.path, &a.field).cmp(&(&b.path, &b.field)));
     problems.dedup();
