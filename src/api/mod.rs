@@ -45,6 +45,7 @@ pub use supersede::{
     no_similarity, AddPlan, CandidateFn, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
     CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
 };
+pub use write::confirm::{Confirmation, Moved};
 pub use write::plan::{Applied, CommitView, Destination, PlanView, Planned, PlannedCommit, RecordView, WritePlan};
 pub use write::{AddOutcome, AddRequest, InitOutcome};
 

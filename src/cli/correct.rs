@@ -1,4 +1,4 @@
-//! `git neo outdated`, `git neo revert`, `git neo repair` and `git neo history`: corrections that
+//! `git neo outdated`, `git neo confirm`, `git neo revert`, `git neo repair` and `git neo history`: corrections that
 //! keep history.
 
 use super::Ctx;
@@ -11,6 +11,22 @@ pub struct OutdatedArgs {
     /// Why it no longer holds.
     #[arg(long)]
     reason: String,
+    /// Print the plan (the commit and its records) and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ConfirmArgs {
+    /// Id (or unique prefix) of the fact you checked.
+    id: String,
+    /// Where the fact is anchored now (`PATH[:START-END]`, repeatable); without it, each anchor
+    /// moves to where its code is now.
+    #[arg(long = "anchor", value_name = "PATH[:START-END]")]
+    anchors: Vec<String>,
+    /// What you checked.
+    #[arg(long)]
+    reason: Option<String>,
     /// Print the plan (the commit and its records) and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -50,6 +66,30 @@ pub fn outdated(ctx: &mut Ctx, args: OutdatedArgs) -> Result<(), Error> {
     } else {
         ctx.out.line(&outcome.id.to_hex());
         ctx.out.note(&format!("marked {} outdated: supersession {}", args.id, outcome.id.short()));
+    }
+    Ok(())
+}
+
+pub fn confirm(ctx: &mut Ctx, args: ConfirmArgs) -> Result<(), Error> {
+    let c = ctx.session.dry_run(args.dry_run, |s| s.confirm(&args.id, &args.anchors, args.reason.as_deref()))?;
+    if ctx.out.json {
+        ctx.out.json(&c);
+        return Ok(());
+    }
+    if let Some(plan) = &c.outcome.plan {
+        ctx.show_plan(plan);
+        return Ok(());
+    }
+    ctx.out.line(&c.outcome.id.to_hex());
+    ctx.out.note(&format!("confirmed {} at {}: review flags cleared", args.id, &c.commit[..c.commit.len().min(12)]));
+    for m in &c.anchors {
+        let line = match m.how {
+            "named" => format!("  anchored at {}", m.to),
+            "unchanged" => format!("  {} (unchanged)", m.to),
+            "followed" => format!("  {} -> {} (followed)", m.from, m.to),
+            _ => format!("  {} -> {} (its lines were rewritten: check these)", m.from, m.to),
+        };
+        ctx.out.note(&line);
     }
     Ok(())
 }

@@ -106,6 +106,9 @@ enum Command {
     Forget(forget::Args),
     /// Mark a fact or attempt outdated, with a reason (the record itself is kept).
     Outdated(correct::OutdatedArgs),
+    /// Say you checked a fact against the code at HEAD: clears its review flags and re-anchors it
+    /// (to the ranges named, or where its anchors are now).
+    Confirm(correct::ConfirmArgs),
     /// Undo a supersession, an outdated mark or a forget, by appending a record.
     Revert(correct::RevertArgs),
     /// The whole chain of a record or key: what replaced what, when and why.
@@ -504,6 +507,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Log(a) => log::run(ctx, a),
         Command::Forget(a) => forget::run(ctx, a),
         Command::Outdated(a) => correct::outdated(ctx, a),
+        Command::Confirm(a) => correct::confirm(ctx, a),
         Command::Revert(a) => correct::revert(ctx, a),
         Command::History(a) => correct::history(ctx, a),
         Command::Repair(a) => correct::repair(ctx, a),

@@ -267,6 +267,10 @@ impl Warm {
         Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.attempt(&req))?)
     }
 
+    fn confirm(&mut self, a: tools::ConfirmArgs) -> ToolResult {
+        Reply::of(&self.session.dry_run(a.dry_run, |s| s.confirm(&a.id, &a.anchors, a.reason.as_deref())).map_err(err)?)
+    }
+
     fn mark_outdated(&mut self, a: tools::IdReasonArgs) -> ToolResult {
         Reply::of(&self.session.dry_run(a.dry_run, |s| s.outdated(&a.id, &a.reason)).map_err(err)?)
     }
@@ -321,6 +325,7 @@ impl Warm {
             "add_fact" => args(name, raw).and_then(|a| self.add_fact(a)),
             "record_attempt" => args(name, raw).and_then(|a| self.record_attempt(a)),
             "mark_outdated" => args(name, raw).and_then(|a| self.mark_outdated(a)),
+            "confirm" => args(name, raw).and_then(|a| self.confirm(a)),
             "forget" => args(name, raw).and_then(|a| self.forget(a)),
             "show" => args(name, raw).and_then(|a| self.show(a)),
             "task_history" => args(name, raw).and_then(|a| self.task_history(a)),

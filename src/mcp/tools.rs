@@ -73,7 +73,7 @@ fn records() -> Value {
     json!({"type": "array", "items": {"required": ["id"]}})
 }
 
-/// What every write answers (`add_fact`, `record_attempt`, `mark_outdated`, `forget`).
+/// What every write answers (`add_fact`, `record_attempt`, `mark_outdated`, `confirm`, `forget`).
 fn written() -> Arc<Map<String, Value>> {
     output(
         json!({"id": {"type": "string"}, "path": {"type": "string"}, "deduplicated": {"type": "boolean"}}),
@@ -189,6 +189,16 @@ pub fn all() -> Vec<Tool> {
             "mark_outdated",
             "Mark a fact or attempt as no longer true, with why. It stays in history.",
             schema(json!({"id": id(), "reason": {"type": "string", "minLength": 1}, "dry_run": dry_run()}), &["id", "reason"]),
+        )
+        .annotate(additive())
+        .with_raw_output_schema(written()),
+        Tool::new(
+            "confirm",
+            "Say a fact was checked against the code at HEAD: clears its review flags and re-anchors it (to `anchors`, PATH or PATH:START-END, or where its anchors are now).",
+            schema(
+                json!({"id": id(), "anchors": {"type": "array", "items": {"type": "string"}}, "reason": {"type": "string"}, "dry_run": dry_run()}),
+                &["id"],
+            ),
         )
         .annotate(additive())
         .with_raw_output_schema(written()),
@@ -365,6 +375,17 @@ pub struct AttemptArgs {
 pub struct IdReasonArgs {
     pub id: String,
     pub reason: String,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmArgs {
+    pub id: String,
+    #[serde(default)]
+    pub anchors: Vec<String>,
+    pub reason: Option<String>,
     #[serde(default)]
     pub dry_run: bool,
 }

@@ -199,6 +199,37 @@ pub fn follow_lines(start: u32, end: u32, hunks: &[(Range<u32>, Range<u32>)]) ->
     (s >= 1).then_some((s as u32, e as u32))
 }
 
+/// Where an anchored line range is after a change that rewrote some of its lines: each end
+/// inside a rewritten hunk goes to that hunk's edge after the change, so the range spans the lines
+/// that replaced the old ones. `start..=end` are 1-based; hunks are 0-based.
+pub fn widen_lines(start: u32, end: u32, hunks: &[(Range<u32>, Range<u32>)]) -> (u32, u32) {
+    // A 0-based line before the change, as a position after it: `first` for the start of a
+    // range (the first line of the hunk that replaced it), the last line otherwise.
+    let map = |line: u32, first: bool| -> u32 {
+        let mut shift: i64 = 0;
+        for (before, after) in hunks {
+            let grown = i64::from(after.end - after.start) - i64::from(before.end - before.start);
+            if before.is_empty() {
+                // A pure insertion before line `before.start`.
+                if before.start > line {
+                    break;
+                }
+                shift += grown;
+            } else if before.end <= line {
+                shift += grown;
+            } else if before.start <= line {
+                return if first || after.is_empty() { after.start } else { after.end - 1 };
+            } else {
+                break;
+            }
+        }
+        (i64::from(line) + shift).max(0) as u32
+    };
+    let s = map(start - 1, true);
+    let e = map(end - 1, false).max(s);
+    (s + 1, e + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +248,17 @@ mod tests {
         assert_eq!(follow_lines(3, 4, &hunks(old, "a\nb\nC\nd\ne\nf\n")), None);
         assert_eq!(follow_lines(3, 4, &hunks(old, "a\nb\nd\ne\nf\n")), None);
         assert_eq!(follow_lines(3, 4, &hunks(old, "a\nb\nc\nnew\nd\ne\nf\n")), None);
+    }
+
+    #[test]
+    fn rewritten_anchors_widen_to_the_lines_that_replaced_them() {
+        let old = "a\nb\nc\nd\ne\nf\n";
+        // c rewritten as two lines, anchor c..d (3-4): now C1, C2, d (3-5).
+        assert_eq!(widen_lines(3, 4, &hunks(old, "a\nb\nC1\nC2\nd\ne\nf\n")), (3, 5));
+        // An insertion above and d rewritten: the range moves and ends at the new d.
+        assert_eq!(widen_lines(3, 4, &hunks(old, "x\na\nb\nc\nD\ne\nf\n")), (4, 5));
+        // Nothing touched: the same as following.
+        assert_eq!(widen_lines(3, 4, &hunks(old, "x\na\nb\nc\nd\ne\nf\n")), (4, 5));
     }
 
     #[test]

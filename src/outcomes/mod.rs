@@ -219,13 +219,13 @@ pub fn detect(
         .iter()
         .filter(|e| e.status == Status::Valid)
         .filter(|e| match &e.record.payload {
-            Payload::Fact(f) => !f.anchors.is_empty() || f.suggestion.is_some(),
+            Payload::Fact(f) => !e.anchors().is_empty() || f.suggestion.is_some(),
             Payload::Attempt(a) => a.suggestion.is_some(),
             _ => false,
         })
         .map(|e| (e.id, &e.record))
         .collect();
-    let (from, off_branch) = anchored_from(store, opts.tip, commits, &watched)?;
+    let (from, off_branch) = anchored_from(store, memory_state, opts.tip, commits, &watched)?;
     let mut scan =
         Scan { store, memory_state, watched, from, at: Timestamp(0), opts, state, found: Vec::new(), rarity: None };
     let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
@@ -278,26 +278,29 @@ pub(crate) enum From {
     Time(Timestamp),
 }
 
-/// The anchor commit of a record: its anchors' (a fact's anchors are taken at one HEAD; the
-/// latest is used if they differ).
-pub fn anchor_commit(record: &Record) -> Option<ObjectId> {
-    let f = record.as_fact()?;
-    f.anchors.iter().filter_map(|a| a.commit.as_deref()).filter_map(|h| ObjectId::from_hex(h.as_bytes()).ok()).last()
+/// The anchor commit of a fact: its current anchors' (a fact's anchors are taken at one HEAD;
+/// the last is used if they differ), a confirmation's when a person re-anchored it.
+pub fn anchor_commit(entry: &crate::state::Entry) -> Option<ObjectId> {
+    entry.anchors().iter().rev().filter_map(|a| a.commit.as_deref()).find_map(|h| ObjectId::from_hex(h.as_bytes()).ok())
 }
 
 /// Each watched record's [`From`], and the records whose anchor commit is not an ancestor of
 /// `tip` (they are scanned by time, and the report says so).
+/// Records anchored off the scanned branch, with their anchor commit.
+type OffBranchList = Vec<(RecordId, String)>;
+
 fn anchored_from(
     store: &Store,
+    memory_state: &State,
     tip: ObjectId,
     commits: &[CodeCommit],
     watched: &[(RecordId, &Record)],
-) -> Result<(HashMap<RecordId, From>, Vec<(RecordId, String)>)> {
+) -> Result<(HashMap<RecordId, From>, OffBranchList)> {
     let position: HashMap<ObjectId, usize> = commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
     let mut from = HashMap::new();
     let mut off_branch = Vec::new();
     for (id, record) in watched {
-        let f = match anchor_commit(record) {
+        let f = match memory_state.entries.get(id).and_then(anchor_commit) {
             Some(a) => match position.get(&a) {
                 Some(&i) => From::After(i),
                 None if store.has_commit(a)? && store.is_ancestor(a, tip)? => From::Before,
@@ -313,9 +316,13 @@ fn anchored_from(
     Ok((from, off_branch))
 }
 
-/// The idempotency key of a piece of evidence: `target:commit:signal`.
+/// The idempotency key of a piece of evidence: `target:commit:signal`, and `@confirmation` for
+/// evidence about a confirmation's anchors.
 pub fn key(f: &Evidence) -> String {
-    format!("{}:{}:{}", f.target.to_hex(), f.commit, f.signal)
+    match &f.generation {
+        Some(g) => format!("{}:{}:{}@{g}", f.target.to_hex(), f.commit, f.signal),
+        None => format!("{}:{}:{}", f.target.to_hex(), f.commit, f.signal),
+    }
 }
 
 #[cfg(test)]

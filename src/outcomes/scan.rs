@@ -25,6 +25,9 @@ fn short(hex: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
+/// A path and why evidence names it.
+type PathWhy = (String, String);
+
 pub(super) fn day(t: Timestamp) -> i64 {
     t.0.div_euclid(86_400)
 }
@@ -66,6 +69,9 @@ pub struct Evidence {
     pub at: Timestamp,
     /// Why the commit is this evidence (the outcome record's body; empty when the signal says it).
     pub why: String,
+    /// For anchor evidence about a confirmation's anchors: that confirmation's short id (part of
+    /// the idempotency key, so the fold knows which anchors an outcome was about).
+    pub generation: Option<String>,
 }
 
 /// A record's suggested code, if it has any.
@@ -88,7 +94,7 @@ impl<'a> Scan<'a> {
         why: String,
     ) {
         let at = self.at;
-        self.found.push(Evidence { target, signal, delta, commit, paths, at, why });
+        self.found.push(Evidence { target, signal, delta, commit, paths, at, why, generation: None });
     }
 
     /// The records that could have influenced the commit at `index` of the scanned chain: valid,
@@ -132,13 +138,12 @@ impl<'a> Scan<'a> {
         let store = self.store;
         // Start following anchors of records seen for the first time, catching up from the
         // anchor's own commit to this commit's parent when they differ.
-        for (id, record) in live {
-            let anchors = match &record.payload {
-                Payload::Fact(f) => f.anchors.as_slice(),
-                _ => &[],
-            };
-            for (i, a) in anchors.iter().enumerate() {
-                let key = format!("{}#{i}", id.to_hex());
+        for (id, _) in live {
+            let Some(entry) = self.memory_state.entries.get(id) else { continue };
+            // A confirmation's anchors are tracked afresh, from the commit it was made at.
+            let tag = entry.confirmed.as_ref().map(|c| format!("{}.", c.by.short())).unwrap_or_default();
+            for (i, a) in entry.anchors().iter().enumerate() {
+                let key = format!("{}#{tag}{i}", id.to_hex());
                 if self.state.anchors.contains_key(&key) {
                     continue;
                 }
@@ -172,6 +177,7 @@ impl<'a> Scan<'a> {
                                         (_, None) => format!("{} changed", a.path),
                                     };
                                     self.emit(*id, "anchor-changed", ANCHOR_CHANGED, c.id, vec![a.path.clone()], why);
+                                    self.set_generation(entry.confirmed.as_ref().map(|c| c.by.short()));
                                 }
                             }
                         }
@@ -182,12 +188,14 @@ impl<'a> Scan<'a> {
         }
         let live_ids: HashSet<String> = live.iter().map(|(id, _)| id.to_hex()).collect();
         // Per record, the anchors this commit broke: one event each, however many anchors.
-        let mut broken: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+        let mut broken: BTreeMap<(String, Option<String>), Vec<PathWhy>> = BTreeMap::new();
         for (key, pos) in self.state.anchors.iter_mut().filter(|(_, p)| !p.dead) {
             let Some(change) = changes.iter().find(|ch| ch.old_path.as_deref() == Some(pos.path.as_str())) else {
                 continue;
             };
             let record = key.split('#').next().unwrap_or("").to_string();
+            // `<record>#<confirmation>.<i>` for a confirmation's anchors, `<record>#<i>` otherwise.
+            let generation = key.split('#').nth(1).and_then(|t| t.split_once('.')).map(|(g, _)| g.to_string());
             let old_path = pos.path.clone();
             let followed = match (&change.new_path, pos.lines) {
                 (None, _) => None,
@@ -211,19 +219,27 @@ impl<'a> Scan<'a> {
                             (Some(p), Some((s, e))) => (p.clone(), format!("lines {s}-{e} of {p} were rewritten")),
                             (Some(p), None) => (p.clone(), format!("{p} changed")),
                         };
-                        broken.entry(record).or_default().push((path, why));
+                        broken.entry((record, generation)).or_default().push((path, why));
                     }
                 }
             }
         }
-        for (record, anchors) in broken {
+        for ((record, generation), anchors) in broken {
             if let Some(id) = RecordId::from_hex(&record) {
                 let (mut paths, whys): (Vec<String>, Vec<String>) = anchors.into_iter().unzip();
                 paths.dedup();
                 self.emit(id, "anchor-changed", ANCHOR_CHANGED, c.id, paths, whys.join("; "));
+                self.set_generation(generation);
             }
         }
         Ok(())
+    }
+
+    /// Mark the evidence just emitted as about a confirmation's anchors.
+    fn set_generation(&mut self, generation: Option<String>) {
+        if let Some(last) = self.found.last_mut() {
+            last.generation = generation;
+        }
     }
 
     /// How common each suggestion token is, counted once per scan at the tree before the first
@@ -325,7 +341,12 @@ impl<'a> Scan<'a> {
     /// now) or an attempt's affected files.
     fn related_paths(&self, id: RecordId, record: &Record) -> HashSet<String> {
         let mut out: HashSet<String> = match &record.payload {
-            Payload::Fact(f) => f.anchors.iter().map(|a| a.path.clone()).collect(),
+            Payload::Fact(_) => self
+                .memory_state
+                .entries
+                .get(&id)
+                .map(|e| e.anchors().iter().map(|a| a.path.clone()).collect())
+                .unwrap_or_default(),
             Payload::Attempt(a) => a.files.iter().map(|f| f.path.clone()).collect(),
             _ => HashSet::new(),
         };

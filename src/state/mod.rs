@@ -21,7 +21,7 @@
 //!   outcome (the code it is anchored to was rewritten). The cascade is one level deep: a fact that depends
 //!   on a fact needing review is not itself flagged, since its source is still valid.
 
-use crate::record::{Fact, Kind, Milli, Payload, Record, RecordId, RelationType, Timestamp};
+use crate::record::{Anchor, Fact, Kind, LineRange, Milli, Payload, Record, RecordId, RelationType, Timestamp};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -112,6 +112,54 @@ pub struct Entry {
     /// Why this valid record needs review (empty: it does not). Derived, never written.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub needs_review: Vec<ReviewFlag>,
+    /// The latest time a person checked this fact against the code (`git neo confirm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<Confirmed>,
+}
+
+/// A person's check of a fact at a commit: an outcome record with signal `confirmed`, whose
+/// paths are the fact's anchors from then on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Confirmed {
+    /// The outcome record.
+    pub by: RecordId,
+    pub at: Timestamp,
+    /// The commit checked (HEAD then).
+    pub commit: String,
+    /// Where the fact is anchored now (each taken at `commit`).
+    pub anchors: Vec<Anchor>,
+}
+
+/// The signal of a person's confirmation.
+pub const CONFIRMED: &str = "confirmed";
+
+impl Entry {
+    /// The anchors a fact has now: the latest confirmation's, else its own.
+    pub fn anchors(&self) -> &[Anchor] {
+        match (&self.confirmed, self.record.as_fact()) {
+            (Some(c), _) => &c.anchors,
+            (None, Some(f)) => &f.anchors,
+            (None, None) => &[],
+        }
+    }
+}
+
+/// Anchors from a confirmation's paths (`PATH` or `PATH:START-END`), taken at `commit`.
+pub fn anchors_from_paths(paths: &[String], commit: Option<&str>) -> Vec<Anchor> {
+    paths
+        .iter()
+        .map(|p| {
+            let lines = p.rsplit_once(':').and_then(|(_, r)| {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                Some(LineRange { start: a.parse().ok()?, end: b.parse().ok()? })
+            });
+            let path = match lines {
+                Some(_) => p.rsplit_once(':').map_or(p.as_str(), |(path, _)| path),
+                None => p.as_str(),
+            };
+            Anchor { path: path.to_string(), lines, blob: None, commit: commit.map(str::to_string) }
+        })
+        .collect()
 }
 
 impl Entry {
@@ -126,6 +174,7 @@ impl Entry {
             superseded_by: Vec::new(),
             outcomes: Vec::new(),
             needs_review: Vec::new(),
+            confirmed: None,
         }
     }
 
@@ -302,10 +351,10 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         all.iter().map(|(id, _)| *id).filter(|&id| effective(id, &retractions_of, &mut memo)).collect();
 
     let mut state = State { order: all.iter().map(|(id, _)| *id).collect(), ..State::default() };
-    let mut effects: Vec<(RecordId, Payload)> = Vec::new();
+    let mut effects: Vec<(RecordId, Payload, Timestamp)> = Vec::new();
     for (id, record) in all {
         if standing.contains(&id) && matches!(record.kind, Kind::Supersession | Kind::Outcome | Kind::Retraction) {
-            effects.push((id, record.payload.clone()));
+            effects.push((id, record.payload.clone(), record.created_at));
         }
         let confidence = record.as_fact().map(|f| f.confidence).unwrap_or_default();
         let status = if standing.contains(&id) { Status::Valid } else { Status::Retracted };
@@ -314,8 +363,8 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 
     let mut counted_keys: HashSet<(RecordId, String)> = HashSet::new();
     let mut replacements: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
-    let mut anchor_changes: Vec<(RecordId, ReviewFlag)> = Vec::new();
-    for (id, payload) in effects {
+    let mut anchor_changes: Vec<(RecordId, Option<String>, ReviewFlag)> = Vec::new();
+    for (id, payload, at) in effects {
         match payload {
             Payload::Retraction(r) => {
                 if let Some(target) = state.entries.get_mut(&r.target) {
@@ -336,8 +385,27 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
                 }
             }
             Payload::Outcome(o) if counted_keys.insert((o.target, o.key.clone())) => {
+                if o.signal == CONFIRMED {
+                    // A person checked the fact: its anchors are the latest confirmation's from
+                    // now on, and only evidence about those flags it (below).
+                    if let Some(target) =
+                        state.entries.get_mut(&o.target).filter(|t| t.confirmed.as_ref().is_none_or(|c| c.at <= at))
+                    {
+                        target.confirmed = Some(Confirmed {
+                            by: id,
+                            at,
+                            commit: o.commits.first().cloned().unwrap_or_default(),
+                            anchors: anchors_from_paths(&o.paths, o.commits.first().map(String::as_str)),
+                        });
+                    }
+                }
                 if o.signal == "anchor-changed" {
-                    anchor_changes.push((o.target, ReviewFlag::AnchorChanged { outcome: id, paths: o.paths.clone() }));
+                    let generation = o.key.rsplit_once('@').map(|(_, g)| g.to_string());
+                    anchor_changes.push((
+                        o.target,
+                        generation,
+                        ReviewFlag::AnchorChanged { outcome: id, paths: o.paths.clone() },
+                    ));
                 }
                 if let Some(target) = state.entries.get_mut(&o.target) {
                     target.confidence.0 += o.delta.0;
@@ -367,9 +435,13 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
     for (id, f) in flags {
         state.entries.get_mut(&id).expect("flagged entry exists").needs_review = f;
     }
-    for (target, flag) in anchor_changes {
+    // An anchor flag stands while it is about the anchors the fact has now: a confirmation
+    // clears the flags about the anchors it replaced, whatever order the records fold in.
+    for (target, generation, flag) in anchor_changes {
         if let Some(e) = state.entries.get_mut(&target).filter(|e| e.status == Status::Valid) {
-            e.needs_review.push(flag);
+            if e.confirmed.as_ref().map(|c| c.by.short()) == generation {
+                e.needs_review.push(flag);
+            }
         }
     }
     for (old, mut news) in replacements {

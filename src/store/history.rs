@@ -153,6 +153,14 @@ impl Store {
     }
 
     /// Up to `limit` commits reachable from `tip`, newest first, each with the records it added.
+    /// The first line of a commit's message, or `None` when this repository lacks the commit
+    /// (outcomes fetched from a clone that has code commits this one has not).
+    pub fn commit_subject(&self, id: ObjectId) -> Result<Option<String>> {
+        let Ok(commit) = self.repo.find_commit(id) else { return Ok(None) };
+        let decoded = commit.decode().git(|| format!("decoding commit {id}"))?;
+        Ok(Some(decoded.message.to_string().lines().next().unwrap_or("").trim().to_string()))
+    }
+
     /// A commit's committer time.
     pub fn commit_time(&self, id: ObjectId) -> Result<Timestamp> {
         let commit = self.repo.find_commit(id).git(|| format!("reading commit {id}"))?;

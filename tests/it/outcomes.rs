@@ -386,3 +386,67 @@ fn facts_are_scanned_from_the_commit_their_anchors_were_taken_at() {
     assert!(verify.contains(&format!("re-anchor it with `git neo confirm {}`", &side[..12])), "{verify}");
     assert!(!verify.contains(&id[..12]), "the fact anchored on main is not named: {verify}");
 }
+
+#[test]
+fn confirm_clears_review_re_anchors_and_is_a_reviewable_record() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    64\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "limits");
+    let id =
+        neo(&sb, &repo, &["add", "-t", "constraint", "-s", "The limit stays small", "--anchor", "src/limits.rs:1-3"]);
+    // A field rename inside the anchored lines: the fact is still true, but flagged.
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    64 // bytes\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "comment the limit");
+    neo(&sb, &repo, &["outcomes"]);
+    assert!(explain(&sb, &repo, &id)["needs_review"][0].as_str().is_some_and(|r| r.contains("anchored to changed")));
+    let before = sb.tip(&repo).expect("tip");
+
+    // A reviewer checks it: the flag goes, the anchor widens to the rewritten lines.
+    let c = json(&neo(&sb, &repo, &["confirm", &id[..10], "--reason", "still 64, only a comment", "--json"]));
+    assert_eq!(c["anchors"][0]["how"], "widened", "{c}");
+    assert_eq!(c["anchors"][0]["to"], "src/limits.rs:1-3", "{c}");
+    let x = explain(&sb, &repo, &id);
+    assert!(x["needs_review"].is_null(), "{x}");
+    assert!(!neo(&sb, &repo, &["list", "--needs-review"]).contains(&id[..12]));
+    let log = neo(&sb, &repo, &["log"]);
+    assert!(log.contains("confirmed") && log.contains("The limit stays small"), "{log}");
+    let diff = neo(&sb, &repo, &["diff", &before]);
+    assert!(diff.contains("confirmed") && diff.contains(&id[..12]), "{diff}");
+
+    // From now on the anchor is tracked from the commit confirmed: edits above move it, and a
+    // rewrite of its lines flags the fact again.
+    write(&repo, "src/limits.rs", "// limits\n\npub fn limit() -> usize {\n    64 // bytes\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "a header");
+    let report = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!(report["outcomes"].as_array().map(Vec::len), Some(0), "{report}");
+    write(&repo, "src/limits.rs", "// limits\n\npub fn limit() -> usize {\n    128 // bytes\n}\n\npub fn other() {}\n");
+    commit_all(&sb, &repo, "raise the limit");
+    let report = json(&neo(&sb, &repo, &["outcomes", "--json"]));
+    assert_eq!(report["outcomes"][0]["signal"], "anchor-changed", "{report}");
+    assert_eq!(report["outcomes"][0]["why"], "lines 3-5 of src/limits.rs were rewritten", "{report}");
+    let x = explain(&sb, &repo, &id);
+    assert_eq!(x["needs_review"].as_array().map(Vec::len), Some(1), "{x}");
+    let diff = neo(&sb, &repo, &["diff", &before]);
+    assert!(diff.contains("\"raise the limit\""), "each commit with its subject: {diff}");
+    assert!(diff.contains("-0.10 anchor-changed (0.60 → 0.50)") || diff.contains("(0.6 → 0.5)"), "{diff}");
+
+    // The same through MCP, naming the new range.
+    // (An hour later: the latest confirmation is the one that counts.)
+    let mut mcp = crate::mcp::Client::spawn(
+        sb.dir.path(),
+        &repo,
+        &[("GIT_NEO_EMBEDDER", "none"), ("GIT_NEO_NOW", "2026-03-01T13:00:00Z")],
+    );
+    let r = mcp.call_result(
+        "confirm",
+        serde_json::json!({"id": &id[..10], "anchors": ["src/limits.rs:3-5"], "reason": "128 is fine"}),
+    );
+    assert!(r["isError"] != true, "{r}");
+    assert_eq!(r["structuredContent"]["anchors"][0]["how"], "named", "{r}");
+    let (err, text) = mcp.call("confirm", serde_json::json!({"id": &id[..10], "anchors": ["src/nowhere.rs:1-2"]}));
+    assert!(err && text.contains("anchor"), "{text}");
+    drop(mcp);
+    let x = explain(&sb, &repo, &id);
+    assert!(x["needs_review"].is_null(), "{x}");
+}

@@ -13,7 +13,7 @@ use crate::state::{self, State};
 use crate::store::ObjectId;
 use crate::store::{Store, TreeChange, TreeEntry};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 /// A fact that was added.
@@ -69,10 +69,13 @@ pub struct ConfidenceChange {
     pub target_summary: String,
     pub signal: String,
     pub delta: Milli,
-    /// The target's confidence before and after this change set (None if it did not exist).
+    /// The target's confidence just before and just after this step (each step of a range has
+    /// its own; `None` when the target is not a fact this memory holds).
     pub before: Option<Milli>,
     pub after: Option<Milli>,
     pub commits: Vec<String>,
+    /// Each commit's subject line, in the order of `commits` (empty when this clone lacks it).
+    pub subjects: Vec<String>,
 }
 
 /// Everything a range of memory history changed.
@@ -134,6 +137,7 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
         Changes { from: from.map(|c| c.to_string()), to: to.to_string(), other_changes, ..Changes::default() };
     let mut sorted: Vec<(RecordId, Record)> = records.into_iter().map(|r| (r.id, r.record)).collect();
     sorted.sort_by_key(|a| (a.1.created_at, a.0));
+    let mut running: HashMap<RecordId, Milli> = HashMap::new();
     for (id, r) in sorted {
         match &r.payload {
             Payload::Fact(f) => out.facts.push(FactAdded {
@@ -178,16 +182,43 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
                 title: d.title.clone(),
                 sections: d.sections.len(),
             }),
-            Payload::Outcome(o) => out.confidence.push(ConfidenceChange {
-                id,
-                target: o.target,
-                target_summary: summary(&after, &o.target),
-                signal: o.signal.clone(),
-                delta: o.delta,
-                before: before.entries.get(&o.target).map(|e| e.confidence),
-                after: after.entries.get(&o.target).map(|e| e.confidence),
-                commits: o.commits.clone(),
-            }),
+            Payload::Outcome(o) => {
+                // Each step from the confidence the one before it left, as the fold adds them
+                // (in time order, clamped to 0..1), starting where the range found the target.
+                let start =
+                    || {
+                        before.entries.get(&o.target).map(|e| e.confidence).or_else(|| {
+                            after.entries.get(&o.target).and_then(|e| e.record.as_fact()).map(|f| f.confidence)
+                        })
+                    };
+                let step_before = match running.get(&o.target) {
+                    Some(c) => Some(*c),
+                    None => start(),
+                };
+                let step_after = step_before.map(|b| Milli((b.0 + o.delta.0).clamp(0, 1000)));
+                if let Some(a) = step_after {
+                    running.insert(o.target, a);
+                }
+                let mut subjects = Vec::new();
+                for c in &o.commits {
+                    let subject = match ObjectId::from_hex(c.as_bytes()) {
+                        Ok(c) => store.commit_subject(c)?.unwrap_or_default(),
+                        Err(_) => String::new(),
+                    };
+                    subjects.push(subject);
+                }
+                out.confidence.push(ConfidenceChange {
+                    id,
+                    target: o.target,
+                    target_summary: summary(&after, &o.target),
+                    signal: o.signal.clone(),
+                    delta: o.delta,
+                    before: step_before,
+                    after: step_after,
+                    commits: o.commits.clone(),
+                    subjects,
+                })
+            }
         }
     }
     Ok(out)
@@ -320,10 +351,16 @@ impl Changes {
                 let commits = if x.commits.is_empty() {
                     String::new()
                 } else {
-                    format!(
-                        ", from {}",
-                        x.commits.iter().map(|c| format!("`{}`", &c[..c.len().min(12)])).collect::<Vec<_>>().join(", ")
-                    )
+                    let named: Vec<String> = x
+                        .commits
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| match x.subjects.get(i).filter(|s| !s.is_empty()) {
+                            Some(subject) => format!("`{}` \"{}\"", &c[..c.len().min(12)], md(subject)),
+                            None => format!("`{}`", &c[..c.len().min(12)]),
+                        })
+                        .collect();
+                    format!(", from {}", named.join(", "))
                 };
                 let _ = writeln!(
                     s,

@@ -63,8 +63,22 @@ fn off_branch_anchors(store: &Store, records: &[crate::store::LoadedRecord]) -> 
     let Some(head) = store.head_commit()? else { return Ok(Vec::new()) };
     let mut verdict: HashMap<ObjectId, bool> = HashMap::new();
     let mut notes = Vec::new();
+    // A person's confirmation re-anchors a fact at the commit it names: the latest one counts.
+    let mut confirmed: HashMap<RecordId, (crate::record::Timestamp, &str)> = HashMap::new();
     for r in records {
-        let Some(commit) = crate::outcomes::anchor_commit(&r.record) else { continue };
+        if let Payload::Outcome(o) = &r.record.payload {
+            if let (crate::state::CONFIRMED, Some(c)) = (o.signal.as_str(), o.commits.first()) {
+                let e = confirmed.entry(o.target).or_insert((r.record.created_at, c));
+                if r.record.created_at >= e.0 {
+                    *e = (r.record.created_at, c);
+                }
+            }
+        }
+    }
+    for r in records {
+        let own = r.record.as_fact().and_then(|f| f.anchors.iter().rev().find_map(|a| a.commit.as_deref()));
+        let Some(commit) = confirmed.get(&r.id).map(|(_, c)| *c).or(own) else { continue };
+        let Ok(commit) = ObjectId::from_hex(commit.as_bytes()) else { continue };
         if !verdict.contains_key(&commit) && verdict.len() >= MAX_ANCHOR_COMMITS {
             continue;
         }

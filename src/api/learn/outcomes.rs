@@ -71,14 +71,11 @@ impl Memory {
         // than the first record without one (a fact recorded today about an old checkout is
         // scanned from that checkout, not from today).
         if start.is_none() {
-            let anchored: HashSet<ObjectId> =
-                self.state().iter().filter_map(|e| crate::outcomes::anchor_commit(&e.record)).collect();
+            let anchored: HashSet<ObjectId> = self.state().iter().filter_map(crate::outcomes::anchor_commit).collect();
             let unanchored_since = self
                 .state()
                 .iter()
-                .filter(|e| {
-                    crate::outcomes::anchor_commit(&e.record).is_none_or(|a| !commits.iter().any(|c| c.id == a))
-                })
+                .filter(|e| crate::outcomes::anchor_commit(e).is_none_or(|a| !commits.iter().any(|c| c.id == a)))
                 .map(|e| e.record.created_at)
                 .min();
             let after_anchor = commits.iter().position(|c| anchored.contains(&c.id)).map(|i| i + 1);

@@ -568,6 +568,20 @@ impl Session {
         self.share(outcome, &wc)
     }
 
+    /// Record that a person checked a fact at HEAD, re-anchoring it (`anchors`, or where its
+    /// anchors are now when empty): clears its anchor flags (`git neo confirm`).
+    pub fn confirm(
+        &mut self,
+        id: &str,
+        anchors: &[String],
+        reason: Option<&str>,
+    ) -> Result<crate::api::write::confirm::Confirmation> {
+        let (memory, wc) = self.writing()?;
+        let mut c = memory.confirm(id, anchors, reason, &wc)?;
+        c.outcome = self.share(c.outcome, &wc)?;
+        Ok(c)
+    }
+
     /// Undo a supersession, an outdated mark or a forget; returns the records it restores.
     pub fn revert(&mut self, id: &str, reason: Option<&str>) -> Result<(AddOutcome, Vec<RecordId>)> {
         let (memory, wc) = self.writing()?;

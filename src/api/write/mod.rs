@@ -7,6 +7,7 @@
 //! imports (`import`), documents as sources (`ingest`), the history rewrite (`purge`) and review
 //! mode's proposals (`proposals`).
 
+pub mod confirm;
 pub(crate) mod correct;
 pub(crate) mod import;
 pub mod ingest;
