@@ -82,7 +82,7 @@ fn written() -> Arc<Map<String, Value>> {
 }
 
 fn id() -> Value {
-    json!({"type": "string", "description": "record id or unique prefix (4+ hex digits)"})
+    json!({"type": "string", "description": "id or a unique prefix"})
 }
 
 fn dry_run() -> Value {
@@ -107,8 +107,8 @@ pub fn all() -> Vec<Tool> {
     vec![
         Tool::new(
             "recall",
-            "What the project's memory knows for a task: constraints (always), relevant facts, earlier attempts, \
-             facts no longer true (with replacements), curated patterns. Call first, with the task.",
+            "What memory knows for a task: constraints (always), relevant facts, earlier attempts, facts no \
+             longer true (with replacements), patterns. Call first, with the task.",
             schema(
                 json!({
                     "query": {"type": "string", "minLength": 1, "maxLength": 4000},
@@ -133,9 +133,9 @@ pub fn all() -> Vec<Tool> {
         )),
         Tool::new(
             "add_fact",
-            "Store a lesson as a typed fact. A fact with the same key or slot, a near-identical one, or one this \
-             surely updates (same thing, new value) is replaced; the reply says why. If `possible_updates` lists \
-             a fact this replaces, call again with `supersedes: [its id]`.",
+            "Store a lesson as a typed fact. A fact with the same key or slot, a near-identical one, or one it \
+             surely updates is replaced (the reply says why); for one in `possible_updates`, call again with \
+             `supersedes: [id]`.",
             schema(
                 json!({
                     "type": {"enum": FACT_TYPES},
@@ -165,7 +165,7 @@ pub fn all() -> Vec<Tool> {
         Tool::new(
             "record_attempt",
             "Record what you tried on a task: action, observation, inference, files touched, and the check you \
-             ran with its result. The commit and file state are read by git-neo, not taken from you.",
+             ran with its result (git-neo reads the commit and file state).",
             schema(
                 json!({
                     "task": {"type": "string", "minLength": 1},
@@ -194,9 +194,9 @@ pub fn all() -> Vec<Tool> {
         .with_raw_output_schema(written()),
         Tool::new(
             "confirm",
-            "Say a fact was checked against the code at HEAD: clears its review flags and re-anchors it (to `anchors`, PATH or PATH:START-END, or where its anchors are now).",
+            "A fact checked against the code at HEAD: clears its review flags, re-anchors it (default: where its code is now).",
             schema(
-                json!({"id": id(), "anchors": {"type": "array", "items": {"type": "string"}}, "reason": {"type": "string"}, "dry_run": dry_run()}),
+                json!({"id": id(), "anchors": {"type": "array", "items": {"type": "string"}, "description": "PATH[:START-END]"}, "reason": {"type": "string"}, "dry_run": dry_run()}),
                 &["id"],
             ),
         )

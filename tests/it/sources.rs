@@ -179,3 +179,39 @@ fn a_glob_or_a_file_ingests_what_it_names_and_uncommitted_documents_are_refused(
     assert!(stderr(&out).contains("commit it first"), "{}", stderr(&out));
     assert_eq!(sb.tip(&repo), tip, "nothing written");
 }
+
+#[test]
+fn html_headings_are_sections_and_a_query_cites_the_one_that_answers() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    // A FAQ written for a web page: a table of contents, then `<h3 name=…>` headings.
+    let mut faq = String::from("## FAQ\n\n");
+    let questions = [
+        (
+            "search-compressed",
+            "How do I search compressed files?",
+            "Pass the -z flag; gzip, bzip2, xz and zstd are read.",
+        ),
+        (
+            "look-around",
+            "How do I enable look-around and backreferences?",
+            "Use -P to switch to the PCRE2 engine, which supports them.",
+        ),
+        ("config", "Does it read a configuration file?", "Set RIPGREP_CONFIG_PATH to a file of flags, one per line."),
+    ];
+    for (name, q, _) in &questions {
+        faq.push_str(&format!("* [{q}](#{name})\n"));
+    }
+    for (name, q, a) in &questions {
+        faq.push_str(&format!("\n<h3 name=\"{name}\">\n{q}\n</h3>\n\n{a}\n"));
+    }
+    write(&repo, "FAQ.md", &faq);
+    commit(&sb, &repo, "faq");
+    let out = json(&sb.neo_ok(&repo, &["ingest", "FAQ.md", "--json"]));
+    assert_eq!(out["documents"][0]["sections"], 4, "the contents, then one per question: {out}");
+
+    let r = json(&sb.neo_ok(&repo, &["recall", "how do I enable look-around and backreferences", "--json"]));
+    let d = &r["documents"][0];
+    assert_eq!(d["heading"], "How do I enable look-around and backreferences?", "{r}");
+    assert!(d["excerpt"].as_str().is_some_and(|e| e.contains("PCRE2") && !e.contains("* [")), "{d}");
+}

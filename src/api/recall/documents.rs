@@ -38,6 +38,14 @@ struct VectorCache {
 }
 
 /// The lowercased words of `s` longer than two characters.
+/// Whether a section is a table of contents: most of its lines (headings aside) link to anchors
+/// in the document.
+fn is_contents(body: &str) -> bool {
+    let lines: Vec<&str> = body.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let links = lines.iter().filter(|l| l.contains("](#")).count();
+    links >= 2 && links * 10 >= lines.len() * 6
+}
+
 fn words(s: &str) -> HashSet<String> {
     s.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_lowercase).collect()
 }
@@ -186,6 +194,11 @@ impl Memory {
                     .collect()
             }
         };
+        // A table of contents names every section's words: it is shown only when no section of
+        // its document matched itself.
+        let answered: HashSet<crate::record::RecordId> =
+            scored.iter().filter(|(_, i)| !is_contents(&sections[*i].3)).map(|(_, i)| sections[*i].0).collect();
+        scored.retain(|(_, i)| !(is_contents(&sections[*i].3) && answered.contains(&sections[*i].0)));
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         Ok(scored
             .into_iter()
@@ -206,5 +219,16 @@ impl Memory {
                 }
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_of_contents_are_recognised() {
+        assert!(is_contents("## FAQ\n\n* [One](#one)\n* [Two](#two)\n* [Three](#three)\n"));
+        assert!(!is_contents("Intro text that links [one](#one) once.\nAnd says more.\nAnd more.\n"));
     }
 }

@@ -99,6 +99,14 @@ pub fn sections(path: &str, text: &str) -> (String, Vec<Section>) {
                     heads.push((line, level, h.split_whitespace().collect::<Vec<_>>().join(" ")));
                 }
             }
+            // Documents written for a web page use HTML headings (`<h3 name=…>`).
+            Event::Html(_) | Event::InlineHtml(_) if current.is_none() => {
+                if let Some((level, heading)) = html_heading(&text[range.start..]) {
+                    if heads.last().is_none_or(|(l, _, _)| *l != line_of(range.start)) {
+                        heads.push((line_of(range.start), level, heading));
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -117,14 +125,78 @@ pub fn sections(path: &str, text: &str) -> (String, Vec<Section>) {
     for (i, (line, level, heading)) in heads.iter().enumerate() {
         let end = heads.get(i + 1).map_or(last_line, |(next, _, _)| next - 1).max(*line);
         let heading = if heading.is_empty() { format!("line {line}") } else { heading.clone() };
-        out.push(Section {
-            heading,
-            level: *level,
-            lines: LineRange { start: *line, end },
-            hash: section_hash(&text_of(*line, end)),
-        });
+        // A long section is cut at paragraph boundaries: a cited part is then the part that says
+        // it, not a thousand lines around it.
+        for (n, (a, b)) in parts(&lines, *line, end).into_iter().enumerate() {
+            out.push(Section {
+                heading: if n == 0 { heading.clone() } else { format!("{heading} (part {})", n + 1) },
+                level: *level,
+                lines: LineRange { start: a, end: b },
+                hash: section_hash(&text_of(a, b)),
+            });
+        }
     }
     (title, out)
+}
+
+/// The most bytes of text one section holds before it is cut at a paragraph boundary.
+pub const MAX_SECTION_BYTES: usize = 6_000;
+
+/// Lines `start..=end` (1-based) in parts of at most [`MAX_SECTION_BYTES`], each cut at the last
+/// blank line that keeps it under the bound (a paragraph longer than the bound stays whole).
+fn parts(lines: &[&str], start: u32, end: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let (mut from, mut bytes, mut cut) = (start, 0usize, None);
+    for n in start..=end {
+        let line = lines.get(n as usize - 1).copied().unwrap_or("");
+        bytes += line.len() + 1;
+        if bytes > MAX_SECTION_BYTES {
+            if let Some(c) = cut.filter(|c| *c > from) {
+                out.push((from, c));
+                from = c + 1;
+                bytes = (from..=n).map(|m| lines.get(m as usize - 1).map_or(1, |l| l.len() + 1)).sum();
+                cut = None;
+            }
+        }
+        if line.trim().is_empty() && n > from {
+            cut = Some(n);
+        }
+    }
+    out.push((from, end.max(from)));
+    out
+}
+
+/// An HTML heading at the start of `html` (`<h1>`..`<h6>`, any attributes): its level and its
+/// text with tags removed, when the closing tag follows within a few lines.
+fn html_heading(html: &str) -> Option<(u8, String)> {
+    let t = html.trim_start();
+    let b = t.as_bytes();
+    if b.len() < 4 || b[0] != b'<' || !b[1].eq_ignore_ascii_case(&b'h') || !(b'1'..=b'6').contains(&b[2]) {
+        return None;
+    }
+    if !(b[3] == b'>' || b[3].is_ascii_whitespace()) {
+        return None;
+    }
+    let level = b[2] - b'0';
+    let open_end = t.find('>')?;
+    let mut limit = t.len().min(open_end + 1 + 1_000);
+    while !t.is_char_boundary(limit) {
+        limit -= 1;
+    }
+    let window = &t[open_end + 1..limit];
+    let close = window.to_ascii_lowercase().find(&format!("</h{level}"))?;
+    let mut inner = String::new();
+    let mut in_tag = false;
+    for c in window[..close].chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => inner.push(c),
+            _ => {}
+        }
+    }
+    let heading = inner.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!heading.is_empty()).then_some((level, heading))
 }
 
 impl Memory {
@@ -286,5 +358,59 @@ impl Memory {
             cur = next;
         }
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headings(path: &str, text: &str) -> Vec<(String, u8, u32, u32)> {
+        sections(path, text).1.into_iter().map(|s| (s.heading, s.level, s.lines.start, s.lines.end)).collect()
+    }
+
+    #[test]
+    fn html_and_setext_headings_are_sections() {
+        let doc = "# FAQ\n\n* [Compressed files](#search-compressed)\n* [Look-around](#look-around)\n\n\
+                   <h3 name=\"search-compressed\">\nHow do I search compressed files?\n</h3>\n\nUse -z.\n\n\
+                   <h3 name=\"look-around\">How do I enable <code>look-around</code>?</h3>\n\nUse -P.\n\n\
+                   Setext heading\n--------------\n\nText.\n";
+        assert_eq!(
+            headings("FAQ.md", doc),
+            vec![
+                ("FAQ".to_string(), 1, 1, 5),
+                ("How do I search compressed files?".to_string(), 3, 6, 11),
+                ("How do I enable look-around?".to_string(), 3, 12, 15),
+                ("Setext heading".to_string(), 2, 16, 19),
+            ]
+        );
+        // Not headings: other tags, a heading tag never closed.
+        assert_eq!(html_heading("<hr>"), None);
+        assert_eq!(html_heading("<header>x</header>"), None);
+        assert_eq!(html_heading("<h2>never closed"), None);
+        assert_eq!(html_heading("<H2 id=x>Caps</H2>"), Some((2, "Caps".to_string())));
+    }
+
+    #[test]
+    fn long_sections_are_cut_at_paragraph_boundaries() {
+        let para = "word ".repeat(200); // 1,000 bytes
+        let mut doc = String::from("# Big\n\n");
+        for _ in 0..15 {
+            doc.push_str(&para);
+            doc.push_str("\n\n");
+        }
+        let got = headings("big.md", &doc);
+        assert!(got.len() >= 3, "{got:?}");
+        assert_eq!(got[0].0, "Big");
+        assert_eq!(got[1].0, "Big (part 2)");
+        // Parts tile the section without gaps, each under the bound, each ending at a paragraph.
+        for w in got.windows(2) {
+            assert_eq!(w[1].2, w[0].3 + 1, "{got:?}");
+        }
+        let lines: Vec<&str> = doc.lines().collect();
+        for (_, _, a, b) in &got {
+            let bytes: usize = (*a..=*b).map(|n| lines.get(n as usize - 1).map_or(0, |l| l.len() + 1)).sum();
+            assert!(bytes <= MAX_SECTION_BYTES, "{bytes}");
+        }
     }
 }
