@@ -50,7 +50,8 @@ fn packed(word: &str) -> Option<u64> {
     })
 }
 
-fn is_stop(word: &str) -> bool {
+/// Whether `word` (lowercase) is too common to tell texts apart.
+pub fn is_stop(word: &str) -> bool {
     static KEYS: std::sync::OnceLock<Vec<u64>> = std::sync::OnceLock::new();
     // Big-endian packing keeps the words' order, so the sorted list packs to a sorted list.
     let keys = KEYS.get_or_init(|| STOP_WORDS.iter().filter_map(|w| packed(w)).collect());

@@ -503,6 +503,7 @@ pub fn recall(
         .collect();
     constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
 
+    let query_words = content_words(&req.query);
     let mut facts = Vec::new();
     let mut known_unknowns = Vec::new();
     let mut invalidated = Vec::new();
@@ -516,7 +517,13 @@ pub fn recall(
             // Outside its validity window a fact is not true now: it goes with the invalidated.
             (Kind::Fact, Status::Valid, _) if it.window.is_some() => invalidated.push(it),
             (Kind::Fact, Status::Valid, Some(FactType::Constraint)) => {}
-            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => known_unknowns.push(it),
+            // A known unknown is a warning: shown (and counted as retrieved) only when it is
+            // about the question itself, not when it shares a word or two with it.
+            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => {
+                if about_the_question(&it, &query_words) {
+                    known_unknowns.push(it);
+                }
+            }
             // Past `k` the facts are cut anyway: their words are not read.
             (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
             // Copies are folded within one scope, type and area only: each scope is a source of
@@ -628,6 +635,42 @@ pub fn recall(
         }
     }
     out
+}
+
+/// Cosine from which a known unknown is about the question (above [`MIN_SIMILARITY`], which
+/// lets a fact in as a candidate).
+pub const KNOWN_UNKNOWN_SIMILARITY: f32 = 0.5;
+/// Share of the question's content words a known unknown must hold to be about it lexically.
+pub const KNOWN_UNKNOWN_WORDS: f64 = 0.6;
+
+/// A question's words that say what it is about: lowercased, three letters or more, stop words
+/// out, a plural or `-ing`/`-ed` ending cut from longer words (`searching` and `search` meet).
+fn content_words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !crate::index::lexical::is_stop(w))
+        .map(|w| {
+            let cut = ["ing", "ed", "es", "s"].iter().find(|e| w.len() > e.len() + 3 && w.ends_with(*e));
+            match cut {
+                Some(e) => w[..w.len() - e.len()].to_string(),
+                None => w,
+            }
+        })
+        .collect()
+}
+
+/// Whether a known unknown is about the question: close to it in the model's space, or holding
+/// most of its content words.
+fn about_the_question(it: &Item, query_words: &HashSet<String>) -> bool {
+    if it.similarity.is_some_and(|s| s >= KNOWN_UNKNOWN_SIMILARITY) {
+        return true;
+    }
+    if query_words.is_empty() {
+        return it.lexical_rank.is_some();
+    }
+    let have = content_words(&format!("{}\n{}", it.subject, it.body));
+    query_words.iter().filter(|w| have.contains(*w)).count() as f64 / query_words.len() as f64 >= KNOWN_UNKNOWN_WORDS
 }
 
 /// Current non-constraint facts whose key a current fact of a stronger scope also holds, each

@@ -320,3 +320,42 @@ fn without_a_model_commit_finds_small_commits_and_parse_config_finds_parse_the_c
     assert_eq!(ids("parseConfig"), [config], "so does parseConfig");
     assert!(ids("commit").iter().all(|i| *i == commits));
 }
+
+#[test]
+fn a_known_unknown_shows_only_for_its_own_question_and_unrelated_prompts_change_nothing() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let ku = sb.neo_ok(
+        &repo,
+        &["add", "-t", "known-unknown", "-s", "Is mmap safe when a searched file is truncated while it is read?"],
+    );
+    let gzip =
+        sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Compressed files are searched with -z: gzip, xz and bzip2"]);
+    sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Output colors come from the --colors flag"]);
+
+    let ask = |q: &str| {
+        let out = recall(&sb, &repo, "none", &[q, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        json(&String::from_utf8_lossy(&out.stdout))
+    };
+    // It shares "search" and "files" with the question, and is not about it.
+    let r = ask("how does the search handle gzip compressed files");
+    assert_eq!(r["facts"][0]["id"], gzip.as_str(), "{r}");
+    assert_eq!(r["known_unknowns"].as_array().map(Vec::len), Some(0), "{r}");
+    // Asked about, it is shown.
+    let r = ask("is mmap safe for truncated files");
+    assert_eq!(r["known_unknowns"][0]["id"], ku.as_str(), "{r}");
+    // Telemetry counts it retrieved for the second question only.
+    let log = std::fs::read_to_string(repo.join(".git/neo/telemetry/recalls.jsonl")).expect("telemetry");
+    let shown: Vec<bool> = log
+        .lines()
+        .map(|l| json(l)["results"].as_array().expect("results").iter().any(|x| x["id"] == ku.as_str()))
+        .collect();
+    assert_eq!(shown, vec![false, true]);
+
+    // Two unrelated questions in a row (they share only "how does the") say nothing.
+    ask("how does the search handle gzip files");
+    ask("how does the output pick its colors");
+    let f = json(&sb.neo_ok(&repo, &["feedback", "--dry-run", "--json"]));
+    assert_eq!(f["outcomes"].as_array().map(Vec::len), Some(0), "{f}");
+}

@@ -123,13 +123,16 @@ pub fn short_hash(text: &str) -> String {
     blake3::hash(text.as_bytes()).to_hex()[..16].to_string()
 }
 
-/// The sorted, distinct 32-bit hashes of `text`'s words of 3 letters or more, lowercased.
+/// The sorted, distinct 32-bit hashes of `text`'s words of 3 letters or more, lowercased, stop
+/// words left out (two questions that share only "how does the" are not related).
 pub fn word_hashes(text: &str) -> Vec<u32> {
     let mut out: Vec<u32> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| !crate::index::lexical::is_stop(w))
         .map(|w| {
-            let h = blake3::hash(w.to_lowercase().as_bytes());
+            let h = blake3::hash(w.as_bytes());
             let b = h.as_bytes();
             u32::from_le_bytes([b[0], b[1], b[2], b[3]])
         })
