@@ -519,11 +519,10 @@ pub fn recall(
             (Kind::Fact, Status::Valid, Some(FactType::Constraint)) => {}
             // A known unknown is a warning: shown (and counted as retrieved) only when it is
             // about the question itself, not when it shares a word or two with it.
-            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => {
-                if about_the_question(&it, &query_words) {
-                    known_unknowns.push(it);
-                }
+            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) if about_the_question(&it, &query_words) => {
+                known_unknowns.push(it)
             }
+            (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => {}
             // Past `k` the facts are cut anyway: their words are not read.
             (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
             // Copies are folded within one scope, type and area only: each scope is a source of
