@@ -640,7 +640,7 @@ pub fn recall(
 /// lets a fact in as a candidate).
 pub const KNOWN_UNKNOWN_SIMILARITY: f32 = 0.5;
 /// Share of the question's content words a known unknown must hold to be about it lexically.
-pub const KNOWN_UNKNOWN_WORDS: f64 = 0.6;
+pub const KNOWN_UNKNOWN_WORDS: f64 = 0.5;
 
 /// A question's words that say what it is about: lowercased, three letters or more, stop words
 /// out, a plural or `-ing`/`-ed` ending cut from longer words (`searching` and `search` meet).

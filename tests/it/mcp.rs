@@ -526,7 +526,7 @@ fn the_official_python_sdk_lists_and_calls_every_tool_over_stdio_and_over_http()
     let repo = sb.repo("stdio");
     let seen = sdk_client(sb.dir.path(), &repo, &["stdio", &bin()]);
     assert_eq!(seen["tools"], every, "{seen}");
-    assert_eq!(seen["called"], 8);
+    assert_eq!(seen["called"], TOOLS.len());
     assert!(seen["k0"].as_str().is_some_and(|t| t.contains("k: 0 is below the minimum")), "{seen}");
 
     let repo = sb.repo("http");
@@ -536,7 +536,7 @@ fn the_official_python_sdk_lists_and_calls_every_tool_over_stdio_and_over_http()
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(seen["tools"], every, "{seen}");
-    assert_eq!(seen["called"], 8);
+    assert_eq!(seen["called"], TOOLS.len());
     assert_eq!(seen["unauthorized"], 401);
     // What the HTTP client wrote is in the clone's memory, as the CLI sees it.
     let listed = sb.neo_ok(&repo, &["list", "--all"]);
