@@ -7,7 +7,10 @@
 //! replays the three releases, and each signal is compared with the labels kept beside it
 //! (`fixtures/field/hashbrown.tsv`, which says how they were decided): right, wrong (a signal the
 //! labels do not expect, or at another release) or missed; the rows labelled quiet that stayed
-//! quiet are counted apart. Needs no model.
+//! quiet are counted apart. Needs no model. `-- --binary PATH` runs another git-neo build instead
+//! (the records are written and scanned by it), to compare; `-- --since-first` scans with
+//! `--since <first release>`; `-- --dated-first` dates the records just after the first release
+//! instead of months later (a build that scans by the records' time then sees the releases too).
 
 // Tests and benches print, read the environment and run processes freely (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
@@ -84,11 +87,23 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+fn binary() -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == "--binary")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_git-neo").to_string())
+}
+
 fn neo(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_git-neo"))
+    neo_at(repo, args, NOW)
+}
+
+fn neo_at(repo: &Path, args: &[&str], now: &str) -> String {
+    let out = Command::new(binary())
         .current_dir(repo)
         .args(args)
-        .env("GIT_NEO_NOW", NOW)
+        .env("GIT_NEO_NOW", now)
         .env("GIT_NEO_EMBEDDER", "none")
         .env("GIT_NEO_DAEMON", "off")
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -141,12 +156,16 @@ fn main() {
         if l.kind == "suggestion" {
             args.extend(["--suggestion", l.suggestion.as_str()]);
         }
-        ids.push(neo(&repo, &args));
+        let at = if std::env::args().any(|a| a == "--dated-first") { "2024-01-01T12:30:00Z" } else { NOW };
+        ids.push(neo_at(&repo, &args, at));
     }
     common::git(&repo, &["checkout", "-q", "-"], None);
 
     let t = std::time::Instant::now();
-    let report: serde_json::Value = serde_json::from_str(&neo(&repo, &["outcomes", "--json"])).expect("json");
+    let since_first = std::env::args().any(|a| a == "--since-first");
+    let scan: Vec<&str> =
+        if since_first { vec!["outcomes", "--since", first.as_str(), "--json"] } else { vec!["outcomes", "--json"] };
+    let report: serde_json::Value = serde_json::from_str(&neo(&repo, &scan)).expect("json");
     let secs = t.elapsed().as_secs_f64();
     let version_of =
         |commit: &str| commits.iter().find(|(h, _)| h == commit).map(|(_, v)| v.clone()).unwrap_or_default();
