@@ -179,12 +179,19 @@ pub fn recheck(ctx: &mut Ctx, args: RecheckArgs) -> Result<(), Error> {
         ctx.out.note(&format!("the check of attempt {} is new to this clone:\n    {shown}", plan.attempt.short()));
         approved = confirm("run it? [y/N] ");
     }
-    let (new, outcome) = ctx.session.recheck(&args.target, &shell(), Duration::from_secs(args.timeout), approved)?;
+    let r = ctx.session.recheck(&args.target, &shell(), Duration::from_secs(args.timeout), approved)?;
     if ctx.out.json {
-        ctx.out.json(&serde_json::json!({ "attempt": new, "outcome": outcome }));
+        ctx.out.json(&r);
     } else {
-        ctx.out.line(&new.id.to_hex());
-        ctx.out.note(&format!("re-checked: new attempt {}, outcome {}", new.id.short(), outcome.id.short()));
+        ctx.out.line(&r.attempt.id.to_hex());
+        ctx.out.note(&format!(
+            "re-checked: {} at HEAD; new attempt {}, outcome {} {:+.2} on {}",
+            r.result,
+            r.attempt.id.short(),
+            r.signal,
+            r.delta,
+            plan.attempt.short()
+        ));
     }
     Ok(())
 }

@@ -238,8 +238,21 @@ pub fn detect(
         let saved = scan.state.clone();
         scan.found.clear();
         scan.commit(c, index)?;
-        let mut batch = Vec::new();
+        let mut batch: Vec<Evidence> = Vec::new();
         for f in std::mem::take(&mut scan.found) {
+            // One event per key: two anchors of one fact broken by one commit are one event.
+            let k = key(&f);
+            if let Some(b) = batch.iter_mut().find(|b| key(b) == k) {
+                for p in f.paths {
+                    if !b.paths.contains(&p) {
+                        b.paths.push(p);
+                    }
+                }
+                if !f.why.is_empty() && !b.why.contains(&f.why) {
+                    b.why = format!("{}; {}", b.why, f.why);
+                }
+                continue;
+            }
             let n = per_day.entry((f.target, day(c.time))).or_default();
             if *n >= opts.max_per_record_per_day {
                 dropped += 1;

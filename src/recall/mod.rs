@@ -297,7 +297,8 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         _ => (None, e.record.summary(), String::new(), None, None),
     };
     let age_days = (now.0 - e.record.created_at.0) as f64 / 86_400.0;
-    let confidence = if e.record.kind == Kind::Fact { e.confidence.as_f64() } else { 0.5 };
+    // Facts and attempts carry a confidence outcomes move; anything else reads as the middle.
+    let confidence = if matches!(e.record.kind, Kind::Fact | Kind::Attempt) { e.confidence.as_f64() } else { 0.5 };
     let replaced_by =
         if matches!(e.status, Status::Superseded | Status::Outdated) { replacements(e, state) } else { Vec::new() };
     let window = match e.record.as_fact() {

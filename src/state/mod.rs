@@ -130,6 +130,19 @@ pub struct Confirmed {
     pub anchors: Vec<Anchor>,
 }
 
+/// Where an attempt's confidence starts: its checks' outcomes move it from the middle (a
+/// regression on a passing attempt lowers it, a re-check that passes again raises it).
+pub const ATTEMPT_CONFIDENCE: Milli = Milli(500);
+
+/// A record's confidence before any outcome: a fact's own, an attempt's [`ATTEMPT_CONFIDENCE`].
+pub fn initial_confidence(record: &Record) -> Milli {
+    match (&record.payload, record.kind) {
+        (Payload::Fact(f), _) => f.confidence,
+        (_, Kind::Attempt) => ATTEMPT_CONFIDENCE,
+        _ => Milli(0),
+    }
+}
+
 /// The signal of a person's confirmation.
 pub const CONFIRMED: &str = "confirmed";
 
@@ -356,7 +369,7 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         if standing.contains(&id) && matches!(record.kind, Kind::Supersession | Kind::Outcome | Kind::Retraction) {
             effects.push((id, record.payload.clone(), record.created_at));
         }
-        let confidence = record.as_fact().map(|f| f.confidence).unwrap_or_default();
+        let confidence = initial_confidence(&record);
         let status = if standing.contains(&id) { Status::Valid } else { Status::Retracted };
         state.entries.insert(id, Entry::new(id, record, status, confidence));
     }
@@ -555,7 +568,7 @@ impl State {
             let entries = &self.entries;
             let at = self.order.partition_point(|o| (entries[o].record.created_at, *o) < key);
             self.order.insert(at, id);
-            let confidence = record.as_fact().map(|f| f.confidence.clamp_unit()).unwrap_or_default();
+            let confidence = initial_confidence(&record).clamp_unit();
             self.entries.insert(id, Entry::new(id, record, Status::Valid, confidence));
             added.push(id);
         }

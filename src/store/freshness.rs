@@ -13,8 +13,14 @@ use serde::Serialize;
 pub enum Freshness {
     /// No affected file changed between the attempt's commit and HEAD.
     Fresh,
-    /// Some affected files changed: each with the number of commits that changed it.
-    Stale { since: String, changed: Vec<(String, usize)> },
+    /// Some affected files changed: each with the number of commits that changed it; those no
+    /// longer at HEAD are also named in `deleted`.
+    Stale {
+        since: String,
+        changed: Vec<(String, usize)>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        deleted: Vec<String>,
+    },
     /// The commit is not in this clone (shallow or foreign history), or there is no HEAD.
     Unknown { reason: String },
 }
@@ -23,10 +29,13 @@ impl std::fmt::Display for Freshness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Freshness::Fresh => f.write_str("fresh"),
-            Freshness::Stale { since, changed } => {
+            Freshness::Stale { since, changed, deleted } => {
                 let parts: Vec<String> = changed
                     .iter()
-                    .map(|(p, n)| format!("{p} changed in {n} commit{}", if *n == 1 { "" } else { "s" }))
+                    .map(|(p, n)| match deleted.contains(p) {
+                        true => format!("{p} was deleted"),
+                        false => format!("{p} changed in {n} commit{}", if *n == 1 { "" } else { "s" }),
+                    })
                     .collect();
                 write!(f, "stale: {} since {}", parts.join(", "), &since[..since.len().min(12)])
             }
@@ -59,6 +68,12 @@ pub fn freshness(store: &Store, commit: Option<&str>, files: &[AffectedFile]) ->
     if changed.is_empty() {
         Ok(Freshness::Fresh)
     } else {
-        Ok(Freshness::Stale { since: commit.to_string(), changed })
+        let mut deleted = Vec::new();
+        for (p, _) in &changed {
+            if store.blob_at(head, p)?.is_none() {
+                deleted.push(p.clone());
+            }
+        }
+        Ok(Freshness::Stale { since: commit.to_string(), changed, deleted })
     }
 }

@@ -1,7 +1,7 @@
 //! Attempts end to end: reported and observed checks, dirty trees, freshness after later commits,
 //! unknown commits, recheck, bounded history, the secret filter on output, and recall's layer.
 
-use crate::support::{json, stderr, Sandbox};
+use crate::support::{json, stderr, stdout, Sandbox};
 use std::path::Path;
 
 fn show(sb: &Sandbox, repo: &Path, id: &str) -> serde_json::Value {
@@ -140,6 +140,12 @@ fn freshness_follows_commits_to_affected_files_only() {
     let text = sb.neo_ok(&repo, &["task", "T-2"]);
     assert!(text.contains(&format!("stale: src/lib.rs changed in 2 commits since {}", &at[..12])), "{text}");
     assert!(text.contains(&id[..12]));
+    // A deleted file is said to be deleted.
+    sb.git(&repo, &["rm", "-q", "src/lib.rs"]);
+    sb.git(&repo, &["commit", "-q", "-m", "drop lib"]);
+    let text = sb.neo_ok(&repo, &["task", "T-2"]);
+    assert!(text.contains("stale: src/lib.rs was deleted since"), "{text}");
+    assert_eq!(fresh(&sb)["deleted"], serde_json::json!(["src/lib.rs"]));
 }
 
 #[test]
@@ -192,19 +198,31 @@ fn recheck_records_a_linked_attempt_and_an_outcome_for_the_original() {
     );
     assert_eq!(show(&sb, &repo, &first)["record"]["check"]["result"], "failed");
     std::fs::write(repo.join("flag.txt"), "fixed\n").expect("fix");
+    let commits =
+        |sb: &Sandbox| sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]).parse::<u32>().expect("n");
+    let before = commits(&sb);
     let again = json(&sb.neo_ok(&repo, &["recheck", "T-4", "--json"]));
+    assert_eq!(commits(&sb), before + 1, "the new attempt and its outcome land in one commit");
+    assert_eq!((again["result"].as_str(), again["signal"].as_str()), (Some("passed"), Some("recheck-passed")));
     let new_id = again["attempt"]["id"].as_str().expect("id").to_string();
     let new = show(&sb, &repo, &new_id);
     assert_eq!(new["record"]["check"]["result"], "passed");
     assert_eq!(new["record"]["retry_of"], first);
-    let outcome = show(&sb, &repo, again["outcome"]["id"].as_str().expect("id"));
+    let outcome = show(&sb, &repo, again["outcome"].as_str().expect("id"));
     assert_eq!(outcome["record"]["target"], first);
     assert_eq!(outcome["record"]["signal"], "recheck-passed");
     // Now it breaks again: re-checking the passing attempt by id is a regression for it.
     std::fs::remove_file(repo.join("flag.txt")).expect("break");
-    let broke = json(&sb.neo_ok(&repo, &["recheck", &new_id[..10], "--json"]));
-    let o = show(&sb, &repo, broke["outcome"]["id"].as_str().expect("id"));
+    let out = sb.neo(&repo, &["recheck", &new_id[..10]]);
+    let said = stderr(&out);
+    assert!(said.contains("re-checked: failed at HEAD") && said.contains("regression -0.20"), "{said}");
+    let broke = stdout(&out);
+    let outcome = json(&sb.neo_ok(&repo, &["explain", &new_id[..10], "--json"]));
+    let o = show(&sb, &repo, outcome["steps"][0]["outcome"].as_str().expect("id"));
     assert_eq!((o["record"]["signal"].as_str(), o["record"]["delta"].as_f64()), (Some("regression"), Some(-0.2)));
+    // An attempt starts in the middle, so the regression lowers it.
+    assert_eq!(outcome["confidence"].as_f64(), Some(0.3), "{outcome}");
+    assert!(!broke.is_empty());
     let history = json(&sb.neo_ok(&repo, &["task", "T-4", "--json"]));
     assert_eq!(history["total"], 3);
 }

@@ -160,7 +160,8 @@ impl Memory {
         Ok(self.attempt_inner(req, ctx)?.0)
     }
 
-    fn attempt_inner(&mut self, req: &AttemptRequest, ctx: &WriteContext) -> Result<(AddOutcome, Attempt)> {
+    /// The attempt record `req` asks for, validated, its check run when asked: not yet written.
+    fn prepare_attempt(&mut self, req: &AttemptRequest, ctx: &WriteContext) -> Result<(Record, Attempt)> {
         let mut problems = Vec::new();
         let store = self.store();
         let work = store.work_dir().map(Path::to_path_buf);
@@ -270,9 +271,14 @@ impl Memory {
                 a.check.output = Some(run.output).filter(|o| !o.is_empty());
             }
         }
-        let message = format!("neo: attempt {} on task {} ({})", "{id}", a.task, a.check.result);
         let written = a.clone();
-        Ok((self.write(record, message, ctx)?, written))
+        Ok((record, written))
+    }
+
+    fn attempt_inner(&mut self, req: &AttemptRequest, ctx: &WriteContext) -> Result<(AddOutcome, Attempt)> {
+        let (record, a) = self.prepare_attempt(req, ctx)?;
+        let message = format!("neo: attempt {} on task {} ({})", "{id}", a.task, a.check.result);
+        Ok((self.write(record, message, ctx)?, a))
     }
 
     /// Every attempt of `task`, oldest first, with freshness.
@@ -365,7 +371,7 @@ impl Memory {
         timeout: Duration,
         approved: bool,
         ctx: &WriteContext,
-    ) -> Result<(AddOutcome, AddOutcome)> {
+    ) -> Result<Recheck> {
         let plan = self.recheck_plan(prefix)?;
         if !plan.known && !approved {
             return Err(Error::invalid(
@@ -400,7 +406,7 @@ impl Memory {
             retry_of: Some(original),
             suggestion: None,
         };
-        let (new, now) = self.attempt_inner(&req, ctx)?;
+        let (attempt, now) = self.prepare_attempt(&req, ctx)?;
         let (signal, delta) = match (old.check.result, now.check.result) {
             (CheckResult::Passed, CheckResult::Passed) => ("recheck-passed", Milli(50)),
             (CheckResult::Passed, _) => ("regression", Milli(-200)),
@@ -422,10 +428,26 @@ impl Memory {
             created_at: ctx.now,
             body: String::new(),
         };
-        let message = format!("neo: outcome {signal} for attempt {} ({{id}})", original.short());
-        let scored = self.write(outcome, message, ctx)?;
-        Ok((new, scored))
+        // The new attempt and the outcome it is evidence of land in one commit.
+        let outcome_id = outcome.encode().0;
+        let message =
+            format!("neo: re-check of attempt {} ({}): {signal} ({{id}})", original.short(), now.check.result);
+        let new = self.write_all(vec![attempt, outcome], message, ctx)?;
+        Ok(Recheck { attempt: new, outcome: outcome_id, signal, delta: delta.as_f64(), result: now.check.result })
     }
+}
+
+/// What `recheck` wrote: the new attempt (and the commit holding it and the outcome) and the
+/// outcome on the original.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Recheck {
+    pub attempt: AddOutcome,
+    /// The outcome record on the original attempt.
+    pub outcome: RecordId,
+    pub signal: &'static str,
+    pub delta: f64,
+    /// The check's result now.
+    pub result: CheckResult,
 }
 
 /// What `recheck` would run, for the front end to show before it runs (see

@@ -224,7 +224,7 @@ impl Memory {
     pub fn explain(&self, prefix: &str) -> Result<Explanation> {
         let id = self.resolve("id", prefix)?;
         let e = &self.state().entries[&id];
-        let initial = e.record.as_fact().map(|f| f.confidence).unwrap_or_default();
+        let initial = crate::state::initial_confidence(&e.record);
         let mut carried_from = Vec::new();
         let mut steps = Vec::new();
         let mut keys = HashSet::new();
@@ -254,7 +254,7 @@ impl Memory {
                 _ => {}
             }
         }
-        let confidence = if e.record.kind == Kind::Fact { e.confidence.as_f64() } else { 0.5 };
+        let confidence = if matches!(e.record.kind, Kind::Fact | Kind::Attempt) { e.confidence.as_f64() } else { 0.5 };
         let success = 1.0 + 0.1 * (f64::from(e.successes) + 1.0).log2().min(3.0);
         Ok(Explanation {
             id,

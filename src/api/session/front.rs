@@ -13,8 +13,8 @@ use crate::api::changes::Changes;
 use crate::api::hooks::HookChange;
 use crate::api::share::ProposeOutcome;
 use crate::api::{
-    AddOutcome, AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, PurgeOutcome,
-    ReviewOutcome, Shown,
+    AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, PurgeOutcome, ReviewOutcome,
+    Shown,
 };
 use crate::error::{Error, Result};
 use crate::record::RecordId;
@@ -182,7 +182,7 @@ impl Session {
         shell: &Path,
         timeout: Duration,
         approved: bool,
-    ) -> Result<(AddOutcome, AddOutcome)> {
+    ) -> Result<crate::api::attempts::Recheck> {
         let (memory, wc) = self.writing()?;
         memory.recheck(prefix, shell, timeout, approved, &wc)
     }
