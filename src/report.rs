@@ -26,6 +26,10 @@ pub struct Chart {
     /// The value holds until the next point (a count, a confidence): drawn as steps, not as
     /// diagonals between points.
     pub step: bool,
+    /// The top of the y axis when the values have one (a share, a confidence: 1); otherwise the
+    /// axis ends at the first tick at or above the largest value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub y_max: Option<f64>,
 }
 
 impl Chart {
@@ -214,6 +218,7 @@ data.charts.forEach(function(c){
   // One moment only: its whole day, the point inside it.
   if(x1===x0){x0=Math.floor(x0/D)*D;x1=x0+D;}
   var ys0=nicestep(ymax/4),y1=Math.max(ys0,Math.ceil(ymax/ys0-1e-9)*ys0);
+  if(c.y_max){ys0=c.y_max/4;y1=c.y_max;}
   var L=50,R=540,T=15,B=225;
   function X(v){return L+(v-x0)/(x1-x0)*(R-L);} function Y(v){return B-v/y1*(B-T);}
   el('line',{x1:L,y1:B,x2:R,y2:B,stroke:'#999'},svg);el('line',{x1:L,y1:T,x2:L,y2:B,stroke:'#999'},svg);
@@ -231,10 +236,13 @@ data.charts.forEach(function(c){
     var line=Object.keys(byX).map(Number).sort(function(a,b){return a-b;}).map(function(x){var v=byX[x].slice().sort(function(a,b){return a-b;});return [x,v[Math.floor((v.length-1)/2)]];});
     if(line.length>1){
       var pts=[];line.forEach(function(p,k){if(c.step&&k>0){pts.push(X(p[0])+','+Y(line[k-1][1]));}pts.push(X(p[0])+','+Y(p[1]));});
-      el('polyline',{'class':c.step?'step':'line',points:pts.join(' '),fill:'none',stroke:col,'stroke-width':1.5},svg);
+      // Series that coincide (three types of five facts each) stay visible: earlier ones are
+      // drawn wider and dashed differently, so a later line on top leaves them showing.
+      var n=c.series.length,dash=['','6 3','2 3','8 3 2 3'][i%4];
+      el('polyline',{'class':c.step?'step':'line',points:pts.join(' '),fill:'none',stroke:col,'stroke-width':1.5+1.5*(n-1-i),'stroke-dasharray':dash,'stroke-opacity':0.85},svg);
     }
     var g=el('g',{'data-series':s.name},svg);
-    s.points.forEach(function(p){var d=el('circle',{'class':'pt',cx:X(p[0]),cy:Y(p[1]),r:2.6,fill:col},g);el('title',{},d).textContent=s.name+' '+day(p[0])+': '+p[1];});
+    s.points.forEach(function(p){var d=el('circle',{'class':'pt',cx:X(p[0]),cy:Y(p[1]),r:2.6+1.2*(c.series.length-1-i),fill:col},g);el('title',{},d).textContent=s.name+' '+day(p[0])+': '+p[1];});
     // The legend keeps to the chart's width, wrapped rather than cut; the whole name is its tooltip.
     var lg=el('text',{'class':'legend',x:R+12,y:legendY,fill:col},svg);el('title',{},lg).textContent=s.name;
     wrap(s.name,24,3).forEach(function(part,k){var ts=el('tspan',{x:R+12,dy:k?12:0},lg);ts.textContent=part;legendY+=12;});
@@ -283,6 +291,7 @@ mod tests {
                 id: "size".into(),
                 title: "Size".into(),
                 y_label: "facts".into(),
+                y_max: None,
                 series: vec![Series { name: "pattern".into(), points: vec![(0, 1.0), (86_400, 2.0)] }],
                 empty: "no facts yet".into(),
                 step: true,

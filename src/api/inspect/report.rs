@@ -109,11 +109,33 @@ impl Session {
                 lives.push((scope.to_string(), f.fact_type.to_string(), e.record.created_at.0, ended(e, state)));
                 let counted = e.outcomes.len();
                 if counted > 0 {
+                    // On the code's calendar: each step at its evidence's commit, the start at
+                    // the commit the fact was anchored at (a fact recorded today about an old
+                    // checkout has a history of years, not of the hours since it was written).
                     let explained = memory.explain(&e.id.to_hex())?;
-                    let mut points = vec![(e.record.created_at.0, explained.initial)];
-                    points.extend(
-                        explained.steps.iter().filter(|s| s.counted).map(|s| (s.at.0, s.running.clamp(0.0, 1.0))),
-                    );
+                    let store = memory.store();
+                    let commit_time = |hex: Option<&String>| {
+                        hex.and_then(|h| crate::store::ObjectId::from_hex(h.as_bytes()).ok())
+                            .and_then(|c| store.commit_time(c).ok())
+                            .map(|t| t.0)
+                    };
+                    let start = crate::outcomes::anchor_commit(e)
+                        .and_then(|c| store.commit_time(c).ok())
+                        .map_or(e.record.created_at.0, |t| t.0.min(e.record.created_at.0));
+                    let mut steps: Vec<(i64, f64)> = explained
+                        .steps
+                        .iter()
+                        .filter(|s| s.counted)
+                        .map(|s| (commit_time(s.commits.first()).unwrap_or(s.at.0).max(start), s.delta))
+                        .collect();
+                    // In the order the evidence happened (records written together fold by id).
+                    steps.sort_by_key(|s| s.0);
+                    let mut running = explained.initial;
+                    let mut points = vec![(start, explained.initial)];
+                    for (x, delta) in steps {
+                        running += delta;
+                        points.push((x, running.clamp(0.0, 1.0)));
+                    }
                     let name: String = format!("{} {}", e.id.short(), f.subject).chars().take(48).collect();
                     trajectories.push((counted, Series { name, points }));
                 }
@@ -125,7 +147,8 @@ impl Session {
 
         let mut charts = Vec::new();
         let t0 = lives.iter().map(|l| l.2).min();
-        let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max();
+        // Current facts stay current until now: the axis runs to the report's time.
+        let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max().map(|t| t.max(now.0));
         // No fact yet: the charts are there, empty, saying so (never an axis from 1970).
         let times = match (t0, t1) {
             (Some(t0), Some(t1)) => sample_times(t0, t1, SIZE_POINTS),
@@ -144,6 +167,7 @@ impl Session {
             step: true,
             title: "Current facts over time, by type (every scope)".into(),
             y_label: "facts".into(),
+            y_max: None,
             series: types
                 .iter()
                 .map(|ty| Series {
@@ -158,6 +182,7 @@ impl Session {
             step: true,
             title: "Current facts over time, by scope".into(),
             y_label: "facts".into(),
+            y_max: None,
             series: scopes
                 .iter()
                 .map(|sc| Series {
@@ -173,6 +198,7 @@ impl Session {
             step: true,
             title: format!("Confidence of the {TRAJECTORIES} facts outcomes moved most"),
             y_label: "confidence".into(),
+            y_max: Some(1.0),
             series: trajectories.into_iter().take(TRAJECTORIES).map(|(_, s)| s).collect(),
             empty: "No outcome has moved a fact's confidence yet: `git neo outcomes` reads later commits for evidence."
                 .into(),
@@ -184,6 +210,7 @@ impl Session {
             step: false,
             title: format!("Recall latency (the last {} recalls)", latest.len()),
             y_label: "ms".into(),
+            y_max: None,
             series: vec![Series {
                 name: "latency".into(),
                 points: latest.iter().map(|e| (e.at, e.latency_ms)).collect(),
@@ -202,6 +229,7 @@ impl Session {
             step: false,
             title: "Recall hit rate per day (share returning a relevant record)".into(),
             y_label: "hit rate".into(),
+            y_max: Some(1.0),
             series: vec![Series {
                 name: "hit rate".into(),
                 points: days.iter().skip(skip).map(|(d, (n, h))| (d * 86_400, *h as f64 / *n as f64)).collect(),
@@ -214,7 +242,7 @@ impl Session {
             summary.push((
                 "recalls kept".into(),
                 format!(
-                    "{} (p50 {:.1} ms, p90 {:.1} ms; {:.0}% returned a relevant record)",
+                    "{} (p50 {:.1} ms, p90 {:.1} ms; {:.0}% returned a fact, attempt or known unknown matching the question)",
                     events.len(),
                     stats.p50,
                     stats.p90,
