@@ -28,7 +28,7 @@ pub fn run(ctx: &mut Ctx) -> Result<(), Error> {
                 l.p50, l.p90, l.p99, l.max
             ));
             ctx.out.line(&format!(
-                "hit rate: {:.0}% returned a relevant record; {:.0} tokens on average",
+                "hit rate: {:.0}% returned a fact, attempt or known unknown matching the question; {:.0} tokens on average",
                 s.hit_rate * 100.0,
                 s.mean_tokens
             ));
@@ -60,6 +60,18 @@ pub fn run(ctx: &mut Ctx) -> Result<(), Error> {
         }
         ctx.out.line(&format!("never retrieved: {} current facts (constraints aside)", s.never_retrieved));
         show(ctx, "  the oldest of them:", &s.never_retrieved_oldest);
+    }
+    if let Some(longest) = s.longest_unconfirmed.first() {
+        ctx.out.line(&format!(
+            "unconfirmed: {} current fact{} unchecked for {}+ days (longest {} days); `git neo confirm ID` records a check",
+            s.unconfirmed_long,
+            if s.unconfirmed_long == 1 { "" } else { "s" },
+            git_neo::recall::UNCONFIRMED_NOTE_DAYS,
+            longest.unconfirmed_days
+        ));
+        for r in s.longest_unconfirmed.iter().take(5).filter(|r| r.unconfirmed_days > 0) {
+            ctx.out.line(&format!("  {} [{}] {} days  {}", &r.id[..12], r.scope, r.unconfirmed_days, r.subject));
+        }
     }
     ctx.out.line("memory:");
     for sc in &s.scopes {

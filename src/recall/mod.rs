@@ -110,6 +110,10 @@ pub struct Item {
     /// Why this fact needs review (a dependency or source replaced, or a conflict).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub needs_review: Vec<String>,
+    /// For facts: whole days since a person last confirmed it (`git neo confirm`), or since it
+    /// was written when nobody has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_days: Option<u32>,
     /// Current facts shown with this one that answer the same question otherwise (see
     /// [`conflicts`]): newer first, each naming the other.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -330,6 +334,7 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         freshness: None,
         task_status: None,
         needs_review: e.needs_review.iter().map(|f| f.to_string()).collect(),
+        unconfirmed_days: (e.record.kind == Kind::Fact).then(|| e.unconfirmed_days(now)),
         conflicts_with: Vec::new(),
         slot: e.record.as_fact().and_then(|f| f.key.clone()),
         window,
@@ -636,6 +641,10 @@ pub fn recall(
     }
     out
 }
+
+/// Days without a confirmation from which recall's markdown says how long a fact has gone
+/// unchecked (the JSON always has the number).
+pub const UNCONFIRMED_NOTE_DAYS: u32 = 180;
 
 /// Cosine from which a known unknown is about the question (above [`MIN_SIMILARITY`], which
 /// lets a fact in as a candidate).

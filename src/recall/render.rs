@@ -49,6 +49,9 @@ fn extras(s: &mut String, i: &Item) {
     for r in &i.needs_review {
         let _ = writeln!(s, "  - ⚠ needs review: {}", md(r));
     }
+    if let Some(days) = i.unconfirmed_days.filter(|d| *d >= super::UNCONFIRMED_NOTE_DAYS) {
+        let _ = writeln!(s, "  - unconfirmed for {days} days (`git neo confirm {}` once checked)", i.id.short());
+    }
     for o in &i.overrides {
         let _ = writeln!(
             s,

@@ -147,6 +147,16 @@ pub fn initial_confidence(record: &Record) -> Milli {
 pub const CONFIRMED: &str = "confirmed";
 
 impl Entry {
+    /// When a person last checked this fact (`git neo confirm`), else when it was written.
+    pub fn checked_at(&self) -> Timestamp {
+        self.confirmed.as_ref().map_or(self.record.created_at, |c| c.at.max(self.record.created_at))
+    }
+
+    /// Whole days from [`Entry::checked_at`] to `now`.
+    pub fn unconfirmed_days(&self, now: Timestamp) -> u32 {
+        ((now.0 - self.checked_at().0).max(0) / 86_400) as u32
+    }
+
     /// The anchors a fact has now: the latest confirmation's, else its own.
     pub fn anchors(&self) -> &[Anchor] {
         match (&self.confirmed, self.record.as_fact()) {

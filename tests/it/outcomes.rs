@@ -450,3 +450,31 @@ fn confirm_clears_review_re_anchors_and_is_a_reviewable_record() {
     let x = explain(&sb, &repo, &id);
     assert!(x["needs_review"].is_null(), "{x}");
 }
+
+#[test]
+fn recall_and_stats_say_how_long_a_fact_has_gone_unconfirmed() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let out = sb
+        .neo_cmd(&repo)
+        .env("GIT_NEO_NOW", "2025-01-01T00:00:00Z")
+        .args(["add", "-t", "decision", "-s", "Releases are cut from the main branch"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // 424 days later (the sandbox's clock).
+    let r = json(&neo(&sb, &repo, &["recall", "where are releases cut from", "--json"]));
+    assert_eq!(r["facts"][0]["unconfirmed_days"], 424, "{r}");
+    let md = neo(&sb, &repo, &["recall", "where are releases cut from"]);
+    assert!(md.contains(&format!("unconfirmed for 424 days (`git neo confirm {}`", &id[..12])), "{md}");
+    let stats = json(&neo(&sb, &repo, &["stats", "--json"]));
+    assert_eq!(stats["unconfirmed_long"], 1, "{stats}");
+    assert_eq!(stats["longest_unconfirmed"][0]["unconfirmed_days"], 424, "{stats}");
+
+    neo(&sb, &repo, &["confirm", &id[..10], "--reason", "still how we release"]);
+    let r = json(&neo(&sb, &repo, &["recall", "where are releases cut from", "--json"]));
+    assert_eq!(r["facts"][0]["unconfirmed_days"], 0, "{r}");
+    assert!(!neo(&sb, &repo, &["recall", "where are releases cut from"]).contains("unconfirmed for"));
+    assert_eq!(json(&neo(&sb, &repo, &["stats", "--json"]))["unconfirmed_long"], 0);
+}

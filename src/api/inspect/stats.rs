@@ -49,6 +49,8 @@ pub struct Retrieved {
     pub retrievals: usize,
     pub successes: u32,
     pub confidence: f64,
+    /// Whole days since a person last confirmed it, or since it was written.
+    pub unconfirmed_days: u32,
 }
 
 /// One scope's memory by type.
@@ -93,6 +95,11 @@ pub struct Stats {
     /// Current facts retrieved at least `neo.curate.demoteAfter` times without a success.
     pub unhelpful: Vec<Retrieved>,
     pub demote_after: u64,
+    /// Current facts (constraints aside) that have gone longest without a person confirming them
+    /// (at most 10, longest first), and how many have gone [`crate::recall::UNCONFIRMED_NOTE_DAYS`]
+    /// or more.
+    pub longest_unconfirmed: Vec<Retrieved>,
+    pub unconfirmed_long: usize,
     pub scopes: Vec<ScopeSize>,
 }
 
@@ -118,6 +125,7 @@ impl Session {
         let curate = CurateSettings::from_config(&|k| project.config_value(k))?;
         let events = if settings.on { telemetry::read(&project.caches()) } else { Vec::new() };
         let counts = retrievals(&events, None);
+        let now = self.now();
 
         let mut by_front: BTreeMap<String, usize> = BTreeMap::new();
         for e in &events {
@@ -140,6 +148,8 @@ impl Session {
                 events.iter().map(|e| e.tokens as f64).sum::<f64>() / recalls as f64
             },
             most_retrieved: Vec::new(),
+            longest_unconfirmed: Vec::new(),
+            unconfirmed_long: 0,
             constraints_shown: 0,
             never_retrieved: 0,
             never_retrieved_oldest: Vec::new(),
@@ -177,6 +187,7 @@ impl Session {
                                 subject: f.subject.clone(),
                                 successes: e.successes,
                                 confidence: e.confidence.as_f64(),
+                                unconfirmed_days: e.unconfirmed_days(now),
                             },
                         ));
                     }
@@ -194,6 +205,11 @@ impl Session {
             .filter(|r| r.retrievals as u64 >= curate.demote_after && r.successes == 0)
             .map(|r| (*r).clone())
             .collect();
+        let mut unchecked: Vec<&Retrieved> = current.iter().map(|(_, r)| r).collect();
+        unchecked.sort_by(|a, b| b.unconfirmed_days.cmp(&a.unconfirmed_days).then(a.id.cmp(&b.id)));
+        stats.unconfirmed_long =
+            unchecked.iter().filter(|r| r.unconfirmed_days >= crate::recall::UNCONFIRMED_NOTE_DAYS).count();
+        stats.longest_unconfirmed = unchecked.iter().take(10).map(|r| (*r).clone()).collect();
         if settings.on {
             let mut never: Vec<&(crate::record::Timestamp, Retrieved)> =
                 current.iter().filter(|(_, r)| r.retrievals == 0).collect();
