@@ -192,6 +192,7 @@ fn main() {
                     origins: None,
                     fetched: None,
                     fusion: Default::default(),
+                    floor: git_neo::recall::DEFAULT_RECALL_FLOOR,
                     expand: git_neo::recall::expand::When::Never,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, &[], true);

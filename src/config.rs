@@ -40,6 +40,12 @@ pub const UPDATES_FRAME: &str = "neo.updates.frame";
 /// How recall fuses its lexical and vector lists: `weighted` (default), `weighted:W`, `rrf`,
 /// `adaptive` ([`crate::rank::FusionKind::parse`]).
 pub const RECALL_FUSION: &str = "neo.recall.fusion";
+/// Below what share of the best fact's relevance recall stops adding facts (0 to 1; 0 fills every
+/// slot up to `k`): [`DEFAULT_RECALL_FLOOR`].
+pub const RECALL_FLOOR: &str = "neo.recall.floor";
+/// The floor by default (docs/recall.md gives the measurement).
+pub const DEFAULT_RECALL_FLOOR: f64 = 0.0;
+
 /// When recall expands a first pass once: `true` (a weak one), `disagreement` (only when the
 /// lexical and vector lists disagree) or `false`.
 pub const RECALL_EXPAND: &str = "neo.recall.expand";

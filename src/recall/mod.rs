@@ -27,6 +27,7 @@ pub mod render;
 pub use eval::{metrics, rank_flat, Mode};
 pub use layer::{Budget, LayerKind};
 
+pub use crate::config::DEFAULT_RECALL_FLOOR;
 pub use crate::rank::{relevance, score, Fusion, FusionKind, LEXICAL_WEIGHT, MIN_SIMILARITY};
 use crate::record::{FactType, Kind, Payload, RecordId, Timestamp};
 use crate::scope::Scope;
@@ -66,6 +67,9 @@ pub struct Request {
     pub fetched: Option<Arc<HashSet<RecordId>>>,
     /// How the lexical and vector lists are combined (`neo.recall.fusion`).
     pub fusion: FusionKind,
+    /// Facts whose relevance is below this share of the best fact's are not shown
+    /// ([`crate::config::RECALL_FLOOR`]).
+    pub floor: f64,
     /// When a first pass is expanded once ([`expand`]; `neo.recall.expand`).
     pub expand: expand::When,
 }
@@ -114,6 +118,9 @@ pub struct Item {
     /// was written when nobody has.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unconfirmed_days: Option<u32>,
+    /// How well it matched the query (0 to 1), before confidence and age weigh in.
+    #[serde(skip)]
+    pub relevance: f64,
     /// Current facts shown with this one that answer the same question otherwise (see
     /// [`conflicts`]): newer first, each naming the other.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -301,6 +308,7 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         _ => (None, e.record.summary(), String::new(), None, None),
     };
     let age_days = (now.0 - e.record.created_at.0) as f64 / 86_400.0;
+    let relevance = fusion.relevance(bm25, lexical_rank, similarity, vector_rank);
     // Facts and attempts carry a confidence outcomes move; anything else reads as the middle.
     let confidence = if matches!(e.record.kind, Kind::Fact | Kind::Attempt) { e.confidence.as_f64() } else { 0.5 };
     let replaced_by =
@@ -324,7 +332,8 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         status: e.status,
         confidence,
         successes: e.successes,
-        score: score(fusion.relevance(bm25, lexical_rank, similarity, vector_rank), confidence, e.successes, age_days),
+        score: score(relevance, confidence, e.successes, age_days),
+        relevance,
         lexical_rank,
         vector_rank,
         similarity,
@@ -510,6 +519,15 @@ pub fn recall(
     constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
 
     let query_words = content_words(&req.query);
+    // The relevance floor: facts that match far worse than the best one are fillers, not answers.
+    let is_fact = |it: &Item| {
+        it.kind == Kind::Fact
+            && it.status == Status::Valid
+            && it.window.is_none()
+            && !matches!(it.fact_type, Some(FactType::Constraint | FactType::KnownUnknown))
+    };
+    let best_relevance = matched.iter().filter(|it| is_fact(it)).map(|it| it.relevance).fold(0.0, f64::max);
+    let floor = req.floor.clamp(0.0, 1.0) * best_relevance;
     let mut facts = Vec::new();
     let mut known_unknowns = Vec::new();
     let mut invalidated = Vec::new();
@@ -529,6 +547,7 @@ pub fn recall(
                 known_unknowns.push(it)
             }
             (Kind::Fact, Status::Valid, Some(FactType::KnownUnknown)) => {}
+            (Kind::Fact, Status::Valid, _) if !facts.is_empty() && is_fact(&it) && it.relevance < floor => {}
             // Past `k` the facts are cut anyway: their words are not read.
             (Kind::Fact, Status::Valid, _) if facts.len() >= req.k => facts.push(it),
             // Copies are folded within one scope, type and area only: each scope is a source of
@@ -761,6 +780,7 @@ mod tests {
             origins: None,
             fetched: None,
             fusion: FusionKind::default(),
+            floor: 0.0,
             expand: expand::When::Never,
         };
         recall(&state, &req, &lexical, &[], &[], false)

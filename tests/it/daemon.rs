@@ -85,13 +85,14 @@ fn the_server_answers_exactly_as_the_process_does_and_its_writes_land() {
     assert!(neo(&sb, &repo, false, &query).status.success());
     let alone = text(&neo(&sb, &repo, false, &query));
     let server = start(&sb, &repo);
-    let before = status(&sb, &repo)["commands"].as_u64().expect("count");
+    // (Asked until it answers: on a loaded machine one status can time out.)
+    let before = wait_until_running(&sb, &repo)["commands"].as_u64().expect("count");
 
     // Recall, markdown and JSON, byte for byte.
     assert_eq!(text(&neo(&sb, &repo, true, &query)), alone);
     let json_query = ["recall", "where do deploys go", "--json"];
     assert_eq!(text(&neo(&sb, &repo, true, &json_query)).0, text(&neo(&sb, &repo, false, &json_query)).0);
-    assert_eq!(status(&sb, &repo)["commands"].as_u64(), Some(before + 2), "both went through the server");
+    assert_eq!(wait_until_running(&sb, &repo)["commands"].as_u64(), Some(before + 2), "both went through the server");
 
     // A write through the server lands on the ref and the next recall (anywhere) sees it.
     let added = neo(&sb, &repo, true, &["add", "-t", "decision", "-s", "Staging deploys go to Render", "--json"]);
@@ -139,7 +140,7 @@ fn the_server_answers_exactly_as_the_process_does_and_its_writes_land() {
     let staged = neo(&sb, &repo, true, &["add", "-t", "decision", "-s", "Preview deploys go to Vercel"]);
     assert!(staged.status.success(), "{}", text(&staged).1);
     assert_eq!(sb.tip(&repo), tip, "review mode: the memory ref did not move");
-    assert!(status(&sb, &repo)["commands"].as_u64() > Some(before + 5));
+    assert!(wait_until_running(&sb, &repo)["commands"].as_u64() > Some(before + 5));
     drop(server);
     assert_eq!(status(&sb, &repo)["running"], false, "stopped");
 }

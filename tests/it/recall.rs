@@ -233,9 +233,9 @@ fn recall_json_shape_is_pinned() {
     }
     let expected = "top: attempts,budget,constraints,cut,expanded,facts,familiarity,invalidated,known_unknowns,query,scopes,semantic,tokens
 familiarity: best_confidence,best_similarity,level
-constraints: Never call the payments API from tests | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
-facts: Payments go through the ledger service | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
-known_unknowns: Why the payments webhook retries twice | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,vector_rank
+constraints: Never call the payments API from tests | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,unconfirmed_days,vector_rank
+facts: Payments go through the ledger service | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,unconfirmed_days,vector_rank
+known_unknowns: Why the payments webhook retries twice | area,body,confidence,id,kind,lexical_rank,scope,score,similarity,status,subject,successes,type,unconfirmed_days,vector_rank
 ";
     assert_eq!(shape, expected);
 }

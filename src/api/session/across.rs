@@ -219,6 +219,12 @@ impl Session {
                 Error::invalid(crate::config::RECALL_EXPAND, format!("{v:?} is not one of true, false, disagreement"))
             })?,
         };
+        let floor = match memory.store().config_value(crate::config::RECALL_FLOOR) {
+            None => crate::config::DEFAULT_RECALL_FLOOR,
+            Some(v) => v.trim().parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| {
+                Error::invalid(crate::config::RECALL_FLOOR, format!("{v:?} is not a share: use a number from 0 to 1"))
+            })?,
+        };
         for scope in &scopes {
             let part = self.parts.get_mut(scope).expect("read by recall_scopes");
             let memory = part.memory.as_ref().expect("read by recall_scopes");
@@ -240,6 +246,7 @@ impl Session {
             fetched: None,
             fusion,
             expand,
+            floor,
         };
         let parts: Vec<crate::api::recall::Part<'_>> = scopes
             .iter()
