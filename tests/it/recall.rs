@@ -359,3 +359,30 @@ fn a_known_unknown_shows_only_for_its_own_question_and_unrelated_prompts_change_
     let f = json(&sb.neo_ok(&repo, &["feedback", "--dry-run", "--json"]));
     assert_eq!(f["outcomes"].as_array().map(Vec::len), Some(0), "{f}");
 }
+
+#[test]
+fn an_answer_stops_at_the_relevance_floor_and_a_bad_floor_is_refused() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let deploy = sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Deploys go to Fly.io from the main branch"]);
+    let ledger = sb.neo_ok(&repo, &["add", "-t", "architecture", "-s", "Payments go through the ledger service"]);
+    let ask = |sb: &Sandbox| {
+        let out = recall(sb, &repo, "none", &["where do deploys go", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let r = json(&String::from_utf8_lossy(&out.stdout));
+        r["facts"]
+            .as_array()
+            .expect("facts")
+            .iter()
+            .map(|f| f["id"].as_str().unwrap_or("").to_string())
+            .collect::<Vec<_>>()
+    };
+    // The ledger fact shares only "go" with the question: a filler, left out by default.
+    assert_eq!(ask(&sb), vec![deploy.clone()]);
+    sb.git(&repo, &["config", "neo.recall.floor", "0"]);
+    assert_eq!(ask(&sb), vec![deploy, ledger], "a floor of 0 fills the slots");
+    sb.git(&repo, &["config", "neo.recall.floor", "2"]);
+    let out = recall(&sb, &repo, "none", &["where do deploys go"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("neo.recall.floor"), "{}", stderr(&out));
+}
