@@ -312,17 +312,30 @@ fn anchored_from(
     let position: HashMap<ObjectId, usize> = commits.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
     let mut from = HashMap::new();
     let mut off_branch = Vec::new();
+    // Facts share anchor commits (many are written at one HEAD): each is asked about once.
+    let mut on_branch: HashMap<ObjectId, bool> = HashMap::new();
     for (id, record) in watched {
         let f = match memory_state.entries.get(id).and_then(anchor_commit) {
+            None => From::Time(record.created_at),
             Some(a) => match position.get(&a) {
                 Some(&i) => From::After(i),
-                None if store.has_commit(a)? && store.is_ancestor(a, tip)? => From::Before,
                 None => {
-                    off_branch.push((*id, a.to_string()));
-                    From::Time(record.created_at)
+                    let on = match on_branch.get(&a) {
+                        Some(v) => *v,
+                        None => {
+                            let v = store.has_commit(a)? && store.is_ancestor(a, tip)?;
+                            on_branch.insert(a, v);
+                            v
+                        }
+                    };
+                    if on {
+                        From::Before
+                    } else {
+                        off_branch.push((*id, a.to_string()));
+                        From::Time(record.created_at)
+                    }
                 }
             },
-            None => From::Time(record.created_at),
         };
         from.insert(*id, f);
     }
