@@ -478,3 +478,55 @@ fn recall_and_stats_say_how_long_a_fact_has_gone_unconfirmed() {
     assert!(!neo(&sb, &repo, &["recall", "where are releases cut from"]).contains("unconfirmed for"));
     assert_eq!(json(&neo(&sb, &repo, &["stats", "--json"]))["unconfirmed_long"], 0);
 }
+
+#[test]
+fn the_report_draws_confidence_on_the_code_calendar() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let commit_on = |date: &str, message: &str| {
+        sb.git(&repo, &["add", "-A"]);
+        let out = std::process::Command::new("git")
+            .current_dir(&repo)
+            .env("HOME", sb.dir.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", sb.dir.path().join("gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Ada Tester")
+            .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+            .env("GIT_COMMITTER_NAME", "Ada Tester")
+            .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+            .env("GIT_AUTHOR_DATE", date)
+            .env("GIT_COMMITTER_DATE", date)
+            .args(["commit", "-q", "-m", message])
+            .output()
+            .expect("git commit");
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    64\n}\n");
+    commit_on("2024-01-01T12:00:00Z", "limits");
+    // Recorded years later (the sandbox's clock), about that commit.
+    let id = neo(&sb, &repo, &["add", "-t", "constraint", "-s", "The limit is 64", "--anchor", "src/limits.rs:1-3"]);
+    write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    128\n}\n");
+    commit_on("2024-06-01T12:00:00Z", "raise the limit");
+    neo(&sb, &repo, &["outcomes"]);
+
+    let dir = sb.path("report");
+    neo(&sb, &repo, &["report", "--out", dir.to_str().expect("utf-8")]);
+    let page = std::fs::read_to_string(dir.join("index.html")).expect("page");
+    let start = page.find("id=\"neo-data\">").expect("data") + "id=\"neo-data\">".len();
+    let data: Value = serde_json::from_str(&page[start..start + page[start..].find("</script>").expect("end")])
+        .expect("the embedded data");
+    let chart =
+        |name: &str| data["charts"].as_array().and_then(|c| c.iter().find(|c| c["id"] == name)).expect("chart").clone();
+    let confidence = chart("confidence");
+    let points = confidence["series"][0]["points"].as_array().expect("points").clone();
+    assert!(confidence["series"][0]["name"].as_str().is_some_and(|n| n.starts_with(&id[..12])));
+    // From the anchor's commit to the commit that rewrote it, not the hours since it was written.
+    assert_eq!(points[0], serde_json::json!([1_704_110_400, 0.7]), "{points:?}");
+    assert_eq!(points[1], serde_json::json!([1_717_243_200, 0.6]), "{points:?}");
+    assert_eq!(confidence["y_max"], 1.0);
+    assert_eq!(chart("hit-rate")["y_max"], 1.0);
+    // Current facts are counted until the report's time.
+    let size = chart("size-type");
+    let last = size["series"][0]["points"].as_array().and_then(|p| p.last().cloned()).expect("points");
+    assert_eq!(last[0], 1_772_366_400, "until now (the sandbox's clock): {last}");
+}
