@@ -161,6 +161,8 @@ fn cli_curate(repo: &std::path::Path, now: Timestamp) -> (Duration, f64, serde_j
         .current_dir(repo)
         .args(["curate", "--json"])
         .env("GIT_NEO_EMBEDDER", "hash")
+        // In its own process: a bench leaves no background server behind.
+        .env("GIT_NEO_DAEMON", "off")
         .env("GIT_NEO_NOW", now.0.to_string())
         .env("GIT_AUTHOR_NAME", "Bench")
         .env("GIT_AUTHOR_EMAIL", "bench@example.com")

@@ -39,6 +39,8 @@ fn mcp_recall_p50(repo: &Path, queries: &[String]) -> Duration {
         .current_dir(repo)
         .arg("mcp")
         .env("GIT_NEO_CACHE_DIR", cache_root())
+        // In its own process: a bench leaves no background server behind.
+        .env("GIT_NEO_DAEMON", "off")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -222,6 +224,8 @@ fn main() {
                 .current_dir(&repo)
                 .args(["recall", q, "--json"])
                 .env("GIT_NEO_CACHE_DIR", cache_root())
+                // In its own process: a bench leaves no background server behind.
+                .env("GIT_NEO_DAEMON", "off")
                 .output()
                 .expect("run");
             whole.push(t.elapsed());

@@ -161,6 +161,8 @@ fn main() {
                 // Like for like with the plumbing write, which decides no supersession.
                 .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end", "--no-supersede"])
                 .env("GIT_CONFIG_NOSYSTEM", "1")
+                // In its own process: a bench leaves no background server behind.
+                .env("GIT_NEO_DAEMON", "off")
                 .output()
                 .expect("run git-neo");
             ours.push(t.elapsed());
@@ -188,6 +190,8 @@ fn main() {
                 .current_dir(&cli_repo)
                 .args(["add", "-t", "pattern", "-s", &subject, "-b", "measured end to end"])
                 .env("GIT_CONFIG_NOSYSTEM", "1")
+                // In its own process: a bench leaves no background server behind.
+                .env("GIT_NEO_DAEMON", "off")
                 .output()
                 .expect("run git-neo");
             checked.push(t.elapsed());
