@@ -293,6 +293,21 @@ impl Fact {
 }
 
 impl Anchor {
+    /// `PATH[:START-END]` split into the path and the line range (the inverse of
+    /// [`Anchor::spec`]); the error says what is wrong with the range. The path is not checked.
+    pub fn split_spec(spec: &str) -> Result<(&str, Option<LineRange>), String> {
+        match spec.rsplit_once(':') {
+            Some((p, range)) if !range.is_empty() && range.chars().all(|c| c.is_ascii_digit() || c == '-') => {
+                let (a, b) = range.split_once('-').unwrap_or((range, range));
+                match (a.parse::<u32>(), b.parse::<u32>()) {
+                    (Ok(start), Ok(end)) if start >= 1 && end >= start => Ok((p, Some(LineRange { start, end }))),
+                    _ => Err(format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END")),
+                }
+            }
+            _ => Ok((spec, None)),
+        }
+    }
+
     /// `PATH` or `PATH:START-END`, as `--anchor` takes it.
     pub fn spec(&self) -> String {
         match &self.lines {

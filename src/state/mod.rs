@@ -21,7 +21,7 @@
 //!   outcome (the code it is anchored to was rewritten). The cascade is one level deep: a fact that depends
 //!   on a fact needing review is not itself flagged, since its source is still valid.
 
-use crate::record::{Anchor, Fact, Kind, LineRange, Milli, Payload, Record, RecordId, RelationType, Timestamp};
+use crate::record::{Anchor, Fact, Kind, Milli, Payload, Record, RecordId, RelationType, Timestamp};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -171,17 +171,8 @@ impl Entry {
 pub fn anchors_from_paths(paths: &[String], commit: Option<&str>) -> Vec<Anchor> {
     paths
         .iter()
-        .map(|p| {
-            let lines = p.rsplit_once(':').and_then(|(_, r)| {
-                let (a, b) = r.split_once('-').unwrap_or((r, r));
-                Some(LineRange { start: a.parse().ok()?, end: b.parse().ok()? })
-            });
-            let path = match lines {
-                Some(_) => p.rsplit_once(':').map_or(p.as_str(), |(path, _)| path),
-                None => p.as_str(),
-            };
-            Anchor { path: path.to_string(), lines, blob: None, commit: commit.map(str::to_string) }
-        })
+        .filter_map(|p| Anchor::split_spec(p).ok())
+        .map(|(path, lines)| Anchor { path: path.to_string(), lines, blob: None, commit: commit.map(str::to_string) })
         .collect()
 }
 

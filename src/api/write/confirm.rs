@@ -38,13 +38,6 @@ pub struct Confirmation {
     pub commit: String,
 }
 
-fn spec(a: &Anchor) -> String {
-    match a.lines {
-        Some(l) => format!("{}:{}-{}", a.path, l.start, l.end),
-        None => a.path.clone(),
-    }
-}
-
 impl Memory {
     /// Record that a person checked fact `prefix` at HEAD, re-anchoring it at `anchors`
     /// (`PATH[:START-END]`), or where its anchors are now when none are named.
@@ -84,7 +77,7 @@ impl Memory {
         if anchors.is_empty() {
             for a in &current {
                 match self.follow(a, head)? {
-                    Some((to, how)) => moved.push(Moved { from: spec(a), to: spec(&to), how }),
+                    Some((to, how)) => moved.push(Moved { from: a.spec(), to: to.spec(), how }),
                     None => problems.push(crate::record::Problem::new(
                         "anchor",
                         format!(
@@ -97,7 +90,7 @@ impl Memory {
         } else {
             for s in anchors {
                 if let Some(a) = self.anchor(s, "anchor", &mut problems)? {
-                    moved.push(Moved { from: String::new(), to: spec(&a), how: "named" });
+                    moved.push(Moved { from: String::new(), to: a.spec(), how: "named" });
                 }
             }
         }

@@ -129,21 +129,12 @@ pub struct InitOutcome {
 
 /// Parse `PATH[:START-END]`.
 fn parse_anchor_spec(spec: &str, field: &str, problems: &mut Vec<Problem>) -> Option<(String, Option<LineRange>)> {
-    let (path, lines) = match spec.rsplit_once(':') {
-        Some((p, range)) if !range.is_empty() && range.chars().all(|c| c.is_ascii_digit() || c == '-') => {
-            let (a, b) = range.split_once('-').unwrap_or((range, range));
-            match (a.parse::<u32>(), b.parse::<u32>()) {
-                (Ok(start), Ok(end)) if start >= 1 && end >= start => (p, Some(LineRange { start, end })),
-                _ => {
-                    problems.push(Problem::new(
-                        field,
-                        format!("{range:?} is not a line range; use PATH:START-END with 1 <= START <= END"),
-                    ));
-                    return None;
-                }
-            }
+    let (path, lines) = match Anchor::split_spec(spec) {
+        Ok(split) => split,
+        Err(why) => {
+            problems.push(Problem::new(field, why));
+            return None;
         }
-        _ => (spec, None),
     };
     let before = problems.len();
     record::validate::check_repo_path(problems, field, path);
