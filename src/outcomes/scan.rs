@@ -265,24 +265,26 @@ impl<'a> Scan<'a> {
         live: &[(RecordId, &Record)],
     ) -> Result<()> {
         let mut removed: Option<HashSet<&str>> = None;
+        // The tokens every change adds, read once per commit (not once per record), and only
+        // when some live record has a suggestion.
+        let mut added: Option<HashSet<String>> = None;
         for (id, record) in live {
             let Some(s) = suggestion_of(record) else { continue };
             let all = tokens(s);
             if all.len() < MIN_SUGGESTION_TOKENS {
                 continue;
             }
-            // Most commits add none of a snippet's names: the rarity count is not needed then.
-            let named = |ch: &diff::Change| {
-                let added = ch.added_lines().join("\n");
-                let have: HashSet<String> = tokens(&added).into_iter().collect();
-                all.iter().any(|t| suggest::name_like(t) && have.contains(t))
-            };
             let hex = id.to_hex();
             let accepted_in = self.state.accepted.get(&hex).cloned();
-            if accepted_in.is_none()
-                && (self.state.done.contains(&format!("{hex}:regression")) || !changes.iter().any(named))
-            {
-                continue;
+            if accepted_in.is_none() {
+                // Most commits add none of a snippet's names: the rarity count is not needed then.
+                let added = added.get_or_insert_with(|| {
+                    changes.iter().flat_map(|ch| tokens(&ch.added_lines().join("\n"))).collect()
+                });
+                let named = all.iter().any(|t| suggest::name_like(t) && added.contains(t));
+                if !named || self.state.done.contains(&format!("{hex}:regression")) {
+                    continue;
+                }
             }
             let marks = suggest::distinctive(s, self.rarity(c, parent)?);
             if marks.is_empty() {
