@@ -71,13 +71,22 @@ impl Memory {
         // than the first record without one (a fact recorded today about an old checkout is
         // scanned from that checkout, not from today).
         if start.is_none() {
-            let anchored: HashSet<ObjectId> = self.state().iter().filter_map(crate::outcomes::anchor_commit).collect();
-            let unanchored_since = self
-                .state()
-                .iter()
-                .filter(|e| crate::outcomes::anchor_commit(e).is_none_or(|a| !commits.iter().any(|c| c.id == a)))
-                .map(|e| e.record.created_at)
-                .min();
+            // One pass over the records: the anchor commits the chain holds, and the earliest
+            // record without one.
+            let chain: HashSet<ObjectId> = commits.iter().map(|c| c.id).collect();
+            let mut anchored: HashSet<ObjectId> = HashSet::new();
+            let mut unanchored_since = None;
+            for e in self.state().iter() {
+                match crate::outcomes::anchor_commit(e).filter(|a| chain.contains(a)) {
+                    Some(a) => {
+                        anchored.insert(a);
+                    }
+                    None => {
+                        let t = e.record.created_at;
+                        unanchored_since = Some(unanchored_since.map_or(t, |u: crate::record::Timestamp| u.min(t)));
+                    }
+                }
+            }
             let after_anchor = commits.iter().position(|c| anchored.contains(&c.id)).map(|i| i + 1);
             let by_time = unanchored_since.and_then(|t| commits.iter().position(|c| c.time >= t));
             match after_anchor.into_iter().chain(by_time).min() {
