@@ -138,6 +138,7 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
     let mut sorted: Vec<(RecordId, Record)> = records.into_iter().map(|r| (r.id, r.record)).collect();
     sorted.sort_by_key(|a| (a.1.created_at, a.0));
     let mut running: HashMap<RecordId, Milli> = HashMap::new();
+    let mut subject_of: HashMap<String, String> = HashMap::new();
     for (id, r) in sorted {
         match &r.payload {
             Payload::Fact(f) => out.facts.push(FactAdded {
@@ -199,13 +200,17 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
                 if let Some(a) = step_after {
                     running.insert(o.target, a);
                 }
+                // A scan's outcomes share their commits: each is read once.
                 let mut subjects = Vec::new();
                 for c in &o.commits {
-                    let subject = match ObjectId::from_hex(c.as_bytes()) {
-                        Ok(c) => store.commit_subject(c)?.unwrap_or_default(),
-                        Err(_) => String::new(),
-                    };
-                    subjects.push(subject);
+                    if !subject_of.contains_key(c) {
+                        let subject = match ObjectId::from_hex(c.as_bytes()) {
+                            Ok(id) => store.commit_subject(id)?.unwrap_or_default(),
+                            Err(_) => String::new(),
+                        };
+                        subject_of.insert(c.clone(), subject);
+                    }
+                    subjects.push(subject_of[c].clone());
                 }
                 out.confidence.push(ConfidenceChange {
                     id,
