@@ -328,35 +328,25 @@ fn facts_are_scanned_from_the_commit_their_anchors_were_taken_at() {
     write(&repo, "src/other.rs", "pub fn more() {}\n");
     commit_all(&sb, &repo, "more");
 
-    // Recorded months later, at the old checkout (as a team adopting the tool at an old release).
-    sb.git(&repo, &["checkout", "-q", &old]);
-    let mut add = sb.neo_cmd(&repo);
-    add.env("GIT_NEO_NOW", "2026-09-01T00:00:00Z").env("GIT_NEO_EMBEDDER", "none").args([
-        "add",
-        "-t",
-        "constraint",
-        "-s",
-        "The limit is 64",
-        "--anchor",
-        "src/limits.rs:1-3",
-    ]);
-    let out = add.output().expect("run");
-    assert!(out.status.success(), "{}", stderr(&out));
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    sb.git(&repo, &["checkout", "-q", "main"]);
-
-    // Every later command runs at the later clock.
-    let later = |args: &[&str]| {
-        let out = sb
-            .neo_cmd(&repo)
+    // Every command from here runs months later (as a team adopting the tool at an old release).
+    let later_run = |args: &[&str]| {
+        sb.neo_cmd(&repo)
             .env("GIT_NEO_NOW", "2026-09-01T00:00:00Z")
             .env("GIT_NEO_EMBEDDER", "none")
             .args(args)
             .output()
-            .expect("run");
+            .expect("run")
+    };
+    let later = |args: &[&str]| {
+        let out = later_run(args);
         assert!(out.status.success(), "git neo {args:?}: {}", stderr(&out));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
+    // Recorded at the old checkout.
+    sb.git(&repo, &["checkout", "-q", &old]);
+    let id = later(&["add", "-t", "constraint", "-s", "The limit is 64", "--anchor", "src/limits.rs:1-3"]);
+    sb.git(&repo, &["checkout", "-q", "main"]);
+
     let report = json(&later(&["outcomes", "--json"]));
     assert_eq!(report["commits"], 2, "the two commits after the anchor's: {report}");
     assert_eq!(report["outcomes"][0]["signal"], "anchor-changed", "{report}");
@@ -373,13 +363,7 @@ fn facts_are_scanned_from_the_commit_their_anchors_were_taken_at() {
     commit_all(&sb, &repo, "again");
     let report = json(&later(&["outcomes", "--json"]));
     assert_eq!(report["off_branch"][0]["id"].as_str(), Some(side.as_str()), "{report}");
-    let out = sb
-        .neo_cmd(&repo)
-        .env("GIT_NEO_NOW", "2026-09-01T00:00:00Z")
-        .env("GIT_NEO_EMBEDDER", "none")
-        .args(["outcomes", "--since", &old])
-        .output()
-        .expect("run");
+    let out = later_run(&["outcomes", "--since", &old]);
     let text = String::from_utf8_lossy(&out.stdout).to_string() + &stderr(&out);
     assert!(text.contains("which main does not contain"), "{text}");
     let verify = later(&["verify"]);
@@ -485,20 +469,13 @@ fn the_report_draws_confidence_on_the_code_calendar() {
     let repo = sb.repo("r");
     let commit_on = |date: &str, message: &str| {
         sb.git(&repo, &["add", "-A"]);
-        let out = std::process::Command::new("git")
+        let mut cmd = std::process::Command::new("git");
+        crate::support::hermetic(&mut cmd, sb.dir.path())
             .current_dir(&repo)
-            .env("HOME", sb.dir.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", sb.dir.path().join("gitconfig"))
-            .env("GIT_AUTHOR_NAME", "Ada Tester")
-            .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-            .env("GIT_COMMITTER_NAME", "Ada Tester")
-            .env("GIT_COMMITTER_EMAIL", "ada@example.com")
             .env("GIT_AUTHOR_DATE", date)
             .env("GIT_COMMITTER_DATE", date)
-            .args(["commit", "-q", "-m", message])
-            .output()
-            .expect("git commit");
+            .args(["commit", "-q", "-m", message]);
+        let out = cmd.output().expect("git commit");
         assert!(out.status.success(), "{}", stderr(&out));
     };
     write(&repo, "src/limits.rs", "pub fn limit() -> usize {\n    64\n}\n");
