@@ -95,24 +95,34 @@ fn binary() -> String {
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_git-neo").to_string())
 }
 
-fn neo(repo: &Path, args: &[&str]) -> String {
-    neo_at(repo, args, NOW)
+fn neo_at(repo: &Path, args: &[&str], now: &str) -> String {
+    let out = command(repo, args, now).output().expect("run git-neo");
+    assert!(out.status.success(), "git neo {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn neo_at(repo: &Path, args: &[&str], now: &str) -> String {
-    let out = Command::new(binary())
-        .current_dir(repo)
+/// Run `git neo` with `args` and return its stdout and its own peak resident memory (MB).
+// The child is reaped by `wait4` (for its rusage), which clippy does not see.
+#[allow(clippy::zombie_processes)]
+fn neo_peak(repo: &Path, args: &[&str]) -> (String, f64) {
+    let out = tempfile::NamedTempFile::new().expect("temp file");
+    let child = command(repo, args, NOW).stdout(out.reopen().expect("reopen")).spawn().expect("spawn git-neo");
+    let (status, peak) = common::wait_peak(&child);
+    assert_eq!(status, 0, "git neo {args:?} failed");
+    (std::fs::read_to_string(out.path()).expect("read the output"), peak)
+}
+
+fn command(repo: &Path, args: &[&str], now: &str) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.current_dir(repo)
         .args(args)
         .env("GIT_NEO_NOW", now)
         .env("GIT_NEO_EMBEDDER", "none")
         .env("GIT_NEO_DAEMON", "off")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_AUTHOR_NAME", "Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
-        .output()
-        .expect("run git-neo");
-    assert!(out.status.success(), "git neo {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com");
+    cmd
 }
 
 fn main() {
@@ -165,8 +175,9 @@ fn main() {
     let since_first = std::env::args().any(|a| a == "--since-first");
     let scan: Vec<&str> =
         if since_first { vec!["outcomes", "--since", first.as_str(), "--json"] } else { vec!["outcomes", "--json"] };
-    let report: serde_json::Value = serde_json::from_str(&neo(&repo, &scan)).expect("json");
+    let (printed, peak) = neo_peak(&repo, &scan);
     let secs = t.elapsed().as_secs_f64();
+    let report: serde_json::Value = serde_json::from_str(&printed).expect("json");
     let version_of =
         |commit: &str| commits.iter().find(|(h, _)| h == commit).map(|(_, v)| v.clone()).unwrap_or_default();
     let found: Vec<(usize, String, String, String)> = report["outcomes"]
@@ -216,7 +227,7 @@ fn main() {
         labels.iter().map(|l| l.expected.len()).sum::<usize>(),
         labels.iter().filter(|l| l.expected.is_empty()).count()
     );
-    println!("{} commits scanned in {:.2} s", report["commits"], secs);
+    println!("{} commits scanned in {:.2} s, peak RSS {peak:.0} MB", report["commits"], secs);
     if std::env::args().any(|a| a == "--why") {
         for (i, s, v, why) in &found {
             println!("{} {s}@{v}: {why}", labels[*i].name);
