@@ -824,3 +824,32 @@ fn an_author_git_would_refuse_is_a_validation_error_and_log_n_0_is_empty() {
     assert!(out.status.success());
     assert!(!stderr(&out).contains("no history"), "{}", stderr(&out));
 }
+
+/// A fork cannot clear a victim's review flag, nor move its anchors, with a `confirm` of its own:
+/// a fetched confirmation is an outcome on a local record, held back until `sync` merges it.
+#[test]
+fn a_fetched_confirmation_neither_clears_a_flag_nor_moves_an_anchor() {
+    let sb = Sandbox::new();
+    let (victim, fork) = victim_and_fork(&sb);
+    std::fs::write(victim.join("src/lib.rs"), "pub fn answer() -> u32 {\n    42\n}\n").expect("write");
+    let id =
+        sb.neo_ok(&victim, &["add", "-t", "constraint", "-s", "The answer stays 42", "--anchor", "src/lib.rs:1-3"]);
+    std::fs::write(victim.join("src/lib.rs"), "pub fn answer() -> u32 {\n    43\n}\n").expect("write");
+    sb.git(&victim, &["commit", "-qam", "change the answer"]);
+    sb.neo_ok(&victim, &["outcomes"]);
+    let flagged = |sb: &Sandbox| {
+        let x = crate::support::json(&sb.neo_ok(&victim, &["explain", &id[..12], "--json"]));
+        x["needs_review"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!(flagged(&sb), 1);
+
+    // The fork takes the victim's memory, confirms the fact elsewhere, and is fetched.
+    sb.git(&fork, &["fetch", "-q", "origin", "+neo-memory:neo-memory"]);
+    sb.git(&fork, &["fetch", "-q", "origin"]);
+    sb.git(&fork, &["reset", "-q", "--hard", "origin/HEAD"]);
+    sb.neo_ok(&fork, &["confirm", &id[..12], "--anchor", "src/lib.rs:1", "--reason", "trust me"]);
+    fetch_fork(&sb, &victim, &fork);
+    assert_eq!(flagged(&sb), 1, "a fetched confirmation changed a local fact");
+    let shown = sb.neo_ok(&victim, &["explain", &id[..12]]);
+    assert!(!shown.contains("confirmed"), "{shown}");
+}
