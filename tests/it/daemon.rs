@@ -314,3 +314,29 @@ fn the_server_keeps_its_budget_and_outlives_a_deleted_repository() {
     assert!(text(&neo(&sb, &repos[0], true, &["recall", "deploys"])).0.contains("Tuesdays"));
     stop(&sb, &repos[0]);
 }
+
+/// The relevance floor and the known-unknown gate answer the same through the server as in
+/// process, and a change of `neo.recall.floor` reaches the warm session.
+#[test]
+fn the_floor_and_its_setting_answer_the_same_through_the_server() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    for (t, s) in [
+        ("decision", "Deploys go to Fly.io from the main branch"),
+        ("architecture", "Payments go through the ledger service"),
+        ("known-unknown", "Is the ledger safe when a deploy is rolled back?"),
+    ] {
+        assert!(neo(&sb, &repo, false, &["add", "-t", t, "-s", s]).status.success());
+    }
+    let ask = |daemon: bool| text(&neo(&sb, &repo, daemon, &["recall", "where do deploys go", "--json"]));
+    // The first recall builds the index (and says so); compare what every later one prints.
+    ask(false);
+    let alone = ask(false);
+    let _server = start(&sb, &repo);
+    assert_eq!(ask(true), alone);
+    // Only what matches as well as the best fact is left.
+    sb.git(&repo, &["config", "neo.recall.floor", "1"]);
+    let strict = ask(false);
+    assert_ne!(strict, alone, "the setting changes the answer");
+    assert_eq!(ask(true), strict, "the warm session reads the new setting");
+}
