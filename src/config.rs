@@ -37,6 +37,34 @@ pub const DEFAULT_SERVER_MEMORY: u64 = 512 << 20;
 /// Whether a write supersedes, by the frame rule, a current fact it updates without a key or an
 /// id (`true` by default; docs/supersession.md).
 pub const UPDATES_FRAME: &str = "neo.updates.frame";
+/// What happens to a lesson patch (`off`, `review` (default), `auto`: append-only patches are
+/// applied to the work tree as they are proposed; every other waits for `git neo lesson apply`).
+pub const LESSONS_MODE: &str = "neo.lessons.mode";
+
+/// How lesson patches are handled ([`LESSONS_MODE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LessonsMode {
+    Off,
+    Review,
+    Auto,
+}
+
+impl LessonsMode {
+    /// The mode a configured value names; the error names the key and the values.
+    pub fn parse(value: Option<&str>) -> Result<LessonsMode> {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("review") => Ok(LessonsMode::Review),
+            Some("off") => Ok(LessonsMode::Off),
+            Some("auto") => Ok(LessonsMode::Auto),
+            Some(v) => Err(Error::Config {
+                key: LESSONS_MODE.into(),
+                message: format!("{v:?} is not a mode; use off, review or auto"),
+            }),
+        }
+    }
+}
+
 /// How recall fuses its lexical and vector lists: `weighted` (default), `weighted:W`, `rrf`,
 /// `adaptive` ([`crate::rank::FusionKind::parse`]).
 pub const RECALL_FUSION: &str = "neo.recall.fusion";

@@ -498,3 +498,161 @@ mod tests {
         assert!(plan(&state, &inputs(&s, 500, &r, Some(&near), &k)).synthesized.is_empty());
     }
 }
+
+/// A lesson the memory shows a procedure needs: what it says, the records it rests on, and why
+/// it was proposed (said in the reason, which also keys it: a lesson proposed once, taken or
+/// turned down, is not proposed again).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LessonCandidate {
+    pub text: String,
+    pub because: Vec<RecordId>,
+    pub reason: String,
+}
+
+/// How many failures must share a phrase before it is a lesson.
+pub const RECURRING_FAILURES: usize = 3;
+
+/// Words too common to carry a phrase at either end.
+const GLUE: [&str; 24] = [
+    "a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "is", "was", "with", "when", "it", "this", "that",
+    "be", "by", "at", "from", "as", "after", "again",
+];
+
+/// The words of `text`, lowercased, each with the byte range it spans (leading dashes included,
+/// so a phrase shown from the text keeps `--locked`).
+fn words_of(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices().chain(std::iter::once((text.len(), ' '))) {
+        let inner = c.is_alphanumeric() || c == '_' || c == '-' || c == '.';
+        match (inner, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                start = None;
+                let raw = &text[s..i];
+                let word = raw.trim_matches(|c: char| c == '-' || c == '.').to_lowercase();
+                if !word.is_empty() {
+                    let end = s + raw.trim_end_matches(['-', '.']).len();
+                    out.push((word, s..end));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Lessons from what keeps going wrong, deterministically and without a model:
+/// - **Recurring failures:** valid `failure` facts whose subjects share a phrase of two to five
+///   words (not starting or ending with a glue word), at least [`RECURRING_FAILURES`] of them:
+///   the longest phrase shared by the most failures first; each failure joins one lesson.
+/// - **A check that failed, then passed:** attempts at one task where a check failed and a later
+///   attempt's check passed: the passing attempt's action is the step that fixed it.
+///
+/// Candidates whose reason an existing lesson already gives (`given`) are left out.
+pub fn lessons(state: &State, given: &BTreeSet<String>) -> Vec<LessonCandidate> {
+    let mut out = Vec::new();
+    let failures: Vec<&Entry> = state
+        .iter()
+        .filter(|e| e.status == Status::Valid)
+        .filter(|e| e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Failure))
+        .collect();
+    let spans: Vec<Vec<(String, std::ops::Range<usize>)>> =
+        failures.iter().map(|e| words_of(&e.record.summary())).collect();
+    let words: Vec<Vec<String>> = spans.iter().map(|w| w.iter().map(|(w, _)| w.clone()).collect()).collect();
+    let mut used = vec![false; failures.len()];
+    loop {
+        // Phrase -> the failures (not yet in a lesson) whose subject holds it.
+        let mut holders: BTreeMap<Vec<String>, BTreeSet<usize>> = BTreeMap::new();
+        for (i, w) in words.iter().enumerate().filter(|(i, _)| !used[*i]) {
+            for n in 2..=5.min(w.len()) {
+                for gram in w.windows(n) {
+                    if GLUE.contains(&gram[0].as_str()) || GLUE.contains(&gram[n - 1].as_str()) {
+                        continue;
+                    }
+                    holders.entry(gram.to_vec()).or_default().insert(i);
+                }
+            }
+        }
+        let best = holders
+            .into_iter()
+            .filter(|(_, h)| h.len() >= RECURRING_FAILURES)
+            .max_by(|a, b| (a.0.len(), a.1.len()).cmp(&(b.0.len(), b.1.len())).then(b.0.cmp(&a.0)));
+        let Some((phrase, members)) = best else { break };
+        let key = format!("share {}", phrase.join(" "));
+        // Shown as the latest failure writes it.
+        let latest_at = members.iter().copied().max_by_key(|&i| (failures[i].record.created_at, failures[i].id));
+        let shown = latest_at.and_then(|i| {
+            let at = words[i].windows(phrase.len()).position(|g| g == phrase.as_slice())?;
+            let text = failures[i].record.summary();
+            Some(text[spans[i][at].1.start..spans[i][at + phrase.len() - 1].1.end].to_string())
+        });
+        let phrase = shown.unwrap_or_else(|| phrase.join(" "));
+        let mut group: Vec<&Entry> = members.iter().map(|&i| failures[i]).collect();
+        group.sort_by_key(|e| (e.record.created_at, e.id));
+        members.iter().for_each(|&i| used[i] = true);
+        let ids: Vec<String> = group.iter().map(|e| e.id.short()).collect();
+        let reason = format!("proposed because failures {} share '{phrase}'", ids.join(", "));
+        // Given already when a lesson's reason names the same phrase (however it was written).
+        let norm = |g: &str| words_of(g).into_iter().map(|(w, _)| w).collect::<Vec<_>>().join(" ");
+        if given.iter().any(|g| norm(g).contains(&key)) {
+            continue;
+        }
+        let latest = group.last().map(|e| e.record.summary()).unwrap_or_default();
+        out.push(LessonCandidate {
+            text: format!(
+                "'{phrase}' has failed {} times (latest: \"{latest}\"): check for it before calling the work done.",
+                group.len()
+            ),
+            because: group.iter().map(|e| e.id).collect(),
+            reason,
+        });
+    }
+    // A check that failed, then passed after a named step.
+    let mut by_task: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
+    for e in state.iter().filter(|e| e.status == Status::Valid) {
+        if let Payload::Attempt(a) = &e.record.payload {
+            by_task.entry(a.task.as_str()).or_default().push(e);
+        }
+    }
+    for (task, mut tries) in by_task {
+        tries.sort_by_key(|e| (e.record.created_at, e.id));
+        let attempt = |e: &Entry| match &e.record.payload {
+            Payload::Attempt(a) => Some(a.clone()),
+            _ => None,
+        };
+        let Some(failed) = tries.iter().position(|e| {
+            attempt(e)
+                .is_some_and(|a| a.check.result == crate::record::CheckResult::Failed && a.check.command.is_some())
+        }) else {
+            continue;
+        };
+        let command = attempt(tries[failed]).and_then(|a| a.check.command).unwrap_or_default();
+        let Some(passed) = tries[failed + 1..].iter().find(|e| {
+            attempt(e).is_some_and(|a| {
+                a.check.result == crate::record::CheckResult::Passed
+                    && a.check.command.as_deref() == Some(command.as_str())
+            })
+        }) else {
+            continue;
+        };
+        let Some(fix) = attempt(passed) else { continue };
+        let reason = format!(
+            "proposed because `{command}` failed in attempt {} and passed in attempt {} after: {}",
+            tries[failed].id.short(),
+            passed.id.short(),
+            fix.action
+        );
+        if given.iter().any(|g| {
+            g.contains(&format!("attempt {} and passed in attempt {}", tries[failed].id.short(), passed.id.short()))
+        }) {
+            continue;
+        }
+        out.push(LessonCandidate {
+            text: format!("For {task}: {} (`{command}` failed without it and passed with it).", fix.action),
+            because: vec![tries[failed].id, passed.id],
+            reason,
+        });
+    }
+    out
+}

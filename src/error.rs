@@ -63,6 +63,15 @@ pub enum Error {
     /// The memory on the ref is damaged (a bad object, an unreadable tree, a record that does not parse).
     #[error("memory integrity: {0}")]
     Integrity(String),
+    /// A work-tree file is not what an explicit edit expects (a lesson patch applied to, or
+    /// restored from, a file that changed since): nothing was written; `diff` shows the person
+    /// what differs.
+    #[error("{file} {message}\n{diff}")]
+    Changed { file: String, message: String, diff: String },
+    /// An explicit edit of a work-tree file that needs the person's word (`--yes`): nothing was
+    /// written; `diff` is what it would do.
+    #[error("{message}\n{diff}")]
+    Unconfirmed { message: String, diff: String },
 
     /// A git operation failed.
     #[error("git: {context}: {source}{}", full_disk(source.as_ref()))]
@@ -144,9 +153,12 @@ impl Error {
             | Error::Ambiguous { .. }
             | Error::NotARepository { .. }
             | Error::Config { .. }
-            | Error::Environment { .. } => Category::User,
+            | Error::Environment { .. }
+            | Error::Unconfirmed { .. } => Category::User,
             Error::Integrity(_) => Category::Integrity,
-            Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) => Category::Conflict,
+            Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) | Error::Changed { .. } => {
+                Category::Conflict
+            }
             Error::Git { .. }
             | Error::GitCommand { .. }
             | Error::Io { .. }

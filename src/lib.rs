@@ -24,6 +24,7 @@ pub mod embed;
 pub mod error;
 pub mod foreign;
 pub mod instructions;
+pub mod lesson;
 pub mod markdown;
 pub mod recall;
 pub mod record;

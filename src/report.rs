@@ -70,6 +70,17 @@ pub struct ReportData {
     pub chains: Vec<Vec<Version>>,
     /// What the last curation did (`None`: none run in this clone).
     pub curation: Option<(String, Vec<CurationRow>)>,
+    /// Lesson patches to the instruction files, newest first: proposed, applied, restored.
+    pub lessons: Vec<LessonRow>,
+}
+
+/// A row of the lessons table.
+#[derive(Clone, Debug, Serialize)]
+pub struct LessonRow {
+    pub id: String,
+    pub file: String,
+    pub status: String,
+    pub reason: String,
 }
 
 /// Text escaped for HTML element content and quoted attributes.
@@ -153,6 +164,25 @@ pub fn html(data: &ReportData) -> String {
             }
             body.push_str("</table>");
         }
+    }
+    body.push_str("</section>\n<section><h2>Lessons</h2>");
+    if data.lessons.is_empty() {
+        body.push_str(
+            "<p>No lesson has been proposed yet (<code>git neo lesson propose</code>, or curation when a \
+             procedure keeps failing).</p>",
+        );
+    } else {
+        body.push_str("<table class=\"curation\"><tr><th>id</th><th>file</th><th>status</th><th>why</th></tr>");
+        for l in &data.lessons {
+            body.push_str(&format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&l.id),
+                esc(&l.file),
+                esc(&l.status),
+                esc(&l.reason)
+            ));
+        }
+        body.push_str("</table>");
     }
     body.push_str("</section>\n");
     format!(
@@ -298,6 +328,7 @@ mod tests {
             }],
             chains: vec![],
             curation: None,
+            lessons: Vec::new(),
         };
         let page = html(&data);
         assert!(!page.contains("</script><b>"), "text cannot close a script element");

@@ -23,7 +23,7 @@ pub mod write;
 pub(crate) use inspect::export;
 pub use inspect::{changes, report, stats, verify};
 pub(crate) use learn::outcomes;
-pub use learn::{attempts, curate, feedback, telemetry};
+pub use learn::{attempts, curate, feedback, lessons, telemetry};
 pub use recall::documents;
 pub(crate) use session::options;
 pub(crate) use share::scope_ops;
@@ -33,7 +33,7 @@ pub use write::{ingest, updates};
 
 pub use crate::config::DEFAULT_SERVER_MEMORY;
 pub use correct::{History, HistoryEvent, Rechecked, Repair};
-pub use session::{Clock, Notice, RecallQuery, Session, SessionOptions};
+pub use session::{Clock, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
 
 pub use export::ExportedFact;
 pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
@@ -94,6 +94,9 @@ pub struct Memory {
     /// The sections of the ingested documents and their vectors, kept between recalls of a warm
     /// session (see `documents.rs`).
     documents: std::sync::Mutex<Option<documents::DocumentCache>>,
+    /// Records this process wrote through [`Memory::apply`], kept while a live session needs
+    /// them (`Some`: see `recall::pin`), carried across reloads.
+    pub(crate) written: Option<Vec<RecordId>>,
 }
 
 /// A record's file and its derived state, for `show`.
@@ -146,6 +149,7 @@ impl Memory {
             proposals: None,
             scope: crate::scope::Scope::Project,
             documents: std::sync::Mutex::new(None),
+            written: None,
         };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;

@@ -135,7 +135,26 @@ fn render(ctx: &mut Ctx, r: &CurateReport) {
             r.records,
             &c[..12.min(c.len())]
         )),
-        (None, _) if r.records == 0 => ctx.out.line("nothing to curate"),
+        (None, _) if r.records == 0 && r.lessons.is_empty() => ctx.out.line("nothing to curate"),
         (None, _) => {}
+    }
+    for l in &r.lessons {
+        let what = match (&l.id, l.applied, &l.skipped) {
+            (_, _, Some(why)) => format!("lesson not proposed ({why})"),
+            (Some(id), true, _) => {
+                format!("lesson {} proposed and applied to {} (neo.lessons.mode=auto)", id.short(), l.file)
+            }
+            (Some(id), false, _) => {
+                format!(
+                    "lesson {} proposed for {}: review it, then `git neo lesson apply {}`",
+                    id.short(),
+                    l.file,
+                    id.short()
+                )
+            }
+            (None, _, _) => format!("would propose a lesson for {}", l.file),
+        };
+        ctx.out.line(&what);
+        ctx.out.note(&format!("  {}", git_neo::display::escape(&l.reason)));
     }
 }

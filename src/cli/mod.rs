@@ -18,6 +18,7 @@ mod gitconfig;
 mod import;
 mod ingest;
 mod init;
+mod lesson;
 mod list;
 mod log;
 mod manpages;
@@ -141,6 +142,9 @@ enum Command {
     /// Working sessions: scratch memory on refs/neo/sessions/<name>, promoted or dropped.
     #[command(subcommand)]
     Session(scopes::SessionCommand),
+    /// Procedural lessons as reviewable patches to the agents' instruction files.
+    #[command(subcommand)]
+    Lesson(lesson::LessonCommand),
     /// What memory knows about a task: constraints, relevant facts, attempts, what changed.
     Recall(recall::RecallArgs),
     /// Keep a scope's memory sharp: demote facts that never help, prune stale ones, merge
@@ -524,6 +528,7 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Recall(a) => recall::recall(ctx, a),
         Command::Scopes(a) => scopes::scopes(ctx, a),
         Command::Session(c) => scopes::session(ctx, c),
+        Command::Lesson(c) => lesson::lesson(ctx, c),
         Command::Stats => stats::run(ctx),
         Command::Report(a) => report::run(ctx, a),
         Command::Curate(a) => curate::curate(ctx, a),

@@ -183,8 +183,11 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
         if !addr.ip().to_canonical().is_loopback() {
             config = config.disable_allowed_hosts();
         }
-        let service =
-            StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+        let service = StreamableHttpService::new(
+            move || Ok(server.for_client()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
         let token: Arc<str> = token.into();
         ready(bound);
         let limits = Arc::new(Limits::default());

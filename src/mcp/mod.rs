@@ -43,11 +43,13 @@ struct Warm {
 /// What the server calls, with the work tree, when a read found the org cache stale.
 pub type FetchOrg = fn(&std::path::Path);
 
-/// The server: one warm state behind a lock (calls are handled one at a time). Clones share it:
-/// over HTTP each client session gets a clone, and all of them read one warm memory.
+/// The server: one warm state behind a lock (calls are handled one at a time), and this client
+/// session's live view of memory (`recall::pin`): over HTTP each client session gets its own
+/// handle ([`NeoServer::for_client`]), all of them reading one warm memory.
 #[derive(Clone)]
 pub struct NeoServer {
     warm: Arc<Mutex<Warm>>,
+    live: Arc<Mutex<Option<git_neo::api::LivePin>>>,
 }
 
 /// What a tool answers: its structured content (an object matching the tool's `outputSchema`)
@@ -211,6 +213,10 @@ impl Warm {
         if self.session.take_notices().iter().any(|n| matches!(n, git_neo::api::Notice::OrgStale { fetch: true, .. })) {
             (self.fetch_org)(self.session.dir());
         }
+        let mut result = result;
+        if let Some(stale) = result.stale.as_mut() {
+            stale.refresh = "Call the refresh tool to take it in.".into();
+        }
         let mut text = git_neo::recall::render::markdown(&result);
         if let Some(why) = self.session.semantic_off() {
             text.push_str(&format!("_(semantic recall off: {why})_\n"));
@@ -319,6 +325,48 @@ impl Warm {
         Reply::of(&serde_json::json!({ "hits": hits }))
     }
 
+    fn refresh(&mut self) -> ToolResult {
+        Reply::of(&self.session.refresh_live().map_err(err)?)
+    }
+
+    fn lessons(&mut self, a: tools::LessonsArgs) -> ToolResult {
+        use git_neo::api::lessons::{Edit, ProposeRequest};
+        match a.action.as_str() {
+            "list" => {
+                Reply::of(&serde_json::json!({ "action": "listed", "lessons": self.session.lessons().map_err(err)? }))
+            }
+            "propose" => {
+                let mut because = Vec::new();
+                let text = match (a.text, a.from) {
+                    (Some(t), None) => t,
+                    (None, Some(from)) => {
+                        let (t, id) = self.session.lesson_text_of(&from).map_err(err)?;
+                        because.push(id);
+                        t
+                    }
+                    _ => return Err("error: propose takes text or from (one of them)".into()),
+                };
+                let req = ProposeRequest {
+                    file: a.file.unwrap_or_else(|| "AGENTS.md".into()),
+                    edit: Edit::Append(text),
+                    because,
+                    reason: None,
+                };
+                let proposed = self.session.dry_run(a.dry_run, |s| s.propose_lesson(&req)).map_err(err)?;
+                let mut reply = Reply::of(&proposed)?;
+                if let Some(o) = reply.structured.as_object_mut() {
+                    o.insert("action".into(), "proposed".into());
+                }
+                Ok(reply)
+            }
+            "apply" => {
+                let id = a.id.ok_or("error: apply takes the lesson's id")?;
+                Reply::of(&self.session.dry_run(a.dry_run, |s| s.apply_lesson(&id)).map_err(err)?)
+            }
+            other => Err(format!("error: action: {other:?} is not list, propose or apply")),
+        }
+    }
+
     fn call(&mut self, name: &str, raw: Option<serde_json::Map<String, serde_json::Value>>) -> Option<ToolResult> {
         Some(match name {
             "recall" => args(name, raw).and_then(|a| self.recall(a)),
@@ -330,14 +378,36 @@ impl Warm {
             "show" => args(name, raw).and_then(|a| self.show(a)),
             "task_history" => args(name, raw).and_then(|a| self.task_history(a)),
             "construct_search" => args(name, raw).and_then(|a| self.construct_search(a)),
+            "refresh" => args::<tools::NoArgs>(name, raw).and_then(|_| self.refresh()),
+            "lessons" => args(name, raw).and_then(|a| self.lessons(a)),
             _ => return None,
         })
     }
 }
 
 impl NeoServer {
+    /// A server over `session`, its first client session started now.
     pub fn new(session: Session, fetch_org: FetchOrg) -> NeoServer {
-        NeoServer { warm: Arc::new(Mutex::new(Warm { session, fetch_org })) }
+        let server = NeoServer { warm: Arc::new(Mutex::new(Warm { session, fetch_org })), live: Arc::default() };
+        server.begin();
+        server
+    }
+
+    /// A handle for a new client session: the same warm memory, its own live view, started now.
+    pub fn for_client(&self) -> NeoServer {
+        let client = NeoServer { warm: self.warm.clone(), live: Arc::default() };
+        client.begin();
+        client
+    }
+
+    /// Start this client session's live view (left for the first call if memory cannot be read
+    /// yet).
+    fn begin(&self) {
+        let mut warm = self.warm.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        warm.session.put_live(None);
+        if warm.session.begin_live().is_ok() {
+            *self.live.lock().unwrap_or_else(|p| p.into_inner()) = warm.session.take_live();
+        }
     }
 }
 
@@ -366,7 +436,16 @@ impl ServerHandler for NeoServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let mut warm = self.warm.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let result = match warm.call(&request.name, request.arguments) {
+        // This client session's view goes in for the call and comes back out after it.
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        warm.session.put_live(live.take());
+        if !warm.session.is_live() {
+            let _ = warm.session.begin_live();
+        }
+        let result = warm.call(&request.name, request.arguments);
+        *live = warm.session.take_live();
+        drop(live);
+        let result = match result {
             Some(r) => r,
             None => {
                 return Err(McpError::invalid_params(

@@ -251,6 +251,34 @@ pub fn all() -> Vec<Tool> {
             json!({"hits": {"type": "array", "items": {"required": ["name", "title", "score"]}}}),
             &["hits"],
         )),
+        Tool::new(
+            "refresh",
+            "Take in what changed in memory since this session started (recall says `stale`).",
+            schema(json!({}), &[]),
+        )
+        .annotate(read_only())
+        .with_raw_output_schema(output(json!({"since": {"type": "string"}, "taken_in": {"type": "object"}}), &["since"])),
+        Tool::new(
+            "lessons",
+            "Lessons as patches to AGENTS.md or a skill: list; propose (appends `text`, or a record's, `from`); \
+             apply (writes the file; review first).",
+            schema(
+                json!({
+                    "action": {"enum": ["list", "propose", "apply"]},
+                    "file": {"type": "string", "description": "default AGENTS.md"},
+                    "text": {"type": "string"},
+                    "from": id(),
+                    "id": id(),
+                    "dry_run": dry_run()
+                }),
+                &["action"],
+            ),
+        )
+        .annotate(ToolAnnotations::new().read_only(false).destructive(false).open_world(false))
+        .with_raw_output_schema(output(
+            json!({"action": {"enum": ["listed", "proposed", "applied"]}, "lessons": records(), "id": {"type": "string"}}),
+            &["action"],
+        )),
     ]
 }
 
@@ -303,6 +331,22 @@ fn check_value(field: &str, schema: &Value, value: &Value) -> Result<(), String>
         _ => {}
     }
     Ok(())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LessonsArgs {
+    pub action: String,
+    pub file: Option<String>,
+    pub text: Option<String>,
+    pub from: Option<String>,
+    pub id: Option<String>,
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 #[derive(Deserialize)]

@@ -22,6 +22,7 @@ pub mod conflicts;
 mod eval;
 pub mod expand;
 pub mod layer;
+pub mod pin;
 pub mod render;
 
 pub use eval::{metrics, rank_flat, Mode};
@@ -72,6 +73,9 @@ pub struct Request {
     pub floor: f64,
     /// When a first pass is expanded once ([`expand`]; `neo.recall.expand`).
     pub expand: expand::When,
+    /// A live session's view ([`pin`]): constraints as they stood when it started, and records
+    /// it has not seen marked new.
+    pub pin: Option<Arc<pin::Pin>>,
 }
 
 /// One recalled record.
@@ -152,6 +156,10 @@ pub struct Item {
     /// knows what it hides.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Override>,
+    /// Written since the live session asking started (by another writer): shown, not yet taken
+    /// in ([`pin`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub new_since_session: bool,
 }
 
 /// A fact a stronger scope's fact with the same key answers for.
@@ -239,6 +247,9 @@ pub struct Recall {
     /// Candidates the lexical and the vector index offered before ranking (for telemetry).
     #[serde(skip)]
     pub candidates: [usize; 2],
+    /// Memory changed under the live session asking ([`pin`]); set by the session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<pin::Stale>,
 }
 
 /// A matching section of an ingested document.
@@ -352,6 +363,7 @@ fn item(e: &Entry, state: &State, rank: Rank, fusion: &Fusion, now: Timestamp) -
         cites: cited(e, state),
         same_words: Vec::new(),
         overrides: Vec::new(),
+        new_since_session: false,
     }
 }
 
@@ -498,7 +510,8 @@ pub fn recall(
         .iter()
         .filter_map(|id| state.entries.get(id))
         .filter(|e| {
-            e.status == Status::Valid
+            // A live session keeps its constraints as they stood when it started.
+            req.pin.as_ref().map_or(e.status == Status::Valid, |p| p.as_started(e))
                 && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
                 && e.in_effect_at(req.now)
                 && (req.types.is_empty() || req.types.contains(&FactType::Constraint))
@@ -650,7 +663,23 @@ pub fn recall(
         expanded: None,
         query_vector: None,
         candidates: [lexical.len(), vector.len()],
+        stale: None,
     };
+    if let Some(pin) = &req.pin {
+        for i in out.all_items_mut() {
+            i.new_since_session = !pin.has_seen(&i.id);
+        }
+        // The session's constraints are shown as they stood: in force, with no replacement it
+        // has not taken in, and not among what is no longer true.
+        for c in &mut out.constraints {
+            if c.status != Status::Valid {
+                c.status = Status::Valid;
+                c.replaced_by.clear();
+            }
+        }
+        let held: HashSet<RecordId> = out.constraints.iter().map(|c| c.id).collect();
+        out.invalidated.retain(|i| !held.contains(&i.id));
+    }
     if let Some(origins) = &req.origins {
         for i in out.all_items_mut() {
             if let Some(s) = origins.get(&i.id) {

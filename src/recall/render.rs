@@ -42,6 +42,9 @@ fn line(s: &mut String, i: &Item, with_body: bool, all: bool) {
 
 /// Review flags, citations and linked facts, indented under an item.
 fn extras(s: &mut String, i: &Item) {
+    if i.new_since_session {
+        let _ = writeln!(s, "  - new since this session started (not yet taken in)");
+    }
     for c in &i.cites {
         let lines = c.lines.map(|[a, b]| format!(" (lines {a}–{b})")).unwrap_or_default();
         let _ = writeln!(s, "  - cites `{}#{}`{lines}", md(&c.path), md(&c.section));
@@ -101,6 +104,10 @@ pub fn markdown(r: &Recall) -> String {
     let _ = writeln!(s, "# Memory for: {}\n", md(&r.query));
     if !r.semantic {
         let _ = writeln!(s, "_Lexical recall only (no embedding model installed)._\n");
+    }
+    if let Some(stale) = &r.stale {
+        // The constraints below are the session's own, as they stood; this says what is newer.
+        let _ = writeln!(s, "> **Stale:** {}. {}\n", md(&stale.summary), md(&stale.refresh));
     }
     // Every item says its scope when several were read; a single scope other than the project
     // is said here too.

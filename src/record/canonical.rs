@@ -12,7 +12,7 @@
 //! - The body has LF line endings, no leading blank lines, and ends with exactly one `\n`, or is empty.
 
 use super::{
-    Anchor, Attempt, Fact, Outcome, Payload, Record, Relation, Retraction, Source, Supersession, FORMAT_VERSION,
+    Anchor, Attempt, Fact, Lesson, Outcome, Payload, Record, Relation, Retraction, Source, Supersession, FORMAT_VERSION,
 };
 use std::fmt::Write;
 
@@ -215,6 +215,17 @@ fn outcome(w: &mut Writer, o: &Outcome) {
     w.str("key", &o.key);
 }
 
+fn lesson(w: &mut Writer, l: &Lesson) {
+    w.str("file", &l.file);
+    w.plain("change", l.change);
+    w.str("before", &l.before);
+    w.str("after", &l.after);
+    w.str("original", &l.original);
+    let because: Vec<String> = l.because.iter().map(|b| b.to_hex()).collect();
+    w.list("because", &because);
+    w.str("reason", &l.reason);
+}
+
 fn retraction(w: &mut Writer, r: &Retraction) {
     w.str("target", &r.target.to_hex());
     w.str("reason", &r.reason);
@@ -247,6 +258,7 @@ pub fn to_bytes(record: &Record) -> Vec<u8> {
         Payload::Outcome(o) => outcome(&mut w, o),
         Payload::Retraction(r) => retraction(&mut w, r),
         Payload::Source(s) => source(&mut w, s),
+        Payload::Lesson(l) => lesson(&mut w, l),
     }
     w.str("author", &record.author);
     w.str("created_at", &record.created_at.to_string());

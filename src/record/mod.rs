@@ -65,6 +65,7 @@ word_enum!(
         Outcome => "outcome",
         Retraction => "retraction",
         Source => "source",
+        Lesson => "lesson",
     }
 );
 
@@ -78,6 +79,7 @@ impl Kind {
             Kind::Outcome => "outcomes",
             Kind::Retraction => "retractions",
             Kind::Source => "sources",
+            Kind::Lesson => "lessons",
         }
     }
 
@@ -108,6 +110,15 @@ impl FactType {
         matches!(self, FactType::Failure | FactType::Review)
     }
 }
+
+word_enum!(
+    /// What a lesson patch does to its file: only inserts lines (`append`, the kind
+    /// `neo.lessons.mode=auto` applies), or anything else (`rewrite`, always reviewed).
+    LessonChange {
+        Append => "append",
+        Rewrite => "rewrite",
+    }
+);
 
 word_enum!(
     /// Where a fact's knowledge came from.
@@ -466,6 +477,25 @@ pub struct Retraction {
     pub reason: String,
 }
 
+/// A procedural lesson as a patch to one of the project's instruction files (see
+/// `crate::lesson` for the rules and docs/lessons.md). The body holds why, then the unified diff
+/// from `original` to the content whose hash is `after`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Lesson {
+    /// The instruction file, repository-relative (`AGENTS.md`, `.claude/skills/x/SKILL.md`, …).
+    pub file: String,
+    pub change: LessonChange,
+    /// BLAKE3 of the file's content the patch was made from, and of what applying it gives.
+    pub before: String,
+    pub after: String,
+    /// The file's whole content the patch was made from (restore writes it back).
+    pub original: String,
+    /// The records the lesson rests on (facts, failures, attempts).
+    pub because: Vec<RecordId>,
+    /// One line: what the lesson says and why it was proposed.
+    pub reason: String,
+}
+
 /// The kind-specific part of a record.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -476,6 +506,7 @@ pub enum Payload {
     Outcome(Outcome),
     Retraction(Retraction),
     Source(Source),
+    Lesson(Lesson),
 }
 
 /// One memory record, as typed data.
@@ -504,6 +535,7 @@ impl Record {
             Payload::Outcome(o) => format!("{} {} {}", o.target.short(), o.signal, o.delta),
             Payload::Retraction(r) => format!("forget {}: {}", r.target.short(), r.reason),
             Payload::Source(s) => format!("{} ({})", s.title, s.path),
+            Payload::Lesson(l) => format!("lesson for {}: {}", l.file, l.reason),
         }
     }
 
@@ -520,6 +552,14 @@ impl Record {
     pub fn as_source(&self) -> Option<&Source> {
         match &self.payload {
             Payload::Source(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The lesson payload, if this record is a lesson patch.
+    pub fn as_lesson(&self) -> Option<&Lesson> {
+        match &self.payload {
+            Payload::Lesson(l) => Some(l),
             _ => None,
         }
     }
@@ -547,6 +587,7 @@ impl Record {
             Payload::Outcome(o) => vec![("target", o.target)],
             Payload::Retraction(r) => vec![("target", r.target)],
             Payload::Source(_) => Vec::new(),
+            Payload::Lesson(l) => l.because.iter().map(|b| ("because", *b)).collect(),
         }
     }
 

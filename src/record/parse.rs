@@ -7,9 +7,9 @@
 
 use super::validate::{validate, Problem, Problems};
 use super::{
-    AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Citation, Fact, FactType, Kind, LineRange, Milli,
-    Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction, Section, Source, Supersession,
-    SupersessionMethod, Timestamp, FORMAT_VERSION,
+    AffectedFile, Anchor, Attempt, Check, CheckResult, CheckSource, Citation, Fact, FactType, Kind, Lesson,
+    LessonChange, LineRange, Milli, Outcome, Payload, Provenance, Record, RecordId, Relation, RelationType, Retraction,
+    Section, Source, Supersession, SupersessionMethod, Timestamp, FORMAT_VERSION,
 };
 use serde_yaml::{Mapping, Value};
 
@@ -449,6 +449,25 @@ fn parse_outcome(f: &mut Fields) -> Outcome {
     }
 }
 
+fn parse_lesson(f: &mut Fields) -> Lesson {
+    let file = f.req_str("file");
+    let change = f.word("change", true, LessonChange::from_word, LessonChange::expected());
+    let before = f.req_str("before");
+    let after = f.req_str("after");
+    let original = f.req_str("original");
+    let because = f.id_list("because");
+    let reason = f.req_str("reason");
+    Lesson {
+        file: file.unwrap_or_default(),
+        change: change.unwrap_or(LessonChange::Rewrite),
+        before: before.unwrap_or_default(),
+        after: after.unwrap_or_default(),
+        original: original.unwrap_or_default(),
+        because,
+        reason: reason.unwrap_or_default(),
+    }
+}
+
 fn parse_retraction(f: &mut Fields) -> Retraction {
     let target = f.req_id("target");
     let reason = f.req_str("reason");
@@ -658,6 +677,7 @@ pub fn parse(bytes: &[u8]) -> Result<Record, Problems> {
         Some(Kind::Outcome) => Payload::Outcome(parse_outcome(&mut f)),
         Some(Kind::Retraction) => Payload::Retraction(parse_retraction(&mut f)),
         Some(Kind::Source) => Payload::Source(parse_source(&mut f)),
+        Some(Kind::Lesson) => Payload::Lesson(parse_lesson(&mut f)),
         None => {
             // Without a kind the remaining fields cannot be judged; report only what was found so far.
             return Err(Problems(f.problems));

@@ -444,6 +444,32 @@ pub fn validate(record: &Record) -> Vec<Problem> {
         Payload::Retraction(r) => {
             check_line(&mut p, "reason", &r.reason, MAX_LINE_CHARS, "why the record should be forgotten");
         }
+        Payload::Lesson(l) => {
+            // The patch's own consistency (hashes, diff, allowed target) is `crate::lesson::check`,
+            // which `verify` and `lesson apply` run; here only what every record must be.
+            check_repo_path(&mut p, "file", &l.file);
+            for (name, v) in [("before", &l.before), ("after", &l.after)] {
+                if v.len() != 64 || !super::id::is_lower_hex(v) {
+                    p.push(Problem::new(name, "must be a BLAKE3 hash: 64 lowercase hex digits"));
+                }
+            }
+            if let Some(c) = first_forbidden(&l.original, true, &[]) {
+                p.push(Problem::new("original", format!("contains {}, which records do not store", describe(c))));
+            }
+            if l.original.len() > MAX_BODY_BYTES {
+                p.push(Problem::new(
+                    "original",
+                    format!("is {} bytes; the limit is {MAX_BODY_BYTES}", l.original.len()),
+                ));
+            }
+            if l.because.len() > MAX_ANCHORS {
+                p.push(Problem::new(
+                    "because",
+                    format!("names {} records; the limit is {MAX_ANCHORS}", l.because.len()),
+                ));
+            }
+            check_line(&mut p, "reason", &l.reason, MAX_LINE_CHARS, "what the lesson says and why");
+        }
     }
     check_line(&mut p, "author", &record.author, MAX_LINE_CHARS, "who wrote the record, as \"Name <email>\"");
     if !record.created_at.in_range() {

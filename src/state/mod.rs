@@ -177,7 +177,7 @@ pub fn anchors_from_paths(paths: &[String], commit: Option<&str>) -> Vec<Anchor>
 }
 
 impl Entry {
-    fn new(id: RecordId, record: Record, status: Status, confidence: Milli) -> Entry {
+    pub(crate) fn new(id: RecordId, record: Record, status: Status, confidence: Milli) -> Entry {
         Entry {
             id,
             record,

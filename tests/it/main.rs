@@ -18,6 +18,7 @@ mod forge;
 mod format;
 mod hostile;
 mod instructions;
+mod lessons;
 mod mcp;
 mod modes;
 mod outcomes;

@@ -92,8 +92,22 @@ pub struct Changes {
     /// Documents ingested (new, or a new version of one).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub documents: Vec<DocumentAdded>,
+    /// Lesson patches proposed to the agents' instruction files, each with its diff.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lessons: Vec<LessonAdded>,
     /// Changes that are not additions of record files (never made by git-neo).
     pub other_changes: Vec<TreeChange>,
+}
+
+/// A lesson patch proposed in the range.
+#[derive(Clone, Debug, Serialize)]
+pub struct LessonAdded {
+    pub id: RecordId,
+    pub file: String,
+    pub change: String,
+    pub reason: String,
+    /// The unified diff it would apply (empty when the body holds none).
+    pub diff: String,
 }
 
 /// A document ingested in the range.
@@ -177,6 +191,13 @@ pub fn changes(store: &Store, from: Option<ObjectId>, to: ObjectId) -> Result<Ch
                 target_summary: summary(&after, &x.target),
                 reason: x.reason.clone(),
             }),
+            Payload::Lesson(l) => out.lessons.push(LessonAdded {
+                id,
+                file: l.file.clone(),
+                change: l.change.to_string(),
+                reason: l.reason.clone(),
+                diff: crate::lesson::diff_of_body(&r.body).unwrap_or_default().to_string(),
+            }),
             Payload::Source(d) => out.documents.push(DocumentAdded {
                 id,
                 path: d.path.clone(),
@@ -246,6 +267,7 @@ impl Changes {
             && self.corrected.is_empty()
             && self.forgotten.is_empty()
             && self.confidence.is_empty()
+            && self.lessons.is_empty()
             && self.other_changes.is_empty()
     }
 
@@ -264,6 +286,7 @@ impl Changes {
         count(self.corrected.len(), "correction", "corrections");
         count(self.forgotten.len(), "forget", "forgets");
         count(self.confidence.len(), "confidence change", "confidence changes");
+        count(self.lessons.len(), "lesson proposed", "lessons proposed");
         count(self.other_changes.len(), "change that is not an addition", "changes that are not additions");
         if parts.is_empty() {
             "no changes".into()
@@ -344,6 +367,15 @@ impl Changes {
                 let _ = writeln!(s, "- `{}` {}: {}", x.target.short(), md(&x.target_summary), md(&x.reason));
             }
             s.push('\n');
+        }
+        if !self.lessons.is_empty() {
+            let _ = writeln!(s, "{} Lessons proposed to the instruction files\n", h(level));
+            for x in &self.lessons {
+                let _ = writeln!(s, "- `{}` {} ({}): {}\n", x.id.short(), md(&x.file), x.change, md(&x.reason));
+                // Every diff line starts with ' ', '+' or '-': none can close the fence.
+                let shown: String = x.diff.lines().map(|l| format!("{}\n", crate::display::escape(l))).collect();
+                let _ = writeln!(s, "```diff\n{shown}```\n");
+            }
         }
         if !self.confidence.is_empty() {
             let _ = writeln!(s, "{} Confidence changes\n", h(level));

@@ -253,6 +253,31 @@ impl Session {
             summary.push(("recalls kept".into(), "none: telemetry is off (neo.telemetry)".into()));
         }
 
+        // Lessons of the project's memory, newest first, and their counts.
+        let mut lessons = Vec::new();
+        if let Ok(memory) = self.memory_of(&crate::scope::Scope::Project) {
+            let c = crate::api::lessons::counts(memory.state());
+            if c != crate::api::lessons::LessonCounts::default() {
+                summary.push((
+                    "lessons".into(),
+                    format!(
+                        "{} proposed (waiting), {} applied, {} restored, {} rejected",
+                        c.proposed, c.applied, c.restored, c.rejected
+                    ),
+                ));
+            }
+            for l in memory.lessons().into_iter().rev() {
+                lessons.push(crate::report::LessonRow {
+                    id: l.id.short(),
+                    file: l.file,
+                    status: serde_json::to_value(l.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    reason: l.reason,
+                });
+            }
+        }
         all_chains.sort_by_key(|c| std::cmp::Reverse(c.len()));
         all_chains.truncate(CHAINS);
         Ok(ReportData {
@@ -269,6 +294,7 @@ impl Session {
             charts,
             chains: all_chains,
             curation: last_curation(&project.caches().last_curation()),
+            lessons,
         })
     }
 }

@@ -185,6 +185,12 @@ pub fn verify(
         if let Some(p) = crate::record::validate::check_not_future(r.record.created_at, now) {
             problems.push(find(&path, &p.field, p.message));
         }
+        // A lesson patch must be what it says: its hashes, its diff and its target agree.
+        if let Payload::Lesson(l) = &r.record.payload {
+            if let Err(why) = crate::lesson::check(l, &r.record.body) {
+                problems.push(find(&path, "body", format!("is not a consistent lesson patch: {why}")));
+            }
+        }
         for (field, id) in r.record.references() {
             if present.contains(&id) {
                 continue;

@@ -47,7 +47,31 @@ pub struct CurateReport {
     pub pending_in_review: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_commit: Option<String>,
+    /// Lessons proposed from what keeps going wrong (project scope, unless `neo.lessons.mode`
+    /// is off), each its own record; in a dry run, those that would be.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lessons: Vec<CuratedLesson>,
 }
+
+/// A lesson curation proposed.
+#[derive(Clone, Debug, Serialize)]
+pub struct CuratedLesson {
+    /// The lesson record (none in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<RecordId>,
+    pub file: String,
+    pub text: String,
+    pub because: Vec<RecordId>,
+    pub reason: String,
+    /// `neo.lessons.mode=auto` applied it to the work tree.
+    pub applied: bool,
+    /// Why it was not proposed (the file cannot take a lesson: a symlink, too large, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// The file curation's lessons go to.
+pub const LESSONS_FILE: &str = "AGENTS.md";
 
 /// What no-model synthesis does, said in every report that merged something.
 pub const SYNTHESIS_NOTE: &str =
@@ -55,8 +79,60 @@ pub const SYNTHESIS_NOTE: &str =
 central member, with the others' distinct tags and anchors and the highest confidence";
 
 impl Session {
-    /// Curate the target scope (see the module docs).
+    /// Curate the target scope (see the module docs), then, for the project, propose the
+    /// lessons its failures and attempts show ([`curate::lessons`]).
     pub fn curate(&mut self, opts: CurateOptions) -> Result<CurateReport> {
+        let mut report = self.curate_facts(opts)?;
+        if self.target() == Scope::Project {
+            report.lessons = self.curate_lessons(opts.dry_run)?;
+        }
+        Ok(report)
+    }
+
+    /// Propose each lesson [`curate::lessons`] finds, as its own record, to [`LESSONS_FILE`].
+    fn curate_lessons(&mut self, dry_run: bool) -> Result<Vec<CuratedLesson>> {
+        let memory = self.memory()?;
+        if memory.lessons_mode()? == crate::config::LessonsMode::Off || memory.store().work_dir().is_none() {
+            return Ok(Vec::new());
+        }
+        // Every reason a lesson already gives, taken, waiting or turned down.
+        let given: BTreeSet<String> =
+            memory.state().iter().filter_map(|e| e.record.as_lesson()).map(|l| l.reason.clone()).collect();
+        let candidates = curate::lessons(memory.state(), &given);
+        let mut out = Vec::new();
+        for c in candidates {
+            let req = crate::api::lessons::ProposeRequest {
+                file: LESSONS_FILE.to_string(),
+                edit: crate::api::lessons::Edit::Append(c.text.clone()),
+                because: c.because.clone(),
+                reason: Some(c.reason.clone()),
+            };
+            let mut lesson = CuratedLesson {
+                id: None,
+                file: req.file.clone(),
+                text: c.text,
+                because: c.because,
+                reason: c.reason,
+                applied: false,
+                skipped: None,
+            };
+            if !dry_run {
+                match self.propose_lesson(&req) {
+                    Ok(p) => {
+                        lesson.id = Some(p.outcome.id);
+                        lesson.applied = p.applied.is_some();
+                    }
+                    // The rest of curation stands; the report says why this one did not.
+                    Err(e) if e.category() == crate::error::Category::User => lesson.skipped = Some(e.to_string()),
+                    Err(e) => return Err(e),
+                }
+            }
+            out.push(lesson);
+        }
+        Ok(out)
+    }
+
+    fn curate_facts(&mut self, opts: CurateOptions) -> Result<CurateReport> {
         let scope = self.target();
         let project = self.project_store()?;
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
@@ -149,6 +225,7 @@ impl Session {
             pending_in_review,
             memory_commit: None,
             plan,
+            lessons: Vec::new(),
         };
         if opts.dry_run {
             return Ok(report);

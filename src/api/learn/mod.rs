@@ -6,5 +6,6 @@
 pub mod attempts;
 pub mod curate;
 pub mod feedback;
+pub mod lessons;
 pub(crate) mod outcomes;
 pub mod telemetry;

@@ -12,7 +12,7 @@ impl Session {
     /// The scopes a recall reads: the one asked for, or every scope there is with the sessions
     /// of this worktree alone unless `all_sessions` (those that cannot be read are left out with
     /// a notice; the project must answer).
-    fn recall_scopes(&mut self, all_sessions: bool) -> Result<Vec<Scope>> {
+    pub(super) fn recall_scopes(&mut self, all_sessions: bool) -> Result<Vec<Scope>> {
         let wanted = match &self.opts.scope {
             Some(s) => vec![s.clone()],
             None => {
@@ -234,6 +234,7 @@ impl Session {
         if scopes.len() > 1 {
             self.union_of(&scopes);
         }
+        let live = self.live_view(&scopes)?;
         let req = Request {
             query: q.query.clone(),
             k: q.k,
@@ -247,6 +248,7 @@ impl Session {
             fusion,
             expand,
             floor,
+            pin: live.as_ref().map(|(p, _)| p.clone()),
         };
         let parts: Vec<crate::api::recall::Part<'_>> = scopes
             .iter()
@@ -264,6 +266,7 @@ impl Session {
             _ => self.union.as_ref().map(|u| (&u.state, u.origins.clone())),
         };
         let mut result = crate::api::recall::recall_parts(&parts, union, reborrow(&mut self.warm.embedder), &req)?;
+        result.stale = live.and_then(|(_, s)| s);
         // The project's documents come after the memories: the sections that match best.
         if let Some(project) = self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
             let qv = result.query_vector.as_ref().map(|(_, v)| v.as_slice());

@@ -54,6 +54,12 @@ impl Session {
         Ok(paths)
     }
 
+    /// The full id of the record `prefix` names in the target memory (`field` is named in the
+    /// error when none or several match).
+    pub fn resolve_id(&mut self, field: &str, prefix: &str) -> Result<RecordId> {
+        self.memory()?.resolve(field, prefix)
+    }
+
     /// The records of `ids` the target memory holds, with their derived state, in that order.
     pub fn entries(&mut self, ids: &[RecordId]) -> Result<Vec<Entry>> {
         let state = self.memory()?.state();

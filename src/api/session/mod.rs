@@ -23,6 +23,8 @@ pub(crate) mod options;
 
 mod across;
 mod front;
+mod live;
+pub use live::Refreshed;
 
 use crate::api::attempts::AttemptRequest;
 use crate::api::verify::Report;
@@ -56,6 +58,15 @@ pub struct Session {
     warm: Warm,
     /// Writes are planned and rendered, not committed (see [`Session::dry_run`]).
     dry_run: bool,
+    /// A live session's view of memory (`recall::pin`), when a front end started one.
+    pin: Option<LivePin>,
+}
+
+/// A live session's pin, and the stale notice last worked out (by the number of records the
+/// session's memories held then: records are only ever added).
+pub struct LivePin {
+    pin: Arc<crate::recall::pin::Pin>,
+    stale: Option<(usize, Option<crate::recall::pin::Stale>)>,
 }
 
 /// Recall indexes and the tips they were opened at.
@@ -267,6 +278,7 @@ impl Session {
             parts: BTreeMap::new(),
             union: None,
             dry_run: false,
+            pin: None,
             warm: Warm {
                 embedder: None,
                 no_embedder: None,
@@ -433,8 +445,14 @@ impl Session {
             }
         };
         if stale {
-            let memory = self.load_memory_of(scope)?;
-            self.parts.entry(scope.clone()).or_default().memory = Some(memory);
+            let mut memory = self.load_memory_of(scope)?;
+            // A live session's record of its own writes outlives the reload.
+            let part = self.parts.entry(scope.clone()).or_default();
+            memory.written = part.memory.as_mut().and_then(|m| m.written.take());
+            if self.pin.is_some() && memory.written.is_none() {
+                memory.written = Some(Vec::new());
+            }
+            part.memory = Some(memory);
         }
         Ok(self.parts.get_mut(scope).and_then(|p| p.memory.as_mut()).expect("loaded above"))
     }
@@ -580,6 +598,61 @@ impl Session {
         let mut c = memory.confirm(id, anchors, reason, &wc)?;
         c.outcome = self.share(c.outcome, &wc)?;
         Ok(c)
+    }
+
+    /// Propose a lesson patch to one of the project's instruction files (`git neo lesson
+    /// propose`); in `neo.lessons.mode=auto` an append-only one is applied at once.
+    pub fn propose_lesson(
+        &mut self,
+        req: &crate::api::lessons::ProposeRequest,
+    ) -> Result<crate::api::lessons::Proposed> {
+        let (memory, wc) = self.writing()?;
+        let record = memory.plan_lesson(req, &wc)?;
+        let mut p = memory.propose_lesson(record, &wc)?;
+        p.outcome = self.share(p.outcome, &wc)?;
+        Ok(p)
+    }
+
+    /// The lesson text a record gives (`git neo lesson propose --from ID`): a fact's subject, an
+    /// attempt's inference (else its task and action), and the record's id to rest on.
+    pub fn lesson_text_of(&mut self, id: &str) -> Result<(String, RecordId)> {
+        let memory = self.memory()?;
+        let rid = memory.resolve("from", id)?;
+        let e = &memory.state().entries[&rid];
+        let text = match &e.record.payload {
+            crate::record::Payload::Fact(f) => f.subject.clone(),
+            crate::record::Payload::Attempt(a) => {
+                a.inference.clone().unwrap_or_else(|| format!("For {}: {}", a.task, a.action))
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "from",
+                    format!(
+                        "{} is a {}; a lesson comes from a fact, a failure or an attempt",
+                        rid.short(),
+                        e.record.kind
+                    ),
+                ))
+            }
+        };
+        Ok((text, rid))
+    }
+
+    /// Every lesson of the target memory, oldest first.
+    pub fn lessons(&mut self) -> Result<Vec<crate::api::lessons::LessonView>> {
+        Ok(self.memory()?.lessons())
+    }
+
+    /// Apply a lesson to the work tree (`git neo lesson apply`).
+    pub fn apply_lesson(&mut self, id: &str) -> Result<crate::api::lessons::WorkTreeEdit> {
+        let (memory, wc) = self.writing()?;
+        memory.apply_lesson(id, &wc)
+    }
+
+    /// Restore the file a lesson changed (`git neo lesson restore`; only with `yes`).
+    pub fn restore_lesson(&mut self, id: &str, yes: bool) -> Result<crate::api::lessons::WorkTreeEdit> {
+        let (memory, wc) = self.writing()?;
+        memory.restore_lesson(id, yes, &wc)
     }
 
     /// Undo a supersession, an outdated mark or a forget; returns the records it restores.

@@ -316,6 +316,10 @@ impl Memory {
         let moved = plan.expected_tip.is_some() && before != expected_tip;
         let (commits, added) = commit_groups(&target.store, &groups, ctx, plan.create, progress)?;
         target.absorb(groups, commits.last().copied())?;
+        // A live session sees its own writes at once (`recall::pin`).
+        if let Some(written) = self.written.as_mut() {
+            written.extend(ids.iter().map(|(id, _)| *id));
+        }
         Ok(Applied { ids, added, commits, proposed, moved, dry_run: None })
     }
 
