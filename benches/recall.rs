@@ -196,6 +196,7 @@ fn main() {
                     fusion: Default::default(),
                     floor: git_neo::recall::DEFAULT_RECALL_FLOOR,
                     expand: git_neo::recall::expand::When::Never,
+                    pin: None,
                 };
                 let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, &[], true);
                 lat.push(t.elapsed());

@@ -15,6 +15,13 @@ pub fn current_session(git_dir: &Path) -> PathBuf {
     git_dir.join("neo").join("session")
 }
 
+/// The live sessions of the worktree whose own git directory is `git_dir` (CLI working sessions
+/// and prompt-hook conversations): what each had seen when it started (`recall::pin`). Per
+/// worktree, like [`current_session`].
+pub fn live_sessions(git_dir: &Path) -> PathBuf {
+    git_dir.join("neo").join("live")
+}
+
 /// The `neo/` directory of one repository.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheDir {

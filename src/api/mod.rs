@@ -33,7 +33,7 @@ pub use write::{ingest, updates};
 
 pub use crate::config::DEFAULT_SERVER_MEMORY;
 pub use correct::{History, HistoryEvent, Rechecked, Repair};
-pub use session::{Clock, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
+pub use session::{Clock, LiveKey, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
 
 pub use export::ExportedFact;
 pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
@@ -94,9 +94,10 @@ pub struct Memory {
     /// The sections of the ingested documents and their vectors, kept between recalls of a warm
     /// session (see `documents.rs`).
     documents: std::sync::Mutex<Option<documents::DocumentCache>>,
-    /// Records this process wrote through [`Memory::apply`], kept while a live session needs
-    /// them (`Some`: see `recall::pin`), carried across reloads.
-    pub(crate) written: Option<Vec<RecordId>>,
+    /// Records this process wrote through [`Memory::apply`] and nobody has taken yet: a live
+    /// session counts them as its own (`recall::pin`). Carried across reloads; drained by the
+    /// session after each command or recall.
+    pub(crate) written: Vec<RecordId>,
 }
 
 /// A record's file and its derived state, for `show`.
@@ -149,7 +150,7 @@ impl Memory {
             proposals: None,
             scope: crate::scope::Scope::Project,
             documents: std::sync::Mutex::new(None),
-            written: None,
+            written: Vec::new(),
         };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;

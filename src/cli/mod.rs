@@ -500,7 +500,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
 /// Run `command` with `ctx` and return the exit code (in this process, or in the background
 /// server for a client).
 fn execute(ctx: &mut Ctx, command: Command) -> i32 {
-    let result = match command {
+    let result = dispatch(ctx, command);
+    // What this command wrote is the own writes of this worktree's live sessions.
+    if let Err(e) = ctx.session.keep_own_writes() {
+        ctx.out.warn(&format!("git-neo could not note this command's writes for the live sessions here: {e}"));
+    }
+    finish(ctx, result)
+}
+
+fn dispatch(ctx: &mut Ctx, command: Command) -> Result<(), Error> {
+    match command {
         Command::Init(a) => init::run(ctx, a),
         Command::Add(a) => add::run(ctx, *a),
         Command::Attempt(a) => attempt::attempt(ctx, a),
@@ -551,7 +560,11 @@ fn execute(ctx: &mut Ctx, command: Command) -> i32 {
         Command::Completions(a) => completions::run(ctx, a),
         Command::CompleteIds(a) => completions::ids(ctx, a),
         Command::Daemon(c) => daemon::run(ctx, c),
-    };
+    }
+}
+
+/// Say the notices, and the error if the command failed; the exit code.
+fn finish(ctx: &mut Ctx, result: Result<(), Error>) -> i32 {
     ctx.say_notices();
     match result {
         Ok(()) => ctx.exit.unwrap_or(ctx.out.finish()),

@@ -2,7 +2,7 @@
 
 use super::Ctx;
 use git_neo::api::telemetry::Front;
-use git_neo::api::RecallQuery;
+use git_neo::api::{LiveKey, RecallQuery};
 use git_neo::embed::{FastEmbedder, ModelPaths};
 use git_neo::Error;
 
@@ -38,7 +38,9 @@ pub enum ModelCommand {
 }
 
 pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
-    let result = answer(ctx, args, Front::Cli)?;
+    // Inside a working session, recall answers at what the session started from.
+    let live = ctx.session.places().current_session().map(LiveKey::Working);
+    let result = answer(ctx, args, Front::Cli, live)?;
     if ctx.out.json {
         ctx.out.json(&result);
     } else {
@@ -50,15 +52,31 @@ pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
 }
 
 /// Recall for `query` with the defaults and a `budget`: what the prompt hook prints.
-pub fn answer_for(ctx: &mut Ctx, query: String, budget: usize) -> Result<git_neo::recall::Recall, Error> {
+/// Inside conversation `conversation` (the agent's id for it), the answer is at what the
+/// conversation started from.
+pub fn answer_for(
+    ctx: &mut Ctx,
+    query: String,
+    budget: usize,
+    conversation: Option<String>,
+) -> Result<git_neo::recall::Recall, Error> {
     answer(
         ctx,
         RecallArgs { query, k: 5, budget, types: Vec::new(), area: None, as_of: None, all_sessions: false },
         Front::Hook,
+        conversation.filter(|c| !c.trim().is_empty()).map(LiveKey::Conversation),
     )
 }
 
-fn answer(ctx: &mut Ctx, args: RecallArgs, front: Front) -> Result<git_neo::recall::Recall, Error> {
+fn answer(
+    ctx: &mut Ctx,
+    args: RecallArgs,
+    front: Front,
+    live: Option<LiveKey>,
+) -> Result<git_neo::recall::Recall, Error> {
+    if let Some(key) = &live {
+        ctx.session.resume_live(key)?;
+    }
     let query = RecallQuery {
         query: args.query,
         k: args.k,
@@ -69,8 +87,19 @@ fn answer(ctx: &mut Ctx, args: RecallArgs, front: Front) -> Result<git_neo::reca
         front: Some(front),
         all_sessions: args.all_sessions,
     };
-    let result = ctx.session.recall(&query);
+    let mut result = ctx.session.recall(&query);
     ctx.say_notices();
+    if let (Ok(r), Some(key)) = (result.as_mut(), &live) {
+        if let Some(stale) = r.stale.as_mut() {
+            stale.refresh = match key {
+                LiveKey::Working(_) => "Run `git neo session refresh` to take it in.".into(),
+                LiveKey::Conversation(id) => format!(
+                    "A new conversation takes it in (or `git neo session refresh --conversation {}`).",
+                    git_neo::display::escape(id)
+                ),
+            };
+        }
+    }
     result
 }
 

@@ -2,6 +2,7 @@
 //! (docs/scopes.md) and an agent's working sessions.
 
 use super::Ctx;
+use git_neo::api::LiveKey;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -21,6 +22,13 @@ pub enum SessionCommand {
     },
     /// The sessions of this clone; the current one is marked.
     List,
+    /// Take in what changed in memory since this worktree's session (or a prompt-hook
+    /// conversation) started: recall answers at its start until then, and says it is stale.
+    Refresh {
+        /// A prompt-hook conversation, by the agent's id for it (default: the current session).
+        #[arg(long, value_name = "ID")]
+        conversation: Option<String>,
+    },
     /// Move a session's valid facts to another scope as new records naming where they came
     /// from, then drop the session.
     Promote {
@@ -99,6 +107,8 @@ pub fn session(ctx: &mut Ctx, command: SessionCommand) -> Result<(), Error> {
     match command {
         SessionCommand::Start { name } => {
             let name = ctx.session.start_session(name.as_deref())?;
+            // Recall in this worktree now answers at what the session starts from.
+            ctx.session.begin_kept_live(&LiveKey::Working(name.clone()))?;
             if ctx.out.json {
                 ctx.out.json(&serde_json::json!({"session": name, "scope": format!("session:{name}")}));
             } else {
@@ -154,8 +164,24 @@ pub fn session(ctx: &mut Ctx, command: SessionCommand) -> Result<(), Error> {
                 }
             }
         }
+        SessionCommand::Refresh { conversation } => {
+            let key = match conversation {
+                Some(c) => LiveKey::Conversation(c),
+                None => LiveKey::Working(named(ctx, None)?),
+            };
+            let r = ctx.session.refresh_kept_live(&key)?;
+            if ctx.out.json {
+                ctx.out.json(&r);
+            } else {
+                match &r.taken_in {
+                    Some(s) => ctx.out.line(&format!("took in: {}", git_neo::display::escape(&s.summary))),
+                    None => ctx.out.line("nothing had changed since the session started"),
+                }
+            }
+        }
         SessionCommand::Drop { name } => {
             let name = named(ctx, name)?;
+            ctx.session.end_kept_live(&LiveKey::Working(name.clone()))?;
             let dropped = ctx.session.drop_session(&name)?;
             if ctx.out.json {
                 ctx.out.json(&serde_json::json!({"session": name, "dropped": dropped}));

@@ -95,7 +95,9 @@ pub fn hook(ctx: &mut Ctx, cmd: HookCommand) -> Result<(), Error> {
             }
             let query: String = prompt.chars().take(500).collect();
             // A hook must never block the prompt it serves: failures are a warning, exit 0.
-            let result = match super::recall::answer_for(ctx, query, 1_500) {
+            // The agent's id for the conversation: its answers stay at what it started from.
+            let conversation = event["session_id"].as_str().map(str::to_string);
+            let result = match super::recall::answer_for(ctx, query, 1_500, conversation) {
                 Ok(r) => r,
                 Err(e) => {
                     ctx.out.warn(&format!("git-neo could not recall for this prompt: {e}"));

@@ -811,6 +811,7 @@ mod tests {
             fusion: FusionKind::default(),
             floor: 0.0,
             expand: expand::When::Never,
+            pin: None,
         };
         recall(&state, &req, &lexical, &[], &[], false)
     }

@@ -107,7 +107,8 @@ pub fn markdown(r: &Recall) -> String {
     }
     if let Some(stale) = &r.stale {
         // The constraints below are the session's own, as they stood; this says what is newer.
-        let _ = writeln!(s, "> **Stale:** {}. {}\n", md(&stale.summary), md(&stale.refresh));
+        // The summary quotes records (a stranger's text); the refresh hint is the front end's own.
+        let _ = writeln!(s, "> **Stale:** {}. {}\n", md(&stale.summary), stale.refresh);
     }
     // Every item says its scope when several were read; a single scope other than the project
     // is said here too.

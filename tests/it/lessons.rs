@@ -1,7 +1,6 @@
 //! Procedural lessons as reviewable patches to the agents' instruction files (docs/lessons.md):
 //! proposed from what keeps failing, applied and restored only by explicit commands, refused for
-//! any file outside the project's own instruction files; and a live MCP session whose
-//! constraints do not change under it.
+//! any file outside the project's own instruction files.
 
 use crate::mcp::Client;
 use crate::support::{json, stderr, stdout, Sandbox};
@@ -220,49 +219,6 @@ fn a_lesson_from_a_record_rests_on_it_and_apply_refuses_a_file_that_moved_on() {
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("changed since lesson"), "{}", stderr(&out));
     assert_eq!(read(&repo, "AGENTS.md"), "# Someone wrote this meanwhile\n");
-}
-
-#[test]
-fn a_live_mcp_session_keeps_its_constraints_until_it_refreshes() {
-    let sb = Sandbox::new();
-    let repo = sb.repo("r");
-    ok(&sb, &repo, &["add", "--type", "constraint", "--subject", "Never push directly to main", "--key", "git.push"]);
-    let env = [("GIT_NEO_EMBEDDER", "hash")];
-    let mut writer = Client::spawn(sb.dir.path(), &repo, &env);
-    let mut reader = Client::spawn(sb.dir.path(), &repo, &env);
-    let first = reader.call_result("recall", j!({"query": "how do we push"}));
-    assert!(first["structuredContent"].get("stale").is_none(), "{first}");
-
-    // The writer's own writes are visible to it at once, and it is not stale.
-    let (e, text) = writer.call(
-        "add_fact",
-        j!({"type": "constraint", "subject": "Push only through the merge queue", "key": "git.push"}),
-    );
-    assert!(!e, "{text}");
-    let new = json(&text)["id"].as_str().expect("id").to_string();
-    let mine = writer.call_result("recall", j!({"query": "how do we push"}));
-    let constraints = mine["structuredContent"]["constraints"].to_string();
-    assert!(constraints.contains("merge queue") && !constraints.contains("Never push directly"), "{mine}");
-    assert!(mine["structuredContent"].get("stale").is_none(), "{mine}");
-
-    // The reader keeps its constraint layer as it started, and is told what changed.
-    let r = reader.call_result("recall", j!({"query": "how do we push"}));
-    let s = &r["structuredContent"];
-    let constraints = s["constraints"].to_string();
-    assert!(constraints.contains("Never push directly") && !constraints.contains("merge queue"), "{r}");
-    let summary = s["stale"]["summary"].as_str().expect("stale");
-    assert!(summary.contains("1 new constraint") && summary.contains("Push only through the merge queue"), "{summary}");
-    assert_eq!(s["stale"]["changes"][0]["id"], new.as_str());
-    assert!(s["stale"]["refresh"].as_str().unwrap_or("").contains("refresh"), "{r}");
-    assert!(r["content"][0]["text"].as_str().unwrap_or("").contains("**Stale:**"), "{r}");
-
-    // After refresh it sees the new constraint, and is no longer stale.
-    let refreshed = reader.call_result("refresh", j!({}));
-    assert!(refreshed["structuredContent"]["taken_in"]["summary"].as_str().is_some(), "{refreshed}");
-    let r = reader.call_result("recall", j!({"query": "how do we push"}));
-    let constraints = r["structuredContent"]["constraints"].to_string();
-    assert!(constraints.contains("merge queue") && !constraints.contains("Never push directly"), "{r}");
-    assert!(r["structuredContent"].get("stale").is_none(), "{r}");
 }
 
 #[test]

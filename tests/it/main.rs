@@ -19,6 +19,7 @@ mod format;
 mod hostile;
 mod instructions;
 mod lessons;
+mod live;
 mod mcp;
 mod modes;
 mod outcomes;

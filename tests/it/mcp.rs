@@ -411,6 +411,11 @@ fn every_tool_answers_with_structured_content_that_matches_its_output_schema() {
     call(&mut c, "mark_outdated", j!({"id": &attempt_id[..10], "reason": "the cut moved back"}));
     call(&mut c, "confirm", j!({"id": &fact_id[..10], "reason": "checked with the release manager"}));
     call(&mut c, "forget", j!({"id": &fact_id[..10], "reason": "wrong team"}));
+    call(&mut c, "refresh", j!({}));
+    let lesson = call(&mut c, "lessons", j!({"action": "propose", "text": "Cut releases on Tuesdays"}));
+    let lesson_id = lesson["structuredContent"]["id"].as_str().expect("id").to_string();
+    call(&mut c, "lessons", j!({"action": "list"}));
+    call(&mut c, "lessons", j!({"action": "apply", "id": &lesson_id[..10], "dry_run": true}));
     let all: std::collections::BTreeSet<String> = schemas.keys().cloned().collect();
     assert_eq!(called, all, "every listed tool was called");
 

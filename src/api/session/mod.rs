@@ -24,7 +24,7 @@ pub(crate) mod options;
 mod across;
 mod front;
 mod live;
-pub use live::Refreshed;
+pub use live::{LiveKey, Refreshed};
 
 use crate::api::attempts::AttemptRequest;
 use crate::api::verify::Report;
@@ -67,6 +67,10 @@ pub struct Session {
 pub struct LivePin {
     pin: Arc<crate::recall::pin::Pin>,
     stale: Option<(usize, Option<crate::recall::pin::Stale>)>,
+    /// Own writes taken into the pin and not yet kept in the worktree's live files.
+    unsaved: Vec<RecordId>,
+    /// The worktree live session this pin was read from, if any (not an MCP connection's).
+    key: Option<live::LiveKey>,
 }
 
 /// Recall indexes and the tips they were opened at.
@@ -448,9 +452,8 @@ impl Session {
             let mut memory = self.load_memory_of(scope)?;
             // A live session's record of its own writes outlives the reload.
             let part = self.parts.entry(scope.clone()).or_default();
-            memory.written = part.memory.as_mut().and_then(|m| m.written.take());
-            if self.pin.is_some() && memory.written.is_none() {
-                memory.written = Some(Vec::new());
+            if let Some(old) = part.memory.as_mut() {
+                memory.written = std::mem::take(&mut old.written);
             }
             part.memory = Some(memory);
         }

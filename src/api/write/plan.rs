@@ -317,9 +317,7 @@ impl Memory {
         let (commits, added) = commit_groups(&target.store, &groups, ctx, plan.create, progress)?;
         target.absorb(groups, commits.last().copied())?;
         // A live session sees its own writes at once (`recall::pin`).
-        if let Some(written) = self.written.as_mut() {
-            written.extend(ids.iter().map(|(id, _)| *id));
-        }
+        self.written.extend(ids.iter().map(|(id, _)| *id));
         Ok(Applied { ids, added, commits, proposed, moved, dry_run: None })
     }
 
