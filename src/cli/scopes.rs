@@ -147,6 +147,9 @@ pub fn session(ctx: &mut Ctx, command: SessionCommand) -> Result<(), Error> {
                 e => e,
             })?;
             let p = ctx.session.promote(&name, &to, keep)?;
+            if p.dropped {
+                ctx.session.end_kept_live(&LiveKey::Working(name.clone()))?;
+            }
             if ctx.out.json {
                 ctx.out.json(&p);
             } else {

@@ -151,4 +151,15 @@ fn the_readme_tour_runs_as_written() {
         "review after the change: {stdout}"
     );
     assert!(stdout.contains("## Constraints (always apply)"), "the handbook: {stdout}");
+    // The lesson: proposed by curation from the three failures, shown in the diff, applied, put back.
+    assert!(
+        stdout.contains("share 'cargo test without --locked'")
+            || stderr.contains("share 'cargo test without --locked'"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("### Lessons proposed to the instruction files"), "the diff shows the patch: {stdout}");
+    assert!(stdout.contains("+<!-- git-neo:lessons -->"), "{stdout}");
+    assert!(stderr.contains("applied: wrote AGENTS.md") && stderr.contains("restored: wrote AGENTS.md"), "{stderr}");
+    let agents = std::fs::read_to_string(work.join("demo/AGENTS.md")).expect("AGENTS.md");
+    assert!(!agents.contains("git-neo:lessons"), "restored byte for byte: {agents}");
 }

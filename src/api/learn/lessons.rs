@@ -382,6 +382,17 @@ impl Memory {
                 format!("lesson {} was rejected (forgotten); propose it again", id.short()),
             ));
         }
+        // A lesson only a fetched copy holds is a stranger's text: it reaches the agents'
+        // instructions only after it was reviewed and merged like any memory change.
+        if let Some(remote) = self.remote_only.get(&id) {
+            return Err(Error::invalid(
+                "id",
+                format!(
+                    "lesson {} arrived by fetch ({remote}) and is not merged; review it (`git neo diff`) and merge it with `git neo sync` first",
+                    id.short()
+                ),
+            ));
+        }
         if let Err(why) = lesson::check(l, &e.record.body) {
             return Err(Error::Integrity(format!("lesson {} is invalid: {why}", id.short())));
         }
