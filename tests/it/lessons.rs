@@ -239,3 +239,31 @@ fn lessons_through_mcp_propose_list_and_apply_with_a_dry_run() {
     c.call_result("lessons", j!({"action": "apply", "id": &id[..12]}));
     assert!(read(&repo, "AGENTS.md").contains("- Run the linters first\n"));
 }
+
+#[test]
+fn a_check_that_failed_then_passed_after_a_named_step_becomes_a_lesson() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let attempt = |at: &str, action: &str, result: &str| {
+        let out = sb
+            .neo_cmd(&repo)
+            .env("GIT_NEO_EMBEDDER", "hash")
+            .env("GIT_NEO_NOW", at)
+            .args(["attempt", "--task", "DB-7", "--action", action, "--observation", "see the check"])
+            .args(["--check", "cargo test -p db", "--result", result])
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    attempt("2026-03-01T09:00:00Z", "Bumped the driver", "failed");
+    attempt("2026-03-01T10:00:00Z", "Ran the migrations before the tests", "passed");
+    let report = json(&ok(&sb, &repo, &["--json", "curate"]));
+    let lessons = report["lessons"].as_array().expect("lessons");
+    assert_eq!(lessons.len(), 1, "{report}");
+    assert!(
+        lessons[0]["text"].as_str().unwrap_or("").contains("For DB-7: Ran the migrations before the tests"),
+        "{report}"
+    );
+    assert!(lessons[0]["reason"].as_str().unwrap_or("").contains("`cargo test -p db` failed in attempt"), "{report}");
+    assert!(json(&ok(&sb, &repo, &["--json", "curate"])).get("lessons").is_none(), "proposed once");
+}

@@ -62,6 +62,15 @@ fn a_live_mcp_session_keeps_its_constraints_until_it_refreshes() {
     let constraints = r["structuredContent"]["constraints"].to_string();
     assert!(constraints.contains("merge queue") && !constraints.contains("Never push directly"), "{r}");
     assert!(r["structuredContent"].get("stale").is_none(), "{r}");
+
+    // Its own write and another process's land between two recalls: only the other is news.
+    let (e, text) = reader.call("add_fact", j!({"type": "decision", "subject": "Pushes wait for the green build"}));
+    assert!(!e, "{text}");
+    ok(&sb, &repo, false, &["add", "--type", "decision", "--subject", "Pushes are frozen on release day"]);
+    let r = reader.call_result("recall", j!({"query": "pushes"}));
+    let summary = r["structuredContent"]["stale"]["summary"].as_str().unwrap_or("").to_string();
+    assert!(summary.contains("1 new fact") && summary.contains("frozen on release day"), "{r}");
+    assert!(!summary.contains("green build"), "its own write is not news: {summary}");
 }
 
 /// A working session in one worktree while another worktree writes: its recall, through the CLI

@@ -227,8 +227,13 @@ impl Session {
             if live.key.is_some() {
                 live.unsaved.extend(own.iter().copied());
             }
+            let fresh = own.iter().filter(|id| !live.pin.has_seen(id)).collect::<HashSet<_>>().len();
             Arc::make_mut(&mut live.pin).add(own);
-            live.stale = None;
+            // Grown by the session's own records alone, the memories hold nothing else new to it:
+            // the notice stands, and is not worked out again over every record.
+            if let Some((n, _)) = live.stale.as_mut() {
+                *n += fresh;
+            }
         }
         let memories: Vec<&Memory> = scopes.iter().filter_map(|s| parts.get(s)?.memory.as_ref()).collect();
         let total: usize = memories.iter().map(|m| m.state().entries.len()).sum();
