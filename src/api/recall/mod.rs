@@ -4,7 +4,7 @@
 
 pub mod documents;
 
-use super::*;
+use crate::api::{Memory, SIMILARITY_MARGIN, SIMILARITY_SHORTLIST};
 use crate::error::{Error, Result};
 use crate::record::{Payload, Record, RecordId, Timestamp};
 use crate::state::{self, State};

@@ -3,8 +3,13 @@
 //! writes that reach beyond the scope written to (a supersession named in another scope, sharing
 //! an org write, ingesting documents and embedding their sections).
 
-use super::*;
-use crate::api::{AddOutcome, AddRequest, Memory, WriteContext};
+use super::{reborrow, Union, Warm};
+use crate::api::{AddOutcome, AddRequest, Memory, Notice, RecallQuery, Session, WriteContext};
+use crate::construct;
+use crate::error::{Error, Result};
+use crate::recall::{Recall, Request};
+use crate::record::{FactType, RecordId, Timestamp};
+use crate::scope::Scope;
 use std::collections::HashMap;
 use std::sync::Arc;
 

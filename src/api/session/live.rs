@@ -9,11 +9,14 @@
 //!   Every write made from the worktree counts as its own (the front end calls
 //!   [`Session::keep_own_writes`] after each command).
 
-use super::*;
+use crate::api::{LivePin, Memory, Session};
+use crate::error::{Error, Result};
 use crate::recall::pin::{self, Change, Pin, Stale};
-use crate::record::{Kind, Payload};
+use crate::record::{Kind, Payload, RecordId, Timestamp};
+use crate::scope::Scope;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// A live session kept in the worktree.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,9 +1,11 @@
 //! Import: many fact requests validated first, then written in batches, duplicates skipped.
 
-use super::*;
+use super::plan;
+use crate::api::{short_message, AddRequest, Memory};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Problem, Problems, Record, RecordId};
-use crate::state::{self};
+use crate::state::{self, State, Status};
+use crate::store::WriteContext;
 use std::collections::HashMap;
 
 /// What `import` did.

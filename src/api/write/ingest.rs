@@ -6,9 +6,10 @@
 //! its blob, a deleted one is marked outdated, never dropped); facts citing a section whose text
 //! changed are then flagged for review by the fold.
 
-use super::*;
+use crate::api::Memory;
 use crate::error::{Error, Result};
-use crate::record::{LineRange, Section, Source, Supersession, SupersessionMethod};
+use crate::record::{Kind, LineRange, Payload, Record, RecordId, Section, Source, Supersession, SupersessionMethod};
+use crate::store::{ObjectId, WriteContext};
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

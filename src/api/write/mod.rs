@@ -17,13 +17,13 @@ pub(crate) mod purge;
 pub(crate) mod supersede;
 pub mod updates;
 
-use super::*;
+use crate::api::{default_confidence, no_similarity, short_message, Memory, PlannedSupersession, SimilarityCheck};
 use crate::error::{Error, Result};
 use crate::record::{
     self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
     RecordId, Relation, RelationType, Retraction, Timestamp,
 };
-use crate::store::WriteMode;
+use crate::store::{WriteContext, WriteMode};
 
 /// A request to add a fact. Strings are parsed and validated here so that every problem is
 /// reported at once, each naming its field.

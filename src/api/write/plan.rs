@@ -18,8 +18,10 @@
 //! is the same plan, filtered and de-duplicated, and rendered ([`PlanView`]) instead of committed.
 //! Telemetry records what recall showed, not writes, so no write step touches it.
 
-use super::*;
-use crate::store::Store;
+use crate::api::Memory;
+use crate::error::{Error, Result};
+use crate::record::{self, Kind, Problem, Problems, Record, RecordId};
+use crate::store::{ObjectId, Store, WriteContext, WriteMode};
 
 /// Where a plan's commits go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

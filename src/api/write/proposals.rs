@@ -1,11 +1,11 @@
 //! Review mode: the proposals ref, and approving or rejecting what waits in it.
 
 use super::plan;
-use super::*;
+use crate::api::Memory;
 use crate::error::{Error, Result};
 use crate::record::{Record, RecordId};
 use crate::state::Entry;
-use crate::store::WriteMode;
+use crate::store::{WriteContext, WriteMode};
 
 /// What `approve` or `reject` did.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -1,10 +1,10 @@
 //! Purge: the one history-rewriting operation, for leaked secrets (docs/security.md).
 
-use super::*;
+use crate::api::Memory;
 use crate::error::{Error, Result};
 use crate::record::{self, Problem, Problems, Record, RecordId};
-use crate::state::{self};
-use crate::store::WriteMode;
+use crate::state;
+use crate::store::{WriteContext, WriteMode};
 
 /// What `purge` did.
 #[derive(Clone, Debug, serde::Serialize)]
