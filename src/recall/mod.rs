@@ -505,28 +505,28 @@ pub fn recall(
     // the entries and items are built only for those that fit the budget (a memory can hold
     // thousands of constraints).
     // (The state's list of constraints; their order does not matter here, scores and ids decide.)
-    let mut constraint_entries: Vec<(f64, &Entry, Rank)> = state
-        .constraint_ids()
+    let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
+    let mut constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
+        .constraint_rows()
         .iter()
-        .filter_map(|id| state.entries.get(id))
-        .filter(|e| {
+        .filter(|c| constraint_type && c.in_effect_at(req.now))
+        .filter(|c| match &req.pin {
             // A live session keeps its constraints as they stood when it started.
-            req.pin.as_ref().map_or(e.status == Status::Valid, |p| p.as_started(e))
-                && e.record.as_fact().is_some_and(|f| f.fact_type == FactType::Constraint)
-                && e.in_effect_at(req.now)
-                && (req.types.is_empty() || req.types.contains(&FactType::Constraint))
-                && scope_ok(e)
+            Some(p) if c.status == Status::Valid => p.has_seen(&c.id),
+            Some(p) => state.entries.get(&c.id).is_some_and(|e| p.as_started(e)),
+            None => c.status == Status::Valid,
         })
-        .map(|e| {
-            let rank = ranks.get(&e.id).copied().unwrap_or_default();
-            let age = (req.now.0 - e.record.created_at.0) as f64 / 86_400.0;
+        .filter(|c| req.area.is_none() || state.entries.get(&c.id).is_some_and(scope_ok))
+        .map(|c| {
+            let rank = ranks.get(&c.id).copied().unwrap_or_default();
+            let age = (req.now.0 - c.created_at.0) as f64 / 86_400.0;
             let s = score(
                 fusion.relevance(rank.bm25, rank.lexical, rank.similarity, rank.vector),
-                e.confidence.as_f64(),
-                e.successes,
+                c.confidence.as_f64(),
+                c.successes,
                 age,
             );
-            (s, e, rank)
+            (s, c, rank)
         })
         .collect();
     constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
@@ -609,7 +609,7 @@ pub fn recall(
     let best_constraint = constraint_entries
         .iter()
         .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
-        .map(|(_, e, r)| item(e, state, *r, &fusion, req.now));
+        .and_then(|(_, c, r)| state.entries.get(&c.id).map(|e| item(e, state, *r, &fusion, req.now)));
     let best = facts.first().or(best_constraint.as_ref());
     let best_similarity = vector.first().map(|(_, s)| *s);
     let familiarity = match (best, best_similarity) {
@@ -631,10 +631,11 @@ pub fn recall(
     // constraints are built only for those that fit: the estimate is read from the entry.
     let mut budget = Budget::new(req.budget);
     let mut constraints = Vec::new();
-    for (_, e, rank) in constraint_entries {
-        let chars = e.record.summary_len() + e.record.body.trim_end().len() + layer::RECORD_MARKUP;
-        if budget.admit(LayerKind::Constraints, chars) {
-            constraints.push(item(e, state, rank, &fusion, req.now));
+    for (_, c, rank) in constraint_entries {
+        if budget.admit(LayerKind::Constraints, c.chars + layer::RECORD_MARKUP) {
+            if let Some(e) = state.entries.get(&c.id) {
+                constraints.push(item(e, state, rank, &fusion, req.now));
+            }
         }
     }
     let mut facts = budget.fit(LayerKind::Facts, facts);

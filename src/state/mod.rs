@@ -304,6 +304,32 @@ pub struct State {
     /// Every constraint fact, whatever its status (recall shows every valid one on every call);
     /// built on first use.
     constraints: std::sync::OnceLock<Vec<RecordId>>,
+    /// What recall weighs of each constraint on every call, kept together ([`ConstraintRow`]);
+    /// built on first use, dropped by any change of the state.
+    constraint_rows: std::sync::OnceLock<Vec<ConstraintRow>>,
+}
+
+/// A constraint as recall weighs it on every call: what its filter, score and budget read, in one
+/// place, so that a memory of thousands of constraints is scanned without touching each record
+/// (a profile at 10k facts, 2,466 of them constraints, spent 1.7 ms a recall on the lookups).
+#[derive(Clone, Debug)]
+pub struct ConstraintRow {
+    pub id: RecordId,
+    pub status: Status,
+    pub created_at: Timestamp,
+    pub valid_from: Option<Timestamp>,
+    pub valid_to: Option<Timestamp>,
+    pub confidence: Milli,
+    pub successes: u32,
+    /// Characters the budget counts: the summary and the body without its trailing space.
+    pub chars: usize,
+}
+
+impl ConstraintRow {
+    /// Whether it is in effect at `t` (its validity window), as [`Entry::in_effect_at`].
+    pub fn in_effect_at(&self, t: Timestamp) -> bool {
+        self.valid_from.is_none_or(|from| from <= t) && self.valid_to.is_none_or(|to| t < to)
+    }
 }
 
 /// The key under which facts about the same thing meet: type and the frame's thing (identity and
@@ -483,6 +509,8 @@ impl State {
     /// fold's header says of ids: a record can only name records that existed before it, so no
     /// existing record names a new one.
     pub fn with_records(mut self, new: Vec<(RecordId, Record)>) -> State {
+        // A new record may change a constraint's status or confidence: weighed again on next use.
+        self.constraint_rows.take();
         if !self.in_place(&new) {
             // The content index lists facts whatever their status (a lookup checks it), so it
             // stays right across the re-fold: only the new facts join it.
@@ -695,6 +723,29 @@ impl State {
             })
             .map(|e| e.id)
             .collect()
+    }
+
+    /// Every constraint fact, whatever its status, as recall weighs it ([`ConstraintRow`]).
+    pub fn constraint_rows(&self) -> &[ConstraintRow] {
+        self.constraint_rows.get_or_init(|| {
+            self.constraint_ids()
+                .iter()
+                .filter_map(|id| self.entries.get(id))
+                .filter_map(|e| {
+                    let f = e.record.as_fact()?;
+                    Some(ConstraintRow {
+                        id: e.id,
+                        status: e.status,
+                        created_at: e.record.created_at,
+                        valid_from: f.valid_from,
+                        valid_to: f.valid_to,
+                        confidence: e.confidence,
+                        successes: e.successes,
+                        chars: e.record.summary_len() + e.record.body.trim_end().len(),
+                    })
+                })
+                .collect()
+        })
     }
 
     /// Every constraint fact, whatever its status.

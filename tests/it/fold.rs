@@ -381,7 +381,32 @@ fn the_constraint_list_follows_the_state() {
     let mut expected = vec![never.0, keys.0];
     expected.sort();
     assert_eq!(ids, expected, "grown in place");
+    // The rows recall weighs say what the entries say, after a write in place too.
+    let rows = |state: &State| -> Vec<(RecordId, Status, i32)> {
+        let mut r: Vec<_> = state.constraint_rows().iter().map(|c| (c.id, c.status, c.confidence.0)).collect();
+        r.sort_by_key(|x| x.0);
+        r
+    };
+    let entries = |state: &State| -> Vec<(RecordId, Status, i32)> {
+        let mut r: Vec<_> = state
+            .constraint_ids()
+            .iter()
+            .map(|id| {
+                let e = &state.entries[id];
+                (e.id, e.status, e.confidence.0)
+            })
+            .collect();
+        r.sort_by_key(|x| x.0);
+        r
+    };
+    assert_eq!(rows(&state), entries(&state));
+    let outdated = supersede(3, keys.0, None);
+    let state = state.with_records(vec![outdated]);
+    assert_eq!(rows(&state), entries(&state), "an outdated mark in place");
+    assert!(rows(&state).iter().any(|r| r.0 == keys.0 && r.1 == Status::Outdated));
     let state = state.with_records(vec![retract(3, never.0), constraint(4, "Backups are tested monthly")]);
+    assert_eq!(rows(&state), entries(&state), "a re-fold");
+    assert!(rows(&state).iter().any(|r| r.0 == never.0 && r.1 == Status::Retracted));
     assert_eq!(state.constraint_ids().len(), 3, "grown through a re-fold, the retracted one still listed");
     assert_eq!(
         fold(state.entries.values().map(|e| (e.id, e.record.clone())).collect::<Vec<_>>()).constraint_ids().len(),
