@@ -143,210 +143,275 @@ fn age_days(now: Timestamp, e: &Entry) -> f64 {
 
 /// Plan one curation of `state` (see the module docs).
 pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
-    let s = inp.settings;
     let current: Vec<(&Entry, &Fact)> = state
         .iter()
         .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
         .filter_map(|e| e.record.as_fact().map(|f| (e, f)))
         .collect();
-    let mut plan = Plan { before: current.len(), cap: inp.cap, ..Plan::default() };
-    // Confidence after this plan's demotions.
-    let mut confidence: HashMap<RecordId, f64> = current.iter().map(|(e, _)| (e.id, e.confidence.as_f64())).collect();
-    let removable = |f: &Fact| !protected(f, s) && (inp.include_constraints || f.fact_type != FactType::Constraint);
+    let mut p = Planning {
+        state,
+        inp,
+        plan: Plan { before: current.len(), cap: inp.cap, ..Plan::default() },
+        confidence: current.iter().map(|(e, _)| (e.id, e.confidence.as_f64())).collect(),
+        gone: BTreeSet::new(),
+        current,
+    };
+    p.demote();
+    p.prune();
+    p.synthesize();
+    p.evict();
+    p.plan.after = p.current.len() - p.gone.len() + p.plan.synthesized.len();
+    p.plan
+}
 
-    // 1. Demote: one step per `demoteAfter` retrievals, but no more steps than re-asks.
-    for (e, f) in &current {
-        let n = inp.retrievals.get(&e.id).copied().unwrap_or(0);
-        if e.successes > 0 || (n as u64) < s.demote_after || protected(f, s) {
-            continue;
-        }
-        let reasked = e
-            .outcomes
-            .iter()
-            .filter(|o| {
-                state
-                    .entries
-                    .get(o)
-                    .is_some_and(|x| matches!(&x.record.payload, Payload::Outcome(o) if o.signal == REASKED_SIGNAL))
-            })
-            .count() as u64;
-        let steps = (n as u64 / s.demote_after).min(reasked);
-        if steps == 0 {
-            continue;
-        }
-        let step = steps * s.demote_after;
-        let key = format!("{}:retrievals-{step}:{DEMOTE_SIGNAL}", e.id.to_hex());
-        if inp.held_keys.contains(&key) {
-            continue;
-        }
-        *confidence.get_mut(&e.id).expect("current") += DEMOTE.as_f64();
-        plan.demoted.push(Demotion { id: e.id, subject: f.subject.clone(), retrievals: n, key });
+/// A plan being made: the steps in order, each seeing what the ones before decided.
+struct Planning<'a> {
+    state: &'a State,
+    inp: &'a Inputs<'a>,
+    /// Every current fact.
+    current: Vec<(&'a Entry, &'a Fact)>,
+    plan: Plan,
+    /// Confidence after this plan's demotions.
+    confidence: HashMap<RecordId, f64>,
+    /// Facts this plan removes (pruned, merged or evicted).
+    gone: BTreeSet<RecordId>,
+}
+
+impl Planning<'_> {
+    fn conf(&self, id: &RecordId) -> f64 {
+        self.confidence.get(id).copied().unwrap_or(0.0).clamp(0.0, 1.0)
     }
-    let conf = |id: &RecordId| confidence.get(id).copied().unwrap_or(0.0).clamp(0.0, 1.0);
 
-    // 2. Prune.
-    let mut gone: BTreeSet<RecordId> = BTreeSet::new();
-    for (e, f) in &current {
-        let days = age_days(inp.now, e);
-        let c = conf(&e.id);
-        // Compared in thousandths, as confidences are kept: 0.4 is not below 0.4.
-        let below = (c * 1000.0).round() < (f64::from(s.stale_confidence) * 1000.0).round();
-        // A fact that answered a question within the window is in use, whatever its confidence.
-        let in_use =
-            inp.last_answered.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
-        if removable(f) && days > s.stale_days as f64 && below && !in_use {
-            gone.insert(e.id);
-            plan.pruned.push(Removal {
-                id: e.id,
-                subject: f.subject.clone(),
-                reason: format!(
-                    "curate: stale, {} days old with confidence {c:.2} below {:.2}",
-                    days.floor(),
-                    s.stale_confidence
-                ),
-                score: c,
+    /// Whether curation may take `f` away (not protected; a constraint only when asked).
+    fn removable(&self, f: &Fact) -> bool {
+        !protected(f, self.inp.settings) && (self.inp.include_constraints || f.fact_type != FactType::Constraint)
+    }
+
+    /// Step 1. Demote: one step per `demoteAfter` retrievals, but no more steps than re-asks.
+    fn demote(&mut self) {
+        let (s, inp, state) = (self.inp.settings, self.inp, self.state);
+        for (e, f) in &self.current {
+            let n = inp.retrievals.get(&e.id).copied().unwrap_or(0);
+            if e.successes > 0 || (n as u64) < s.demote_after || protected(f, s) {
+                continue;
+            }
+            let reasked =
+                e.outcomes
+                    .iter()
+                    .filter(|o| {
+                        state.entries.get(o).is_some_and(
+                            |x| matches!(&x.record.payload, Payload::Outcome(o) if o.signal == REASKED_SIGNAL),
+                        )
+                    })
+                    .count() as u64;
+            let steps = (n as u64 / s.demote_after).min(reasked);
+            if steps == 0 {
+                continue;
+            }
+            let step = steps * s.demote_after;
+            let key = format!("{}:retrievals-{step}:{DEMOTE_SIGNAL}", e.id.to_hex());
+            if inp.held_keys.contains(&key) {
+                continue;
+            }
+            *self.confidence.get_mut(&e.id).expect("current") += DEMOTE.as_f64();
+            self.plan.demoted.push(Demotion { id: e.id, subject: f.subject.clone(), retrievals: n, key });
+        }
+    }
+
+    /// Step 2. Prune what is stale: old, weak, and answering nothing.
+    fn prune(&mut self) {
+        let (s, inp) = (self.inp.settings, self.inp);
+        let mut pruned = Vec::new();
+        for (e, f) in &self.current {
+            let days = age_days(inp.now, e);
+            let c = self.conf(&e.id);
+            // Compared in thousandths, as confidences are kept: 0.4 is not below 0.4.
+            let below = (c * 1000.0).round() < (f64::from(s.stale_confidence) * 1000.0).round();
+            // A fact that answered a question within the window is in use, whatever its confidence.
+            let in_use =
+                inp.last_answered.get(&e.id).is_some_and(|t| (inp.now.0 - t) as f64 <= s.stale_days as f64 * 86_400.0);
+            if self.removable(f) && days > s.stale_days as f64 && below && !in_use {
+                pruned.push(Removal {
+                    id: e.id,
+                    subject: f.subject.clone(),
+                    reason: format!(
+                        "curate: stale, {} days old with confidence {c:.2} below {:.2}",
+                        days.floor(),
+                        s.stale_confidence
+                    ),
+                    score: c,
+                });
+            }
+        }
+        self.gone.extend(pruned.iter().map(|r| r.id));
+        self.plan.pruned = pruned;
+    }
+
+    /// Step 3. Synthesise: each cluster of rewordings of one statement becomes one fact.
+    fn synthesize(&mut self) {
+        let Some(near) = self.inp.near else {
+            self.plan.synthesis_skipped = Some("no vectors: the recall index has no embeddings".into());
+            return;
+        };
+        let (clusters, pairs) = self.clusters(near);
+        let facts: HashMap<RecordId, (&Entry, &Fact)> = self.current.iter().map(|(e, f)| (e.id, (*e, *f))).collect();
+        for members in clusters {
+            let cos =
+                |a: RecordId, b: RecordId| pairs.get(&if a < b { (a, b) } else { (b, a) }).copied().unwrap_or(0.0);
+            let central = *members
+                .iter()
+                .max_by(|a, b| {
+                    let sa: f32 = members.iter().map(|m| cos(**a, *m)).sum();
+                    let sb: f32 = members.iter().map(|m| cos(**b, *m)).sum();
+                    sa.total_cmp(&sb).then(b.cmp(a))
+                })
+                .expect("two members or more");
+            let min_cosine = members
+                .iter()
+                .flat_map(|a| members.iter().map(move |b| (*a, *b)))
+                .filter(|(a, b)| a < b)
+                .map(|(a, b)| cos(a, b))
+                .filter(|c| *c > 0.0)
+                .fold(1.0f32, f32::min);
+            let (ce, cf) = facts[&central];
+            let fact = self.merged(cf, central, &members, &facts);
+            for m in &members {
+                self.gone.insert(*m);
+            }
+            self.plan.synthesized.push(Synthesis {
+                central,
+                members,
+                subject: cf.subject.clone(),
+                fact,
+                body: ce.record.body.clone(),
+                min_cosine,
             });
         }
     }
 
-    // 3. Synthesise.
-    match inp.near {
-        None => plan.synthesis_skipped = Some("no vectors: the recall index has no embeddings".into()),
-        Some(near) => {
-            let facts: HashMap<RecordId, (&Entry, &Fact)> = current.iter().map(|(e, f)| (e.id, (*e, *f))).collect();
-            let mergeable = |id: &RecordId| {
-                facts
-                    .get(id)
-                    .filter(|(_, f)| !gone.contains(id) && !protected(f, s) && f.fact_type != FactType::Constraint)
-            };
-            // Connected components over qualifying pairs (same type and area), by union-find.
-            let mut parent: BTreeMap<RecordId, RecordId> = BTreeMap::new();
-            fn find(p: &mut BTreeMap<RecordId, RecordId>, x: RecordId) -> RecordId {
-                let mut r = x;
-                while let Some(&q) = p.get(&r).filter(|q| **q != r) {
-                    r = q;
-                }
-                p.insert(x, r);
-                r
+    /// The clusters of mergeable facts (connected by qualifying pairs, by union-find), each of
+    /// two or more, and the cosine of each qualifying pair.
+    #[allow(clippy::type_complexity)]
+    fn clusters(&self, near: &[(RecordId, RecordId, f32)]) -> (Vec<Vec<RecordId>>, HashMap<(RecordId, RecordId), f32>) {
+        let s = self.inp.settings;
+        let facts: HashMap<RecordId, &Fact> = self.current.iter().map(|(e, f)| (e.id, *f)).collect();
+        let mergeable = |id: &RecordId| {
+            facts.get(id).filter(|f| !self.gone.contains(id) && !protected(f, s) && f.fact_type != FactType::Constraint)
+        };
+        let mut parent: BTreeMap<RecordId, RecordId> = BTreeMap::new();
+        fn find(p: &mut BTreeMap<RecordId, RecordId>, x: RecordId) -> RecordId {
+            let mut r = x;
+            while let Some(&q) = p.get(&r).filter(|q| **q != r) {
+                r = q;
             }
-            let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
-            for &(a, b, cos) in near {
-                if a == b || cos < s.synthesize {
-                    continue;
-                }
-                let (Some((_, fa)), Some((_, fb))) = (mergeable(&a), mergeable(&b)) else { continue };
-                if fa.fact_type != fb.fact_type || fa.scope != fb.scope {
-                    continue;
-                }
-                // Merging hides the members behind one fact: only rewordings of one statement
-                // merge, by the rule similarity supersession follows (a high cosine alone is a
-                // neighbour as often: "the divisor is known" / "… unknown").
-                let (ra, rb) = (crate::frame::frame(&fa.subject), crate::frame::frame(&fb.subject));
-                if !crate::frame::rewording(&ra, &rb) {
-                    continue;
-                }
-                let key = if a < b { (a, b) } else { (b, a) };
-                pairs.insert(key, cos);
-                parent.entry(a).or_insert(a);
-                parent.entry(b).or_insert(b);
-                let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
-                if ra != rb {
-                    parent.insert(ra.max(rb), ra.min(rb));
-                }
+            p.insert(x, r);
+            r
+        }
+        let mut pairs: HashMap<(RecordId, RecordId), f32> = HashMap::new();
+        for &(a, b, cos) in near {
+            if a == b || cos < s.synthesize {
+                continue;
             }
-            let ids: Vec<RecordId> = parent.keys().copied().collect();
-            let mut clusters: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
-            for id in ids {
-                let root = find(&mut parent, id);
-                clusters.entry(root).or_default().push(id);
+            let (Some(fa), Some(fb)) = (mergeable(&a), mergeable(&b)) else { continue };
+            if fa.fact_type != fb.fact_type || fa.scope != fb.scope {
+                continue;
             }
-            for members in clusters.into_values().filter(|m| m.len() > 1) {
-                let cos =
-                    |a: RecordId, b: RecordId| pairs.get(&if a < b { (a, b) } else { (b, a) }).copied().unwrap_or(0.0);
-                let central = *members
-                    .iter()
-                    .max_by(|a, b| {
-                        let sa: f32 = members.iter().map(|m| cos(**a, *m)).sum();
-                        let sb: f32 = members.iter().map(|m| cos(**b, *m)).sum();
-                        sa.total_cmp(&sb).then(b.cmp(a))
-                    })
-                    .expect("two members or more");
-                let min_cosine = members
-                    .iter()
-                    .flat_map(|a| members.iter().map(move |b| (*a, *b)))
-                    .filter(|(a, b)| a < b)
-                    .map(|(a, b)| cos(a, b))
-                    .filter(|c| *c > 0.0)
-                    .fold(1.0f32, f32::min);
-                let (ce, cf) = facts[&central];
-                let mut fact = cf.clone();
-                let mut tags: Vec<String> = Vec::new();
-                let mut anchors: Vec<Anchor> = Vec::new();
-                let mut best = 0.0f64;
-                for m in std::iter::once(&central).chain(members.iter().filter(|m| **m != central)) {
-                    let (_, f) = facts[m];
-                    for t in &f.tags {
-                        if !tags.iter().any(|x| x.eq_ignore_ascii_case(t)) {
-                            tags.push(t.clone());
-                        }
-                    }
-                    for a in &f.anchors {
-                        if !anchors.iter().any(|x| x.path == a.path && x.lines == a.lines) {
-                            anchors.push(a.clone());
-                        }
-                    }
-                    best = best.max(conf(m));
-                }
-                if !tags.iter().any(|t| t == "synthesized") {
-                    tags.push("synthesized".into());
-                }
-                // Canonical form: sorted, no duplicates.
-                tags.sort();
-                tags.dedup();
-                fact.tags = tags;
-                fact.anchors = anchors;
-                fact.confidence = Milli((best * 1000.0).round() as i32).clamp_unit();
-                fact.relations = members.iter().map(|m| Relation { rel: RelationType::Derives, id: *m }).collect();
-                // Links to records of the cluster itself would point at superseded members.
-                fact.depends_on.retain(|d| !members.contains(d));
-                for m in &members {
-                    gone.insert(*m);
-                }
-                plan.synthesized.push(Synthesis {
-                    central,
-                    members: members.clone(),
-                    subject: cf.subject.clone(),
-                    fact,
-                    body: ce.record.body.clone(),
-                    min_cosine,
-                });
+            // Merging hides the members behind one fact: only rewordings of one statement
+            // merge, by the rule similarity supersession follows (a high cosine alone is a
+            // neighbour as often: "the divisor is known" / "… unknown").
+            let (ra, rb) = (crate::frame::frame(&fa.subject), crate::frame::frame(&fb.subject));
+            if !crate::frame::rewording(&ra, &rb) {
+                continue;
+            }
+            let key = if a < b { (a, b) } else { (b, a) };
+            pairs.insert(key, cos);
+            parent.entry(a).or_insert(a);
+            parent.entry(b).or_insert(b);
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            if ra != rb {
+                parent.insert(ra.max(rb), ra.min(rb));
             }
         }
+        let ids: Vec<RecordId> = parent.keys().copied().collect();
+        let mut clusters: BTreeMap<RecordId, Vec<RecordId>> = BTreeMap::new();
+        for id in ids {
+            let root = find(&mut parent, id);
+            clusters.entry(root).or_default().push(id);
+        }
+        (clusters.into_values().filter(|m| m.len() > 1).collect(), pairs)
     }
 
-    // 4. Evict to the cap.
-    let remaining = current.len() - gone.len() + plan.synthesized.len();
-    if remaining > inp.cap {
-        let mut candidates: Vec<(f64, Timestamp, RecordId, &Fact)> = current
+    /// The fact a cluster becomes: its central member with every member's distinct tags and
+    /// anchors, the highest confidence, `derives` relations to each, tagged `synthesized`.
+    fn merged(
+        &self,
+        central_fact: &Fact,
+        central: RecordId,
+        members: &[RecordId],
+        facts: &HashMap<RecordId, (&Entry, &Fact)>,
+    ) -> Fact {
+        let mut fact = central_fact.clone();
+        let mut tags: Vec<String> = Vec::new();
+        let mut anchors: Vec<Anchor> = Vec::new();
+        let mut best = 0.0f64;
+        for m in std::iter::once(&central).chain(members.iter().filter(|m| **m != central)) {
+            let (_, f) = facts[m];
+            for t in &f.tags {
+                if !tags.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                    tags.push(t.clone());
+                }
+            }
+            for a in &f.anchors {
+                if !anchors.iter().any(|x| x.path == a.path && x.lines == a.lines) {
+                    anchors.push(a.clone());
+                }
+            }
+            best = best.max(self.conf(m));
+        }
+        if !tags.iter().any(|t| t == "synthesized") {
+            tags.push("synthesized".into());
+        }
+        // Canonical form: sorted, no duplicates.
+        tags.sort();
+        tags.dedup();
+        fact.tags = tags;
+        fact.anchors = anchors;
+        fact.confidence = Milli((best * 1000.0).round() as i32).clamp_unit();
+        fact.relations = members.iter().map(|m| Relation { rel: RelationType::Derives, id: *m }).collect();
+        // Links to records of the cluster itself would point at superseded members.
+        fact.depends_on.retain(|d| !members.contains(d));
+        fact
+    }
+
+    /// Step 4. Evict to the cap: the lowest keep scores among what may be removed.
+    fn evict(&mut self) {
+        let inp = self.inp;
+        let remaining = self.current.len() - self.gone.len() + self.plan.synthesized.len();
+        if remaining <= inp.cap {
+            return;
+        }
+        let mut candidates: Vec<(f64, Timestamp, RecordId, &Fact)> = self
+            .current
             .iter()
-            .filter(|(e, f)| !gone.contains(&e.id) && removable(f))
+            .filter(|(e, f)| !self.gone.contains(&e.id) && self.removable(f))
             .map(|(e, f)| {
                 let n = inp.answered.get(&e.id).copied().unwrap_or(0);
-                (keep_score(conf(&e.id), e.successes, age_days(inp.now, e), n), e.record.created_at, e.id, *f)
+                (keep_score(self.conf(&e.id), e.successes, age_days(inp.now, e), n), e.record.created_at, e.id, *f)
             })
             .collect();
         candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
         let need = remaining - inp.cap;
         if candidates.len() < need {
-            plan.over_cap = Some(format!(
+            self.plan.over_cap = Some(format!(
                 "{} current facts are protected or constraints: the cap of {} cannot be reached without them",
                 remaining - candidates.len(),
                 inp.cap
             ));
         }
-        for (score, _, id, f) in candidates.into_iter().take(need) {
-            gone.insert(id);
-            plan.evicted.push(Removal {
+        let evicted: Vec<Removal> = candidates
+            .into_iter()
+            .take(need)
+            .map(|(score, _, id, f)| Removal {
                 id,
                 subject: f.subject.clone(),
                 reason: format!(
@@ -354,11 +419,11 @@ pub fn plan(state: &State, inp: &Inputs<'_>) -> Plan {
                     inp.cap
                 ),
                 score,
-            });
-        }
+            })
+            .collect();
+        self.gone.extend(evicted.iter().map(|r| r.id));
+        self.plan.evicted = evicted;
     }
-    plan.after = current.len() - gone.len() + plan.synthesized.len();
-    plan
 }
 
 #[cfg(test)]
