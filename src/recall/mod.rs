@@ -213,6 +213,26 @@ pub struct Familiarity {
     pub best_confidence: Option<f64>,
 }
 
+impl Familiarity {
+    /// How familiar a query is, from its best item and the best vector match's cosine.
+    fn of(best: Option<&Item>, best_similarity: Option<f32>) -> Familiarity {
+        match (best, best_similarity) {
+            (None, _) => Familiarity { level: "none", best_similarity, best_confidence: None },
+            (Some(b), sim) => {
+                let s = sim.unwrap_or(if b.lexical_rank == Some(0) { 0.6 } else { 0.4 });
+                let level = if s >= 0.75 && b.confidence >= 0.6 {
+                    "high"
+                } else if s >= 0.5 {
+                    "medium"
+                } else {
+                    "low"
+                };
+                Familiarity { level, best_similarity: sim, best_confidence: Some(b.confidence) }
+            }
+        }
+    }
+}
+
 /// The layered answer.
 #[derive(Clone, Debug, Serialize)]
 pub struct Recall {
@@ -483,13 +503,7 @@ pub fn recall(
         None => req.types.is_empty(),
     };
     let shadowed = shadowed(state, req.origins.as_deref());
-    let scope_ok = |e: &Entry| {
-        req.area.as_deref().is_none_or(|s| match &e.record.payload {
-            Payload::Fact(f) => f.scope == s,
-            Payload::Attempt(a) => a.scope == s,
-            _ => false,
-        })
-    };
+    let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let mut matched: Vec<Item> = ranks
         .iter()
         .filter_map(|(id, rank)| state.entries.get(id).map(|e| (e, *rank)))
@@ -505,6 +519,89 @@ pub fn recall(
     // the entries and items are built only for those that fit the budget (a memory can hold
     // thousands of constraints).
     // (The state's list of constraints; their order does not matter here, scores and ids decide.)
+    let constraint_entries = ranked_constraints(state, req, &ranks, &fusion);
+
+    let Sorted { facts, known_unknowns, invalidated, attempts } = sorted(matched, state, req, &shadowed);
+
+    let best_constraint = constraint_entries
+        .iter()
+        .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
+        .and_then(|(_, c, r)| state.entries.get(&c.id).map(|e| item(e, state, *r, &fusion, req.now)));
+    let familiarity = Familiarity::of(facts.first().or(best_constraint.as_ref()), vector.first().map(|(_, s)| *s));
+
+    // Budget: each layer in turn (`LayerKind::ALL`), constraints within their share. Items for
+    // constraints are built only for those that fit: the estimate is read from the entry.
+    let mut budget = Budget::new(req.budget);
+    let mut constraints = Vec::new();
+    for (_, c, rank) in constraint_entries {
+        if budget.admit(LayerKind::Constraints, c.chars + layer::RECORD_MARKUP) {
+            if let Some(e) = state.entries.get(&c.id) {
+                constraints.push(item(e, state, rank, &fusion, req.now));
+            }
+        }
+    }
+    let mut facts = budget.fit(LayerKind::Facts, facts);
+    let attempts = budget.fit(LayerKind::Attempts, attempts);
+    let mut invalidated = budget.fit(LayerKind::Invalidated, invalidated);
+    let mut known_unknowns = budget.fit(LayerKind::KnownUnknowns, known_unknowns);
+    // Linked facts are shown with what is shown (found after the budget cut, so only for those).
+    for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
+        i.linked = links(i.id, state);
+    }
+    let mut out = Recall {
+        query: req.query.clone(),
+        semantic,
+        constraints,
+        facts,
+        attempts,
+        invalidated,
+        known_unknowns,
+        familiarity,
+        budget: budget.limit,
+        tokens: budget.used,
+        cut: budget.cut,
+        scopes: Vec::new(),
+        documents: Vec::new(),
+        construct: Vec::new(),
+        expanded: None,
+        query_vector: None,
+        candidates: [lexical.len(), vector.len()],
+        stale: None,
+    };
+    if let Some(pin) = &req.pin {
+        for i in out.all_items_mut() {
+            i.new_since_session = !pin.has_seen(&i.id);
+        }
+        // The session's constraints are shown as they stood: in force, with no replacement it
+        // has not taken in, and not among what is no longer true.
+        for c in &mut out.constraints {
+            if c.status != Status::Valid {
+                c.status = Status::Valid;
+                c.replaced_by.clear();
+            }
+        }
+        let held: HashSet<RecordId> = out.constraints.iter().map(|c| c.id).collect();
+        out.invalidated.retain(|i| !held.contains(&i.id));
+    }
+    if let Some(origins) = &req.origins {
+        for i in out.all_items_mut() {
+            if let Some(s) = origins.get(&i.id) {
+                i.scope = s.to_string();
+            }
+        }
+    }
+    out
+}
+
+/// Every constraint in force for `req` (as a live session sees it, with `req.pin`), scored, best
+/// first: constraints always apply, so all are weighed and the budget takes the best that fit.
+fn ranked_constraints<'s>(
+    state: &'s State,
+    req: &Request,
+    ranks: &HashMap<RecordId, Rank>,
+    fusion: &Fusion,
+) -> Vec<(f64, &'s crate::state::ConstraintRow, Rank)> {
+    let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
     let mut constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
         .constraint_rows()
@@ -530,7 +627,29 @@ pub fn recall(
         })
         .collect();
     constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+    constraint_entries
+}
 
+/// Whether `e` carries the area label `area` (any, when `None`).
+fn in_area(e: &Entry, area: Option<&str>) -> bool {
+    area.is_none_or(|s| match &e.record.payload {
+        Payload::Fact(f) => f.scope == s,
+        Payload::Attempt(a) => a.scope == s,
+        _ => false,
+    })
+}
+
+/// The matched items sorted into the layers: relevant facts (past the relevance floor, copies
+/// folded, at most `k`, with what they override and their conflicts), known unknowns about the
+/// question, what is no longer true, and each task's best attempt.
+struct Sorted {
+    facts: Vec<Item>,
+    known_unknowns: Vec<Item>,
+    invalidated: Vec<Item>,
+    attempts: Vec<Item>,
+}
+
+fn sorted(matched: Vec<Item>, state: &State, req: &Request, shadowed: &HashMap<RecordId, RecordId>) -> Sorted {
     let query_words = content_words(&req.query);
     // The relevance floor: facts that match far worse than the best one are fillers, not answers.
     let is_fact = |it: &Item| {
@@ -605,90 +724,7 @@ pub fn recall(
     conflicts::mark(&mut facts, state, &|id| req.fetched.as_ref().is_some_and(|f| f.contains(id)));
     let mut attempts: Vec<Item> = best_attempt.into_values().collect();
     attempts.sort_by(|a, b| b.score.total_cmp(&a.score));
-
-    let best_constraint = constraint_entries
-        .iter()
-        .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
-        .and_then(|(_, c, r)| state.entries.get(&c.id).map(|e| item(e, state, *r, &fusion, req.now)));
-    let best = facts.first().or(best_constraint.as_ref());
-    let best_similarity = vector.first().map(|(_, s)| *s);
-    let familiarity = match (best, best_similarity) {
-        (None, _) => Familiarity { level: "none", best_similarity, best_confidence: None },
-        (Some(b), sim) => {
-            let s = sim.unwrap_or(if b.lexical_rank == Some(0) { 0.6 } else { 0.4 });
-            let level = if s >= 0.75 && b.confidence >= 0.6 {
-                "high"
-            } else if s >= 0.5 {
-                "medium"
-            } else {
-                "low"
-            };
-            Familiarity { level, best_similarity: sim, best_confidence: Some(b.confidence) }
-        }
-    };
-
-    // Budget: each layer in turn (`LayerKind::ALL`), constraints within their share. Items for
-    // constraints are built only for those that fit: the estimate is read from the entry.
-    let mut budget = Budget::new(req.budget);
-    let mut constraints = Vec::new();
-    for (_, c, rank) in constraint_entries {
-        if budget.admit(LayerKind::Constraints, c.chars + layer::RECORD_MARKUP) {
-            if let Some(e) = state.entries.get(&c.id) {
-                constraints.push(item(e, state, rank, &fusion, req.now));
-            }
-        }
-    }
-    let mut facts = budget.fit(LayerKind::Facts, facts);
-    let attempts = budget.fit(LayerKind::Attempts, attempts);
-    let mut invalidated = budget.fit(LayerKind::Invalidated, invalidated);
-    let mut known_unknowns = budget.fit(LayerKind::KnownUnknowns, known_unknowns);
-    // Linked facts are shown with what is shown (found after the budget cut, so only for those).
-    for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
-        i.linked = links(i.id, state);
-    }
-    let mut out = Recall {
-        query: req.query.clone(),
-        semantic,
-        constraints,
-        facts,
-        attempts,
-        invalidated,
-        known_unknowns,
-        familiarity,
-        budget: budget.limit,
-        tokens: budget.used,
-        cut: budget.cut,
-        scopes: Vec::new(),
-        documents: Vec::new(),
-        construct: Vec::new(),
-        expanded: None,
-        query_vector: None,
-        candidates: [lexical.len(), vector.len()],
-        stale: None,
-    };
-    if let Some(pin) = &req.pin {
-        for i in out.all_items_mut() {
-            i.new_since_session = !pin.has_seen(&i.id);
-        }
-        // The session's constraints are shown as they stood: in force, with no replacement it
-        // has not taken in, and not among what is no longer true.
-        for c in &mut out.constraints {
-            if c.status != Status::Valid {
-                c.status = Status::Valid;
-                c.replaced_by.clear();
-            }
-        }
-        let held: HashSet<RecordId> = out.constraints.iter().map(|c| c.id).collect();
-        out.invalidated.retain(|i| !held.contains(&i.id));
-    }
-    if let Some(origins) = &req.origins {
-        for i in out.all_items_mut() {
-            if let Some(s) = origins.get(&i.id) {
-                i.scope = s.to_string();
-            }
-        }
-    }
-    out
+    Sorted { facts, known_unknowns, invalidated, attempts }
 }
 
 /// Days without a confirmation from which recall's markdown says how long a fact has gone
