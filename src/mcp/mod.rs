@@ -442,7 +442,17 @@ impl ServerHandler for NeoServer {
         if !warm.session.is_live() {
             let _ = warm.session.begin_live();
         }
-        let result = warm.call(&request.name, request.arguments);
+        let mut result = warm.call(&request.name, request.arguments);
+        // Every answer says when memory changed under this session (recall's carries it already;
+        // `refresh` is what takes it in).
+        if let Some(Ok(reply)) = result.as_mut().filter(|_| !matches!(request.name.as_ref(), "recall" | "refresh")) {
+            if let (Ok(Some(mut stale)), Some(o)) = (warm.session.live_stale(), reply.structured.as_object_mut()) {
+                stale.refresh = "Call the refresh tool to take it in.".into();
+                if let Ok(v) = serde_json::to_value(&stale) {
+                    o.insert("stale".into(), v);
+                }
+            }
+        }
         *live = warm.session.take_live();
         drop(live);
         let result = match result {

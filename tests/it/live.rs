@@ -55,6 +55,10 @@ fn a_live_mcp_session_keeps_its_constraints_until_it_refreshes() {
     assert!(s["stale"]["refresh"].as_str().unwrap_or("").contains("refresh"), "{r}");
     assert!(r["content"][0]["text"].as_str().unwrap_or("").contains("**Stale:**"), "{r}");
 
+    // Every answer says so, not only recall's.
+    let shown = reader.call_result("show", j!({"id": &new[..12]}));
+    assert!(shown["structuredContent"]["stale"]["summary"].as_str().unwrap_or("").contains("merge queue"), "{shown}");
+
     // After refresh it sees the new constraint, and is no longer stale.
     let refreshed = reader.call_result("refresh", j!({}));
     assert!(refreshed["structuredContent"]["taken_in"]["summary"].as_str().is_some(), "{refreshed}");
@@ -62,6 +66,7 @@ fn a_live_mcp_session_keeps_its_constraints_until_it_refreshes() {
     let constraints = r["structuredContent"]["constraints"].to_string();
     assert!(constraints.contains("merge queue") && !constraints.contains("Never push directly"), "{r}");
     assert!(r["structuredContent"].get("stale").is_none(), "{r}");
+    assert!(reader.call_result("show", j!({"id": &new[..12]}))["structuredContent"].get("stale").is_none());
 
     // Its own write and another process's land between two recalls: only the other is news.
     let (e, text) = reader.call("add_fact", j!({"type": "decision", "subject": "Pushes wait for the green build"}));

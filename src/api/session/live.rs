@@ -200,6 +200,16 @@ impl Session {
         Ok(Refreshed { since, taken_in })
     }
 
+    /// What changed under the live session, if anything (`None` without one): what a front end
+    /// adds to every answer, not only recall's.
+    pub fn live_stale(&mut self) -> Result<Option<Stale>> {
+        if self.pin.is_none() {
+            return Ok(None);
+        }
+        let scopes = self.recall_scopes(false)?;
+        Ok(self.live_view(&scopes)?.and_then(|(_, s)| s))
+    }
+
     /// Hand the live session's pin out (a front end serving several sessions keeps one each).
     pub fn take_live(&mut self) -> Option<LivePin> {
         self.pin.take()
