@@ -172,10 +172,46 @@ pub fn verify(
             ));
         }
     }
-    // Records purged on purpose may still be named by others, such as the retraction that hid
-    // them first.
-    let mut purged: Option<Vec<String>> = Some(purge_notes);
-    for r in &records {
+    check_records(&records, &present, &purge_notes, now, &mut problems, &mut notes);
+    problems.extend(supersession_cycles(&records.iter().map(|r| (r.id, &r.record)).collect::<Vec<_>>()));
+
+    let commits_checked = match range_from {
+        Some(from) => check_range(store, from, tip, &mut problems, &mut notes)?,
+        None => 0,
+    };
+
+    notes.extend(off_branch_anchors(store, &records)?);
+
+    problems.sort_by(|a, b| (&a.path, &a.field).cmp(&(&b.path, &b.field)));
+    problems.dedup();
+    Ok(Report {
+        ref_name: ref_name.into(),
+        commit: tip.to_string(),
+        copies: Vec::new(),
+        records: records.len(),
+        commits_checked,
+        problems,
+        notes,
+    })
+}
+
+/// Each record's own checks: the write filter, a date ahead of the clock, a lesson patch that is
+/// not what it says, and every record it names (present, purged on purpose, or in another scope).
+fn check_records(
+    records: &[crate::store::LoadedRecord],
+    present: &BTreeSet<RecordId>,
+    purged: &[String],
+    now: crate::record::Timestamp,
+    problems: &mut Vec<Finding>,
+    notes: &mut Vec<String>,
+) {
+    let find = |path: &str, field: &str, message: String| Finding {
+        path: path.into(),
+        field: field.into(),
+        message,
+        commit: None,
+    };
+    for r in records {
         let path = Record::path(r.record.kind, &r.id);
         for p in crate::redact::check(&r.record) {
             problems.push(find(&path, &p.field, p.message));
@@ -202,10 +238,8 @@ pub fn verify(
                     continue;
                 }
             }
-            let purged = match &purged {
-                Some(p) => p,
-                None => purged.insert(store.purged_ids(tip)?),
-            };
+            // Records purged on purpose may still be named by others, such as the retraction
+            // that hid them first.
             if purged.iter().any(|p| id.to_hex().starts_with(p.as_str())) {
                 notes.push(format!(
                     "{path}: {field} names {}, which was purged (documented with Neo-Purge)",
@@ -216,81 +250,75 @@ pub fn verify(
             }
         }
     }
-    problems.extend(supersession_cycles(&records.iter().map(|r| (r.id, &r.record)).collect::<Vec<_>>()));
+}
 
+/// Range checks (`--range`): every commit after `from` up to `tip` has a git-neo message and only
+/// adds records (a removal documented with `Neo-Purge` is a note). Returns how many were checked.
+fn check_range(
+    store: &Store,
+    from: ObjectId,
+    tip: ObjectId,
+    problems: &mut Vec<Finding>,
+    notes: &mut Vec<String>,
+) -> Result<usize> {
     let mut commits_checked = 0;
-    if let Some(from) = range_from {
-        for c in store.commits_between(Some(from), tip)? {
-            commits_checked += 1;
-            let subject = c.message.lines().next().unwrap_or("");
-            let at = |path: &str, field: &str, message: String| Finding {
-                path: path.into(),
-                field: field.into(),
-                message,
-                commit: Some(c.id.to_string()),
+    for c in store.commits_between(Some(from), tip)? {
+        commits_checked += 1;
+        let subject = c.message.lines().next().unwrap_or("");
+        let at = |path: &str, field: &str, message: String| Finding {
+            path: path.into(),
+            field: field.into(),
+            message,
+            commit: Some(c.id.to_string()),
+        };
+        if !subject.starts_with("neo: ") || subject.len() > MAX_SUBJECT_LINE {
+            problems.push(at(
+                "",
+                "commit",
+                format!("message {subject:?} is not a git-neo message (`neo: <what happened>`, at most {MAX_SUBJECT_LINE} characters on the first line)"),
+            ));
+        }
+        let purged: BTreeSet<String> = c
+            .message
+            .lines()
+            .filter_map(|l| l.strip_prefix("Neo-Purge:"))
+            .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
+            .collect();
+        let parents = if c.parents.is_empty() { vec![None] } else { c.parents.iter().map(|p| Some(*p)).collect() };
+        for parent in parents {
+            let parent_tree = match parent {
+                Some(p) => Some(store.tree_of(p)?),
+                None => None,
             };
-            if !subject.starts_with("neo: ") || subject.len() > MAX_SUBJECT_LINE {
-                problems.push(at(
-                    "",
-                    "commit",
-                    format!("message {subject:?} is not a git-neo message (`neo: <what happened>`, at most {MAX_SUBJECT_LINE} characters on the first line)"),
-                ));
-            }
-            let purged: BTreeSet<String> = c
-                .message
-                .lines()
-                .filter_map(|l| l.strip_prefix("Neo-Purge:"))
-                .map(|v| v.split_whitespace().next().unwrap_or("").to_string())
-                .collect();
-            let parents = if c.parents.is_empty() { vec![None] } else { c.parents.iter().map(|p| Some(*p)).collect() };
-            for parent in parents {
-                let parent_tree = match parent {
-                    Some(p) => Some(store.tree_of(p)?),
-                    None => None,
-                };
-                for change in store.diff_trees(parent_tree, Some(c.tree))? {
-                    if change.change == "added" {
-                        continue;
-                    }
-                    let id = change.path.rsplit('/').next().and_then(|f| f.strip_suffix(".md")).unwrap_or("");
-                    if change.change == "removed"
-                        && !id.is_empty()
-                        && purged.iter().any(|p| p.len() >= 4 && id.starts_with(p.as_str()))
-                    {
-                        notes.push(format!(
-                            "commit {} purges {} (documented with Neo-Purge)",
-                            &c.id.to_string()[..12],
-                            change.path
-                        ));
-                        continue;
-                    }
-                    problems.push(at(
-                        &change.path,
-                        "layout",
-                        format!(
-                            "was {} by commit {}; memory only ever adds records (a removal needs a `Neo-Purge: <id>` trailer, see docs/security.md)",
-                            change.change,
-                            &c.id.to_string()[..12]
-                        ),
-                    ));
+            for change in store.diff_trees(parent_tree, Some(c.tree))? {
+                if change.change == "added" {
+                    continue;
                 }
+                let id = change.path.rsplit('/').next().and_then(|f| f.strip_suffix(".md")).unwrap_or("");
+                if change.change == "removed"
+                    && !id.is_empty()
+                    && purged.iter().any(|p| p.len() >= 4 && id.starts_with(p.as_str()))
+                {
+                    notes.push(format!(
+                        "commit {} purges {} (documented with Neo-Purge)",
+                        &c.id.to_string()[..12],
+                        change.path
+                    ));
+                    continue;
+                }
+                problems.push(at(
+                    &change.path,
+                    "layout",
+                    format!(
+                        "was {} by commit {}; memory only ever adds records (a removal needs a `Neo-Purge: <id>` trailer, see docs/security.md)",
+                        change.change,
+                        &c.id.to_string()[..12]
+                    ),
+                ));
             }
         }
     }
-
-    notes.extend(off_branch_anchors(store, &records)?);
-
-    problems.sort_by(|a, b| (&a.path, &a.field).cmp(&(&b.path, &b.field)));
-    problems.dedup();
-    Ok(Report {
-        ref_name: ref_name.into(),
-        commit: tip.to_string(),
-        copies: Vec::new(),
-        records: records.len(),
-        commits_checked,
-        problems,
-        notes,
-    })
+    Ok(commits_checked)
 }
 
 /// Supersessions `old -> new` that lead back to where they started.
