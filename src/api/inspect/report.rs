@@ -86,6 +86,94 @@ fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
     out
 }
 
+/// A fact's confidence on the code's calendar: each counted step at its evidence's commit, the
+/// start at the commit the fact was anchored at (a fact recorded today about an old checkout has
+/// a history of years, not of the hours since it was written).
+fn trajectory(memory: &crate::api::Memory, e: &crate::state::Entry, subject: &str) -> Result<Series> {
+    // On the code's calendar: each step at its evidence's commit, the start at
+    // the commit the fact was anchored at (a fact recorded today about an old
+    // checkout has a history of years, not of the hours since it was written).
+    let explained = memory.explain(&e.id.to_hex())?;
+    let store = memory.store();
+    let commit_time = |hex: Option<&String>| {
+        hex.and_then(|h| crate::store::ObjectId::from_hex(h.as_bytes()).ok())
+            .and_then(|c| store.commit_time(c).ok())
+            .map(|t| t.0)
+    };
+    let start = crate::outcomes::anchor_commit(e)
+        .and_then(|c| store.commit_time(c).ok())
+        .map_or(e.record.created_at.0, |t| t.0.min(e.record.created_at.0));
+    let mut steps: Vec<(i64, f64)> = explained
+        .steps
+        .iter()
+        .filter(|s| s.counted)
+        .map(|s| (commit_time(s.commits.first()).unwrap_or(s.at.0).max(start), s.delta))
+        .collect();
+    // In the order the evidence happened (records written together fold by id).
+    steps.sort_by_key(|s| s.0);
+    let mut running = explained.initial;
+    let mut points = vec![(start, explained.initial)];
+    for (x, delta) in steps {
+        running += delta;
+        points.push((x, running.clamp(0.0, 1.0)));
+    }
+    let name: String = format!("{} {}", e.id.short(), subject).chars().take(48).collect();
+    Ok(Series { name, points })
+}
+
+/// The charts and the summary line read from the local recall telemetry: latency of the latest
+/// recalls and the hit rate per day.
+fn telemetry_charts(events: &[telemetry::Event], on: bool, summary: &mut Vec<(String, String)>) -> Vec<Chart> {
+    let mut charts = Vec::new();
+    let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
+    charts.push(Chart {
+        id: "latency".into(),
+        step: false,
+        title: format!("Recall latency (the last {} recalls)", latest.len()),
+        y_label: "ms".into(),
+        y_max: None,
+        series: vec![Series { name: "latency".into(), points: latest.iter().map(|e| (e.at, e.latency_ms)).collect() }],
+        empty: telemetry_empty(on).into(),
+    });
+    let mut days: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
+    for e in events {
+        let d = days.entry(e.at.div_euclid(86_400)).or_default();
+        d.0 += 1;
+        d.1 += usize::from(e.hit());
+    }
+    let skip = days.len().saturating_sub(HIT_RATE_DAYS);
+    charts.push(Chart {
+        id: "hit-rate".into(),
+        step: false,
+        title: "Recall hit rate per day (share returning a relevant record)".into(),
+        y_label: "hit rate".into(),
+        y_max: Some(1.0),
+        series: vec![Series {
+            name: "hit rate".into(),
+            points: days.iter().skip(skip).map(|(d, (n, h))| (d * 86_400, *h as f64 / *n as f64)).collect(),
+        }],
+        empty: telemetry_empty(on).into(),
+    });
+    if !events.is_empty() {
+        let stats = crate::api::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
+        let hits = events.iter().filter(|e| e.hit()).count();
+        summary.push((
+            "recalls kept".into(),
+            format!(
+                "{} (p50 {:.1} ms, p90 {:.1} ms; {:.0}% returned a fact, attempt or known unknown matching the question)",
+                events.len(),
+                stats.p50,
+                stats.p90,
+                hits as f64 * 100.0 / events.len() as f64
+            ),
+        ));
+    } else if !on {
+        summary.push(("recalls kept".into(), "none: telemetry is off (neo.telemetry)".into()));
+    }
+
+    charts
+}
+
 impl Session {
     /// Everything `git neo report` shows (see the module docs).
     pub fn report_data(&mut self) -> Result<ReportData> {
@@ -109,35 +197,7 @@ impl Session {
                 lives.push((scope.to_string(), f.fact_type.to_string(), e.record.created_at.0, ended(e, state)));
                 let counted = e.outcomes.len();
                 if counted > 0 {
-                    // On the code's calendar: each step at its evidence's commit, the start at
-                    // the commit the fact was anchored at (a fact recorded today about an old
-                    // checkout has a history of years, not of the hours since it was written).
-                    let explained = memory.explain(&e.id.to_hex())?;
-                    let store = memory.store();
-                    let commit_time = |hex: Option<&String>| {
-                        hex.and_then(|h| crate::store::ObjectId::from_hex(h.as_bytes()).ok())
-                            .and_then(|c| store.commit_time(c).ok())
-                            .map(|t| t.0)
-                    };
-                    let start = crate::outcomes::anchor_commit(e)
-                        .and_then(|c| store.commit_time(c).ok())
-                        .map_or(e.record.created_at.0, |t| t.0.min(e.record.created_at.0));
-                    let mut steps: Vec<(i64, f64)> = explained
-                        .steps
-                        .iter()
-                        .filter(|s| s.counted)
-                        .map(|s| (commit_time(s.commits.first()).unwrap_or(s.at.0).max(start), s.delta))
-                        .collect();
-                    // In the order the evidence happened (records written together fold by id).
-                    steps.sort_by_key(|s| s.0);
-                    let mut running = explained.initial;
-                    let mut points = vec![(start, explained.initial)];
-                    for (x, delta) in steps {
-                        running += delta;
-                        points.push((x, running.clamp(0.0, 1.0)));
-                    }
-                    let name: String = format!("{} {}", e.id.short(), f.subject).chars().take(48).collect();
-                    trajectories.push((counted, Series { name, points }));
+                    trajectories.push((counted, trajectory(memory, e, &f.subject)?));
                 }
             }
             summary
@@ -204,56 +264,30 @@ impl Session {
                 .into(),
         });
 
-        let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
-        charts.push(Chart {
-            id: "latency".into(),
-            step: false,
-            title: format!("Recall latency (the last {} recalls)", latest.len()),
-            y_label: "ms".into(),
-            y_max: None,
-            series: vec![Series {
-                name: "latency".into(),
-                points: latest.iter().map(|e| (e.at, e.latency_ms)).collect(),
-            }],
-            empty: telemetry_empty(tel.on).into(),
-        });
-        let mut days: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
-        for e in &events {
-            let d = days.entry(e.at.div_euclid(86_400)).or_default();
-            d.0 += 1;
-            d.1 += usize::from(e.hit());
-        }
-        let skip = days.len().saturating_sub(HIT_RATE_DAYS);
-        charts.push(Chart {
-            id: "hit-rate".into(),
-            step: false,
-            title: "Recall hit rate per day (share returning a relevant record)".into(),
-            y_label: "hit rate".into(),
-            y_max: Some(1.0),
-            series: vec![Series {
-                name: "hit rate".into(),
-                points: days.iter().skip(skip).map(|(d, (n, h))| (d * 86_400, *h as f64 / *n as f64)).collect(),
-            }],
-            empty: telemetry_empty(tel.on).into(),
-        });
-        if !events.is_empty() {
-            let stats = crate::api::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
-            let hits = events.iter().filter(|e| e.hit()).count();
-            summary.push((
-                "recalls kept".into(),
-                format!(
-                    "{} (p50 {:.1} ms, p90 {:.1} ms; {:.0}% returned a fact, attempt or known unknown matching the question)",
-                    events.len(),
-                    stats.p50,
-                    stats.p90,
-                    hits as f64 * 100.0 / events.len() as f64
-                ),
-            ));
-        } else if !tel.on {
-            summary.push(("recalls kept".into(), "none: telemetry is off (neo.telemetry)".into()));
-        }
+        charts.extend(telemetry_charts(&events, tel.on, &mut summary));
+        let lessons = self.lesson_rows(&mut summary);
+        all_chains.sort_by_key(|c| std::cmp::Reverse(c.len()));
+        all_chains.truncate(CHAINS);
+        Ok(ReportData {
+            title: format!(
+                "git-neo memory report{}",
+                project
+                    .work_dir()
+                    .and_then(|d| d.file_name())
+                    .map(|n| format!(": {}", n.to_string_lossy()))
+                    .unwrap_or_default()
+            ),
+            generated: Timestamp(now.0).to_string(),
+            summary,
+            charts,
+            chains: all_chains,
+            curation: last_curation(&project.caches().last_curation()),
+            lessons,
+        })
+    }
 
-        // Lessons of the project's memory, newest first, and their counts.
+    /// The project's lessons, newest first, and their counts as a summary line.
+    fn lesson_rows(&mut self, summary: &mut Vec<(String, String)>) -> Vec<crate::report::LessonRow> {
         let mut lessons = Vec::new();
         if let Ok(memory) = self.memory_of(&crate::scope::Scope::Project) {
             let c = crate::api::lessons::counts(memory.state());
@@ -278,24 +312,7 @@ impl Session {
                 });
             }
         }
-        all_chains.sort_by_key(|c| std::cmp::Reverse(c.len()));
-        all_chains.truncate(CHAINS);
-        Ok(ReportData {
-            title: format!(
-                "git-neo memory report{}",
-                project
-                    .work_dir()
-                    .and_then(|d| d.file_name())
-                    .map(|n| format!(": {}", n.to_string_lossy()))
-                    .unwrap_or_default()
-            ),
-            generated: Timestamp(now.0).to_string(),
-            summary,
-            charts,
-            chains: all_chains,
-            curation: last_curation(&project.caches().last_curation()),
-            lessons,
-        })
+        lessons
     }
 }
 
