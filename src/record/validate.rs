@@ -3,7 +3,7 @@
 //! The writer validates a [`Record`] before computing its bytes; the parser validates what it
 //! decoded. Both call [`validate`], so a record the writer accepts is one the verifier accepts.
 
-use super::{Anchor, Payload, Record, Timestamp};
+use super::{Anchor, Attempt, Fact, Lesson, Payload, Record, Source, Timestamp};
 use serde::Serialize;
 use std::fmt;
 
@@ -281,135 +281,133 @@ pub fn check_body(problems: &mut Vec<Problem>, body: &str) {
     }
 }
 
+/// A fact's own rules: one-line fields, tags, confidence and window, suggestion, anchors, citations.
+fn check_fact(p: &mut Vec<Problem>, f: &Fact) {
+    check_line(p, "subject", &f.subject, MAX_SUBJECT_CHARS, "a one-line summary of the fact");
+    check_line(p, "scope", &f.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+    check_tags(p, &f.tags);
+    if let Some(k) = &f.key {
+        check_line(p, "key", k, MAX_LINE_CHARS, "a subject and predicate such as \"deploy target\"");
+    }
+    if !(0..=1000).contains(&f.confidence.0) {
+        p.push(Problem::new("confidence", format!("{} is outside 0.0 to 1.0", f.confidence)));
+    }
+    if let (Some(from), Some(to)) = (f.valid_from, f.valid_to) {
+        if from > to {
+            p.push(Problem::new("valid_to", format!("{to} is before valid_from {from}")));
+        }
+    }
+    if let Some(s) = &f.suggestion {
+        check_text(p, "suggestion", s, MAX_TEXT_BYTES, "the code the fact recommends, or leave it out");
+    }
+    if f.anchors.len() > MAX_ANCHORS {
+        p.push(Problem::new("anchors", format!("has {} anchors; the limit is {MAX_ANCHORS}", f.anchors.len())));
+    }
+    for (i, a) in f.anchors.iter().enumerate() {
+        check_anchor(p, i, a);
+    }
+    if f.cites.len() > MAX_ANCHORS {
+        p.push(Problem::new("cites", format!("has {} citations; the limit is {MAX_ANCHORS}", f.cites.len())));
+    }
+    for (i, c) in f.cites.iter().enumerate() {
+        check_line(p, &format!("cites[{i}].section"), &c.section, MAX_LINE_CHARS, "a heading of the document");
+    }
+}
+
+/// A source's own rules: its path, title, object ids and sections.
+fn check_source(p: &mut Vec<Problem>, s: &Source) {
+    check_repo_path(p, "path", &s.path);
+    check_line(p, "title", &s.title, MAX_LINE_CHARS, "the document's title");
+    for (name, value) in [("blob", Some(&s.blob)), ("commit", s.commit.as_ref())] {
+        if let Some(v) = value {
+            if !(v.len() == 40 || v.len() == 64) || !super::id::is_lower_hex(v) {
+                p.push(Problem::new(name, "must be a full lowercase hex git object id"));
+            }
+        }
+    }
+    if s.sections.len() > MAX_SECTIONS {
+        p.push(Problem::new("sections", format!("has {} sections; the limit is {MAX_SECTIONS}", s.sections.len())));
+    }
+    for (i, sec) in s.sections.iter().enumerate() {
+        check_line(p, &format!("sections[{i}].heading"), &sec.heading, MAX_LINE_CHARS, "the heading's text");
+        if sec.level > 6 {
+            p.push(Problem::new(format!("sections[{i}].level"), "is a heading level from 0 to 6"));
+        }
+        if sec.lines.start == 0 || sec.lines.end < sec.lines.start {
+            p.push(Problem::new(format!("sections[{i}].lines"), format!("{} is not a range", sec.lines)));
+        }
+        if sec.hash.len() != 16 || !super::id::is_lower_hex(&sec.hash) {
+            p.push(Problem::new(format!("sections[{i}].hash"), "must be 16 lowercase hex digits"));
+        }
+    }
+}
+
+/// An attempt's own rules: its texts, check, files and tags.
+fn check_attempt(p: &mut Vec<Problem>, a: &Attempt) {
+    check_line(p, "task", &a.task, MAX_LINE_CHARS, "the task id this attempt belongs to");
+    check_text(p, "action", &a.action, MAX_TEXT_BYTES, "what was tried");
+    check_text(p, "observation", &a.observation, MAX_TEXT_BYTES, "what was observed");
+    if let Some(inf) = &a.inference {
+        check_text(p, "inference", inf, MAX_TEXT_BYTES, "what was inferred, or leave it out");
+    }
+    if let Some(s) = &a.suggestion {
+        check_text(p, "suggestion", s, MAX_TEXT_BYTES, "the code the attempt proposes, or leave it out");
+    }
+    if let Some(cmd) = &a.check.command {
+        check_text(p, "check.command", cmd, MAX_TEXT_BYTES, "the command that ran");
+    }
+    if a.files.len() > MAX_ANCHORS {
+        p.push(Problem::new("files", format!("has {} files; the limit is {MAX_ANCHORS}", a.files.len())));
+    }
+    if let Some(out) = &a.check.output {
+        if out.len() > MAX_TEXT_BYTES {
+            p.push(Problem::new("check.output", format!("is {} bytes; the limit is {MAX_TEXT_BYTES}", out.len())));
+        }
+        if let Some(c) = first_forbidden(out, true, &[]) {
+            p.push(Problem::new("check.output", format!("contains {}, which records do not store", describe(c))));
+        }
+    }
+    for (i, f) in a.files.iter().enumerate() {
+        check_repo_path(p, &format!("files[{i}].path"), &f.path);
+        if let Some(b) = &f.blob {
+            if !(b.len() == 40 || b.len() == 64) || !super::id::is_lower_hex(b) {
+                p.push(Problem::new(format!("files[{i}].blob"), "must be a full lowercase hex git object id"));
+            }
+        }
+    }
+    check_line(p, "scope", &a.scope, MAX_LINE_CHARS, "the part of the project this is about, or \"project\"");
+    check_tags(p, &a.tags);
+}
+
+/// A lesson's own rules as a record (its consistency as a patch is `crate::lesson::check`).
+fn check_lesson(p: &mut Vec<Problem>, l: &Lesson) {
+    // The patch's own consistency (hashes, diff, allowed target) is `crate::lesson::check`,
+    // which `verify` and `lesson apply` run; here only what every record must be.
+    check_repo_path(p, "file", &l.file);
+    for (name, v) in [("before", &l.before), ("after", &l.after)] {
+        if v.len() != 64 || !super::id::is_lower_hex(v) {
+            p.push(Problem::new(name, "must be a BLAKE3 hash: 64 lowercase hex digits"));
+        }
+    }
+    if let Some(c) = first_forbidden(&l.original, true, &[]) {
+        p.push(Problem::new("original", format!("contains {}, which records do not store", describe(c))));
+    }
+    if l.original.len() > MAX_BODY_BYTES {
+        p.push(Problem::new("original", format!("is {} bytes; the limit is {MAX_BODY_BYTES}", l.original.len())));
+    }
+    if l.because.len() > MAX_ANCHORS {
+        p.push(Problem::new("because", format!("names {} records; the limit is {MAX_ANCHORS}", l.because.len())));
+    }
+    check_line(p, "reason", &l.reason, MAX_LINE_CHARS, "what the lesson says and why");
+}
+
 /// Every semantic problem with `record`, in field order. Empty means valid.
 pub fn validate(record: &Record) -> Vec<Problem> {
     let mut p = Vec::new();
     match &record.payload {
-        Payload::Fact(f) => {
-            check_line(&mut p, "subject", &f.subject, MAX_SUBJECT_CHARS, "a one-line summary of the fact");
-            check_line(
-                &mut p,
-                "scope",
-                &f.scope,
-                MAX_LINE_CHARS,
-                "the part of the project this is about, or \"project\"",
-            );
-            check_tags(&mut p, &f.tags);
-            if let Some(k) = &f.key {
-                check_line(&mut p, "key", k, MAX_LINE_CHARS, "a subject and predicate such as \"deploy target\"");
-            }
-            if !(0..=1000).contains(&f.confidence.0) {
-                p.push(Problem::new("confidence", format!("{} is outside 0.0 to 1.0", f.confidence)));
-            }
-            if let (Some(from), Some(to)) = (f.valid_from, f.valid_to) {
-                if from > to {
-                    p.push(Problem::new("valid_to", format!("{to} is before valid_from {from}")));
-                }
-            }
-            if let Some(s) = &f.suggestion {
-                check_text(&mut p, "suggestion", s, MAX_TEXT_BYTES, "the code the fact recommends, or leave it out");
-            }
-            if f.anchors.len() > MAX_ANCHORS {
-                p.push(Problem::new("anchors", format!("has {} anchors; the limit is {MAX_ANCHORS}", f.anchors.len())));
-            }
-            for (i, a) in f.anchors.iter().enumerate() {
-                check_anchor(&mut p, i, a);
-            }
-            if f.cites.len() > MAX_ANCHORS {
-                p.push(Problem::new("cites", format!("has {} citations; the limit is {MAX_ANCHORS}", f.cites.len())));
-            }
-            for (i, c) in f.cites.iter().enumerate() {
-                check_line(
-                    &mut p,
-                    &format!("cites[{i}].section"),
-                    &c.section,
-                    MAX_LINE_CHARS,
-                    "a heading of the document",
-                );
-            }
-        }
-        Payload::Source(s) => {
-            check_repo_path(&mut p, "path", &s.path);
-            check_line(&mut p, "title", &s.title, MAX_LINE_CHARS, "the document's title");
-            for (name, value) in [("blob", Some(&s.blob)), ("commit", s.commit.as_ref())] {
-                if let Some(v) = value {
-                    if !(v.len() == 40 || v.len() == 64) || !super::id::is_lower_hex(v) {
-                        p.push(Problem::new(name, "must be a full lowercase hex git object id"));
-                    }
-                }
-            }
-            if s.sections.len() > MAX_SECTIONS {
-                p.push(Problem::new(
-                    "sections",
-                    format!("has {} sections; the limit is {MAX_SECTIONS}", s.sections.len()),
-                ));
-            }
-            for (i, sec) in s.sections.iter().enumerate() {
-                check_line(
-                    &mut p,
-                    &format!("sections[{i}].heading"),
-                    &sec.heading,
-                    MAX_LINE_CHARS,
-                    "the heading's text",
-                );
-                if sec.level > 6 {
-                    p.push(Problem::new(format!("sections[{i}].level"), "is a heading level from 0 to 6"));
-                }
-                if sec.lines.start == 0 || sec.lines.end < sec.lines.start {
-                    p.push(Problem::new(format!("sections[{i}].lines"), format!("{} is not a range", sec.lines)));
-                }
-                if sec.hash.len() != 16 || !super::id::is_lower_hex(&sec.hash) {
-                    p.push(Problem::new(format!("sections[{i}].hash"), "must be 16 lowercase hex digits"));
-                }
-            }
-        }
-        Payload::Attempt(a) => {
-            check_line(&mut p, "task", &a.task, MAX_LINE_CHARS, "the task id this attempt belongs to");
-            check_text(&mut p, "action", &a.action, MAX_TEXT_BYTES, "what was tried");
-            check_text(&mut p, "observation", &a.observation, MAX_TEXT_BYTES, "what was observed");
-            if let Some(inf) = &a.inference {
-                check_text(&mut p, "inference", inf, MAX_TEXT_BYTES, "what was inferred, or leave it out");
-            }
-            if let Some(s) = &a.suggestion {
-                check_text(&mut p, "suggestion", s, MAX_TEXT_BYTES, "the code the attempt proposes, or leave it out");
-            }
-            if let Some(cmd) = &a.check.command {
-                check_text(&mut p, "check.command", cmd, MAX_TEXT_BYTES, "the command that ran");
-            }
-            if a.files.len() > MAX_ANCHORS {
-                p.push(Problem::new("files", format!("has {} files; the limit is {MAX_ANCHORS}", a.files.len())));
-            }
-            if let Some(out) = &a.check.output {
-                if out.len() > MAX_TEXT_BYTES {
-                    p.push(Problem::new(
-                        "check.output",
-                        format!("is {} bytes; the limit is {MAX_TEXT_BYTES}", out.len()),
-                    ));
-                }
-                if let Some(c) = first_forbidden(out, true, &[]) {
-                    p.push(Problem::new(
-                        "check.output",
-                        format!("contains {}, which records do not store", describe(c)),
-                    ));
-                }
-            }
-            for (i, f) in a.files.iter().enumerate() {
-                check_repo_path(&mut p, &format!("files[{i}].path"), &f.path);
-                if let Some(b) = &f.blob {
-                    if !(b.len() == 40 || b.len() == 64) || !super::id::is_lower_hex(b) {
-                        p.push(Problem::new(format!("files[{i}].blob"), "must be a full lowercase hex git object id"));
-                    }
-                }
-            }
-            check_line(
-                &mut p,
-                "scope",
-                &a.scope,
-                MAX_LINE_CHARS,
-                "the part of the project this is about, or \"project\"",
-            );
-            check_tags(&mut p, &a.tags);
-        }
+        Payload::Fact(f) => check_fact(&mut p, f),
+        Payload::Source(s) => check_source(&mut p, s),
+        Payload::Attempt(a) => check_attempt(&mut p, a),
         Payload::Supersession(s) => {
             check_line(&mut p, "reason", &s.reason, MAX_LINE_CHARS, "why the old record no longer holds");
             if let Some(scope) = &s.old_scope {
@@ -444,32 +442,7 @@ pub fn validate(record: &Record) -> Vec<Problem> {
         Payload::Retraction(r) => {
             check_line(&mut p, "reason", &r.reason, MAX_LINE_CHARS, "why the record should be forgotten");
         }
-        Payload::Lesson(l) => {
-            // The patch's own consistency (hashes, diff, allowed target) is `crate::lesson::check`,
-            // which `verify` and `lesson apply` run; here only what every record must be.
-            check_repo_path(&mut p, "file", &l.file);
-            for (name, v) in [("before", &l.before), ("after", &l.after)] {
-                if v.len() != 64 || !super::id::is_lower_hex(v) {
-                    p.push(Problem::new(name, "must be a BLAKE3 hash: 64 lowercase hex digits"));
-                }
-            }
-            if let Some(c) = first_forbidden(&l.original, true, &[]) {
-                p.push(Problem::new("original", format!("contains {}, which records do not store", describe(c))));
-            }
-            if l.original.len() > MAX_BODY_BYTES {
-                p.push(Problem::new(
-                    "original",
-                    format!("is {} bytes; the limit is {MAX_BODY_BYTES}", l.original.len()),
-                ));
-            }
-            if l.because.len() > MAX_ANCHORS {
-                p.push(Problem::new(
-                    "because",
-                    format!("names {} records; the limit is {MAX_ANCHORS}", l.because.len()),
-                ));
-            }
-            check_line(&mut p, "reason", &l.reason, MAX_LINE_CHARS, "what the lesson says and why");
-        }
+        Payload::Lesson(l) => check_lesson(&mut p, l),
     }
     check_line(&mut p, "author", &record.author, MAX_LINE_CHARS, "who wrote the record, as \"Name <email>\"");
     if !record.created_at.in_range() {
