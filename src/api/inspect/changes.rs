@@ -377,39 +377,7 @@ impl Changes {
                 let _ = writeln!(s, "```diff\n{shown}```\n");
             }
         }
-        if !self.confidence.is_empty() {
-            let _ = writeln!(s, "{} Confidence changes\n", h(level));
-            for x in &self.confidence {
-                let range = match (x.before, x.after) {
-                    (Some(b), Some(a)) => format!(" ({b} → {a})"),
-                    (None, Some(a)) => format!(" (now {a})"),
-                    _ => String::new(),
-                };
-                let commits = if x.commits.is_empty() {
-                    String::new()
-                } else {
-                    let named: Vec<String> = x
-                        .commits
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| match x.subjects.get(i).filter(|s| !s.is_empty()) {
-                            Some(subject) => format!("`{}` \"{}\"", &c[..c.len().min(12)], md(subject)),
-                            None => format!("`{}`", &c[..c.len().min(12)]),
-                        })
-                        .collect();
-                    format!(", from {}", named.join(", "))
-                };
-                let _ = writeln!(
-                    s,
-                    "- `{}` {}: {} {}{range}{commits}",
-                    x.target.short(),
-                    md(&x.target_summary),
-                    signed(x.delta),
-                    md(&x.signal)
-                );
-            }
-            s.push('\n');
-        }
+        self.confidence_markdown(&mut s, &h(level));
         if !self.other_changes.is_empty() {
             let _ = writeln!(s, "{} ⚠ Changes that are not additions\n", h(level));
             let _ = writeln!(s, "git-neo only ever adds records; run `git neo verify` on this range.\n");
@@ -420,5 +388,44 @@ impl Changes {
         }
         let trimmed = s.trim_end().to_string();
         format!("{trimmed}\n")
+    }
+
+    /// The confidence changes section: each step from where the one before left the target,
+    /// with the commits that were its evidence.
+    fn confidence_markdown(&self, s: &mut String, heading: &str) {
+        if self.confidence.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "{heading} Confidence changes\n");
+        for x in &self.confidence {
+            let range = match (x.before, x.after) {
+                (Some(b), Some(a)) => format!(" ({b} → {a})"),
+                (None, Some(a)) => format!(" (now {a})"),
+                _ => String::new(),
+            };
+            let commits = if x.commits.is_empty() {
+                String::new()
+            } else {
+                let named: Vec<String> = x
+                    .commits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| match x.subjects.get(i).filter(|s| !s.is_empty()) {
+                        Some(subject) => format!("`{}` \"{}\"", &c[..c.len().min(12)], md(subject)),
+                        None => format!("`{}`", &c[..c.len().min(12)]),
+                    })
+                    .collect();
+                format!(", from {}", named.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "- `{}` {}: {} {}{range}{commits}",
+                x.target.short(),
+                md(&x.target_summary),
+                signed(x.delta),
+                md(&x.signal)
+            );
+        }
+        s.push('\n');
     }
 }
