@@ -149,17 +149,7 @@ impl Session {
         };
         let scope_name = scope.to_string();
         let retrievals = crate::api::stats::retrievals(&events, Some(&scope_name));
-        let mut answered: HashMap<RecordId, usize> = HashMap::new();
-        let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
-        for &i in &stood {
-            let e = &events[i];
-            let Some(r) = e.results.iter().find(|r| r.relevant()) else { continue };
-            if let Some(id) = RecordId::from_hex(&r.id).filter(|_| r.scope == scope_name) {
-                *answered.entry(id).or_default() += 1;
-                let t = last_answered.entry(id).or_insert(e.at);
-                *t = (*t).max(e.at);
-            }
-        }
+        let (answered, last_answered) = answers(&events, &stood, &scope_name);
         let now = self.now();
 
         // Facts that may be merged: current, not constraints, not protected.
@@ -235,28 +225,7 @@ impl Session {
             keep_last_curation(&project, &report);
             return Ok(report);
         }
-        for r in &records {
-            let problems = crate::record::validate::validate(r);
-            if !problems.is_empty() {
-                return Err(Error::Integrity(format!(
-                    "internal: a curation record does not validate: {}",
-                    crate::record::Problems(problems)
-                )));
-            }
-        }
-        let p = &report.plan;
-        let merged: usize = p.synthesized.iter().map(|s| s.members.len()).sum();
-        let message = format!(
-            "neo: curate {}: {} demoted, {} pruned, {} synthesised from {merged}, {} evicted ({} -> {} current facts, cap {})",
-            report.scope,
-            p.demoted.len(),
-            p.pruned.len(),
-            p.synthesized.len(),
-            p.evicted.len(),
-            p.before,
-            p.after,
-            p.cap
-        );
+        let message = checked_message(&records, &report)?;
         let wc = wc.expect("made above unless a dry run");
         let outcome = memory.write_all(records, message, &wc)?;
         report.proposed = outcome.proposed;
@@ -264,6 +233,53 @@ impl Session {
         keep_last_curation(&project, &report);
         Ok(report)
     }
+}
+
+/// How often each fact of `scope` led an answer that stood, and when it last did.
+fn answers(
+    events: &[telemetry::Event],
+    stood: &[usize],
+    scope: &str,
+) -> (HashMap<RecordId, usize>, HashMap<RecordId, i64>) {
+    let mut answered: HashMap<RecordId, usize> = HashMap::new();
+    let mut last_answered: HashMap<RecordId, i64> = HashMap::new();
+    for &i in stood {
+        let e = &events[i];
+        let Some(r) = e.results.iter().find(|r| r.relevant()) else { continue };
+        if let Some(id) = RecordId::from_hex(&r.id).filter(|_| r.scope == scope) {
+            *answered.entry(id).or_default() += 1;
+            let t = last_answered.entry(id).or_insert(e.at);
+            *t = (*t).max(e.at);
+        }
+    }
+    (answered, last_answered)
+}
+
+/// The commit message of a curation, once every record it writes validated (a record that does
+/// not is a bug here, not the person's input).
+fn checked_message(records: &[Record], report: &CurateReport) -> Result<String> {
+    for r in records {
+        let problems = crate::record::validate::validate(r);
+        if !problems.is_empty() {
+            return Err(Error::Integrity(format!(
+                "internal: a curation record does not validate: {}",
+                crate::record::Problems(problems)
+            )));
+        }
+    }
+    let p = &report.plan;
+    let merged: usize = p.synthesized.iter().map(|s| s.members.len()).sum();
+    Ok(format!(
+        "neo: curate {}: {} demoted, {} pruned, {} synthesised from {merged}, {} evicted ({} -> {} current facts, cap {})",
+        report.scope,
+        p.demoted.len(),
+        p.pruned.len(),
+        p.synthesized.len(),
+        p.evicted.len(),
+        p.before,
+        p.after,
+        p.cap
+    ))
 }
 
 /// Keep what this curation did for `git neo report`: bookkeeping in the clone's cache, never the
