@@ -234,41 +234,32 @@ impl Memory {
 
     /// The fact record for `req`, with every problem found added to `problems` (the record is
     /// only meaningful when none were); errors are for failures to read the repository.
+    /// The `extends` and `derives_from` links of `req`, each resolved to a fact of this memory.
+    fn relations_of(&self, req: &AddRequest, problems: &mut Vec<Problem>) -> Vec<Relation> {
+        let mut relations = Vec::new();
+        for (field, rel, prefixes) in [
+            ("extends", RelationType::Extends, &req.extends),
+            ("derives_from", RelationType::Derives, &req.derives_from),
+        ] {
+            for p in prefixes {
+                let Some(id) = self.resolve_into(field, p, problems) else { continue };
+                if self.state.entries[&id].record.kind != Kind::Fact {
+                    problems.push(Problem::new(field, format!("{} is not a fact; link facts to facts", id.short())));
+                } else if !relations.iter().any(|r: &Relation| r.id == id) {
+                    relations.push(Relation { rel, id });
+                }
+            }
+        }
+        relations
+    }
+
     pub(super) fn build_fact(
         &self,
         req: &AddRequest,
         ctx: &WriteContext,
         problems: &mut Vec<Problem>,
     ) -> Result<Record> {
-        let fact_type = FactType::from_word(req.fact_type.trim());
-        if fact_type.is_none() {
-            problems.push(Problem::new(
-                "type",
-                format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected()),
-            ));
-        }
-        let provenance = match &req.provenance {
-            None => Some(Provenance::Observed),
-            Some(p) => {
-                let v = Provenance::from_word(p.trim());
-                if v.is_none() {
-                    problems.push(Problem::new(
-                        "provenance",
-                        format!("{p:?} is not a provenance; use one of: {}", Provenance::expected()),
-                    ));
-                }
-                v
-            }
-        };
-        let confidence = match req.confidence {
-            None => provenance.map(default_confidence).unwrap_or_default(),
-            Some(c) if (0.0..=1.0).contains(&c) => Milli::from_f64(c).unwrap_or_default(),
-            Some(c) => {
-                problems
-                    .push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
-                Milli(0)
-            }
-        };
+        let (fact_type, provenance, confidence) = words_of(req, problems);
         let mut time = |field: &str, v: &Option<String>| {
             v.as_ref().and_then(|s| {
                 let t = Timestamp::parse(s.trim());
@@ -285,20 +276,7 @@ impl Memory {
         let valid_to = time("valid_to", &req.valid_to);
         let depends_on: Vec<RecordId> =
             req.depends_on.iter().filter_map(|p| self.resolve_into("depends_on", p, problems)).collect();
-        let mut relations = Vec::new();
-        for (field, rel, prefixes) in [
-            ("extends", RelationType::Extends, &req.extends),
-            ("derives_from", RelationType::Derives, &req.derives_from),
-        ] {
-            for p in prefixes {
-                let Some(id) = self.resolve_into(field, p, problems) else { continue };
-                if self.state.entries[&id].record.kind != Kind::Fact {
-                    problems.push(Problem::new(field, format!("{} is not a fact; link facts to facts", id.short())));
-                } else if !relations.iter().any(|r: &Relation| r.id == id) {
-                    relations.push(Relation { rel, id });
-                }
-            }
-        }
+        let relations = self.relations_of(req, problems);
         let cites: Vec<crate::record::Citation> = req
             .sources
             .iter()
@@ -311,24 +289,7 @@ impl Memory {
                 anchors.push(a);
             }
         }
-        let key = req.key.as_deref().map(|k| k.trim().to_string());
-        let key = match req.slot.as_deref().map(crate::frame::slot_key) {
-            None => key,
-            Some(Err(message)) => {
-                problems.push(Problem::new("slot", message));
-                key
-            }
-            Some(Ok(slot)) => match key {
-                Some(k) if k != slot => {
-                    problems.push(Problem::new(
-                        "slot",
-                        format!("names the key {slot:?} but the key given is {k:?}; give one of them"),
-                    ));
-                    Some(k)
-                }
-                _ => Some(slot),
-            },
-        };
+        let key = key_of(req, problems);
         // Tags and the slot are lowercased and reshaped before they are stored, which would turn
         // a credential into something the filter no longer knows: they are filtered as given.
         for (i, t) in req.tags.iter().enumerate() {
@@ -474,5 +435,61 @@ impl Memory {
                 .ok_or_else(|| Error::Integrity(format!("{ref_name} vanished after it was created")))?,
         };
         Ok(InitOutcome { ref_name, created: !applied.commits.is_empty(), tip: tip.to_string() })
+    }
+}
+
+/// The type, provenance and confidence `req` names, each problem reported (the confidence
+/// defaults to the provenance's).
+fn words_of(req: &AddRequest, problems: &mut Vec<Problem>) -> (Option<FactType>, Option<Provenance>, Milli) {
+    let fact_type = FactType::from_word(req.fact_type.trim());
+    if fact_type.is_none() {
+        problems.push(Problem::new(
+            "type",
+            format!("{:?} is not a fact type; use one of: {}", req.fact_type, FactType::expected()),
+        ));
+    }
+    let provenance = match &req.provenance {
+        None => Some(Provenance::Observed),
+        Some(p) => {
+            let v = Provenance::from_word(p.trim());
+            if v.is_none() {
+                problems.push(Problem::new(
+                    "provenance",
+                    format!("{p:?} is not a provenance; use one of: {}", Provenance::expected()),
+                ));
+            }
+            v
+        }
+    };
+    let confidence = match req.confidence {
+        None => provenance.map(default_confidence).unwrap_or_default(),
+        Some(c) if (0.0..=1.0).contains(&c) => Milli::from_f64(c).unwrap_or_default(),
+        Some(c) => {
+            problems.push(Problem::new("confidence", format!("{c} is outside 0.0 to 1.0; give a number such as 0.7")));
+            Milli(0)
+        }
+    };
+    (fact_type, provenance, confidence)
+}
+
+/// The key `req` gives, directly or as a slot (`subject / predicate`); the two must agree.
+fn key_of(req: &AddRequest, problems: &mut Vec<Problem>) -> Option<String> {
+    let key = req.key.as_deref().map(|k| k.trim().to_string());
+    match req.slot.as_deref().map(crate::frame::slot_key) {
+        None => key,
+        Some(Err(message)) => {
+            problems.push(Problem::new("slot", message));
+            key
+        }
+        Some(Ok(slot)) => match key {
+            Some(k) if k != slot => {
+                problems.push(Problem::new(
+                    "slot",
+                    format!("names the key {slot:?} but the key given is {k:?}; give one of them"),
+                ));
+                Some(k)
+            }
+            _ => Some(slot),
+        },
     }
 }
