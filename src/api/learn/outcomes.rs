@@ -39,22 +39,57 @@ impl Memory {
         })
     }
 
-    /// Scan the branch's commits not yet scanned and write the outcomes found (see the module
-    /// docs). The cursor and tracking state are saved only after the outcomes are on the ref.
-    pub fn outcomes(&mut self, opts: &ScanOptions, ctx: &WriteContext) -> Result<ScanReport> {
-        let path = self.store().caches().outcomes_state(&opts.branch);
-        // One scan per branch at a time (hooks of quick successive commits can overlap): an OS
-        // lock, released when the process ends, however it ends.
-        let lock_path = self.store().caches().outcomes_lock(&opts.branch);
+    /// Without a cursor, commits before every record cannot be evidence about them: the
+    /// chain starts after the first anchor commit it holds, or at the first commit no older
+    /// than the first record without one (a fact recorded today about an old checkout is
+    /// scanned from that checkout, not from today).
+    fn trim_to_anchored(&self, commits: &mut Vec<crate::store::CodeCommit>) {
+        // One pass over the records: the anchor commits the chain holds, and the earliest
+        // record without one.
+        let chain: HashSet<ObjectId> = commits.iter().map(|c| c.id).collect();
+        let mut anchored: HashSet<ObjectId> = HashSet::new();
+        let mut unanchored_since = None;
+        for e in self.state().iter() {
+            match crate::outcomes::anchor_commit(e).filter(|a| chain.contains(a)) {
+                Some(a) => {
+                    anchored.insert(a);
+                }
+                None => {
+                    let t = e.record.created_at;
+                    unanchored_since = Some(unanchored_since.map_or(t, |u: crate::record::Timestamp| u.min(t)));
+                }
+            }
+        }
+        let after_anchor = commits.iter().position(|c| anchored.contains(&c.id)).map(|i| i + 1);
+        let by_time = unanchored_since.and_then(|t| commits.iter().position(|c| c.time >= t));
+        match after_anchor.into_iter().chain(by_time).min() {
+            Some(i) => {
+                commits.drain(..i);
+            }
+            None => commits.clear(),
+        }
+    }
+
+    /// One scan per branch at a time (hooks of quick successive commits can overlap): an OS lock,
+    /// released when the process ends, however it ends.
+    fn scan_lock(&self, branch: &str) -> Result<std::fs::File> {
+        let lock_path = self.store().caches().outcomes_lock(branch);
         let io = |e| Error::Io { context: format!("locking {}", lock_path.display()), source: e };
         std::fs::create_dir_all(lock_path.parent().expect("has a parent")).map_err(io)?;
         let lock = std::fs::File::create(&lock_path).map_err(io)?;
         if let Err(std::fs::TryLockError::WouldBlock) = lock.try_lock() {
             return Err(Error::Busy(format!(
-                "another outcome scan of {} is running; it will cover these commits",
-                opts.branch
+                "another outcome scan of {branch} is running; it will cover these commits"
             )));
         }
+        Ok(lock)
+    }
+
+    /// Scan the branch's commits not yet scanned and write the outcomes found (see the module
+    /// docs). The cursor and tracking state are saved only after the outcomes are on the ref.
+    pub fn outcomes(&mut self, opts: &ScanOptions, ctx: &WriteContext) -> Result<ScanReport> {
+        let path = self.store().caches().outcomes_state(&opts.branch);
+        let _lock = self.scan_lock(&opts.branch)?;
         let mut state: ScanState =
             std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let start = match opts.since {
@@ -66,35 +101,8 @@ impl Memory {
         }
         let store = self.store();
         let mut commits = store.first_parent_chain(opts.tip, start, MAX_COMMITS)?;
-        // Without a cursor, commits before every record cannot be evidence about them: the
-        // chain starts after the first anchor commit it holds, or at the first commit no older
-        // than the first record without one (a fact recorded today about an old checkout is
-        // scanned from that checkout, not from today).
         if start.is_none() {
-            // One pass over the records: the anchor commits the chain holds, and the earliest
-            // record without one.
-            let chain: HashSet<ObjectId> = commits.iter().map(|c| c.id).collect();
-            let mut anchored: HashSet<ObjectId> = HashSet::new();
-            let mut unanchored_since = None;
-            for e in self.state().iter() {
-                match crate::outcomes::anchor_commit(e).filter(|a| chain.contains(a)) {
-                    Some(a) => {
-                        anchored.insert(a);
-                    }
-                    None => {
-                        let t = e.record.created_at;
-                        unanchored_since = Some(unanchored_since.map_or(t, |u: crate::record::Timestamp| u.min(t)));
-                    }
-                }
-            }
-            let after_anchor = commits.iter().position(|c| anchored.contains(&c.id)).map(|i| i + 1);
-            let by_time = unanchored_since.and_then(|t| commits.iter().position(|c| c.time >= t));
-            match after_anchor.into_iter().chain(by_time).min() {
-                Some(i) => {
-                    commits.drain(..i);
-                }
-                None => commits.clear(),
-            }
+            self.trim_to_anchored(&mut commits);
         }
         let existing: HashSet<String> = self
             .state()
@@ -174,16 +182,20 @@ impl Memory {
             );
             report.memory_commit = self.write_all(records, message, ctx)?.commit;
         }
-        if let Some(dir) = path.parent() {
-            let io = |e| Error::Io { context: format!("writing {}", path.display()), source: e };
-            std::fs::create_dir_all(dir).map_err(io)?;
-            let tmp = path.with_extension("tmp");
-            let bytes = serde_json::to_vec(&state).map_err(|e| Error::invalid("outcomes", e.to_string()))?;
-            std::fs::write(&tmp, bytes).map_err(io)?;
-            std::fs::rename(&tmp, &path).map_err(io)?;
-        }
+        save_cursor(&path, &state)?;
         Ok(report)
     }
+}
+
+/// Keep the scan's cursor and tracking state beside the caches (written aside, then renamed).
+fn save_cursor(path: &std::path::Path, state: &ScanState) -> Result<()> {
+    let Some(dir) = path.parent() else { return Ok(()) };
+    let io = |e| Error::Io { context: format!("writing {}", path.display()), source: e };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let tmp = path.with_extension("tmp");
+    let bytes = serde_json::to_vec(state).map_err(|e| Error::invalid("outcomes", e.to_string()))?;
+    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// One step in how a record's confidence came to be.
