@@ -232,8 +232,6 @@ impl Memory {
         }
     }
 
-    /// The fact record for `req`, with every problem found added to `problems` (the record is
-    /// only meaningful when none were); errors are for failures to read the repository.
     /// The `extends` and `derives_from` links of `req`, each resolved to a fact of this memory.
     fn relations_of(&self, req: &AddRequest, problems: &mut Vec<Problem>) -> Vec<Relation> {
         let mut relations = Vec::new();
@@ -253,6 +251,8 @@ impl Memory {
         relations
     }
 
+    /// The fact record for `req`, with every problem found added to `problems` (the record is
+    /// only meaningful when none were); errors are for failures to read the repository.
     pub(super) fn build_fact(
         &self,
         req: &AddRequest,
