@@ -220,26 +220,8 @@ impl Memory {
             )
         })?;
         let short = head.to_string()[..12].to_string();
-        let mut files: BTreeMap<String, ObjectId> = BTreeMap::new();
         let current = self.sources();
-        for t in targets {
-            let t = t.trim_matches('/');
-            let found = self.store.files_at_head(t)?;
-            let explicit = found.iter().any(|(p, _)| p == t);
-            let known = current.keys().any(|p| t.is_empty() || p == t || p.starts_with(&format!("{t}/")));
-            if found.is_empty() && !known {
-                return Err(Error::invalid(
-                    "paths",
-                    format!("{t:?} is not in HEAD's tree; ingest reads committed documents, so commit it first"),
-                ));
-            }
-            for (p, blob) in found {
-                let ext = p.rsplit_once('.').map(|(_, e)| e.to_lowercase()).unwrap_or_default();
-                if explicit || DOCUMENT_EXTENSIONS.contains(&ext.as_str()) {
-                    files.insert(p, blob);
-                }
-            }
-        }
+        let files = self.documents_at_head(targets, &current)?;
         let under = |path: &str| {
             targets
                 .iter()
@@ -332,17 +314,54 @@ impl Memory {
             out.plan = written.plan;
             return Ok(out);
         }
-        let replaced: BTreeSet<RecordId> = out.documents.iter().filter_map(|d| d.replaces).collect();
+        out.needs_review = self.flagged_by(&out.documents);
+        Ok(out)
+    }
+
+    /// The documents under `targets` in HEAD's tree (a path named outright whatever its
+    /// extension), by path; a target that names nothing in HEAD, nor an ingested document, is an
+    /// error.
+    fn documents_at_head(
+        &self,
+        targets: &[String],
+        current: &BTreeMap<String, (RecordId, Source)>,
+    ) -> Result<BTreeMap<String, ObjectId>> {
+        let mut files: BTreeMap<String, ObjectId> = BTreeMap::new();
+        for t in targets {
+            let t = t.trim_matches('/');
+            let found = self.store.files_at_head(t)?;
+            let explicit = found.iter().any(|(p, _)| p == t);
+            let known = current.keys().any(|p| t.is_empty() || p == t || p.starts_with(&format!("{t}/")));
+            if found.is_empty() && !known {
+                return Err(Error::invalid(
+                    "paths",
+                    format!("{t:?} is not in HEAD's tree; ingest reads committed documents, so commit it first"),
+                ));
+            }
+            for (p, blob) in found {
+                let ext = p.rsplit_once('.').map(|(_, e)| e.to_lowercase()).unwrap_or_default();
+                if explicit || DOCUMENT_EXTENSIONS.contains(&ext.as_str()) {
+                    files.insert(p, blob);
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// The current facts a new version of `documents` flagged for review, with why.
+    fn flagged_by(&self, documents: &[Ingested]) -> Vec<(RecordId, String)> {
+        let replaced: BTreeSet<RecordId> = documents.iter().filter_map(|d| d.replaces).collect();
+        let mut out = Vec::new();
         for e in self.state.iter().filter(|e| e.status == crate::state::Status::Valid) {
             for flag in &e.needs_review {
                 if let crate::state::ReviewFlag::SourceChanged { id, .. } = flag {
                     if replaced.contains(id) || self.cites_chain_touches(*id, &replaced) {
-                        out.needs_review.push((e.id, flag.to_string()));
+                        out.push((e.id, flag.to_string()));
                     }
                 }
             }
         }
-        Ok(out)
+        out
     }
 
     /// Whether the versions after `id` include one of `replaced` (a citation of an older version
