@@ -426,22 +426,10 @@ impl Memory {
         ctx: &WriteContext,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<ForeignOutcome> {
-        use crate::record::{Payload, Supersession, SupersessionMethod};
         // Everything is validated before the first level is written: a fact's links do not
         // change whether it is valid, so it is checked here without them.
         if !skip_invalid {
-            let mut problems = Vec::new();
-            for (i, f) in foreign.facts.iter().enumerate() {
-                if let Err(Error::Invalid(p)) = self.prepare_fact(&request_of(f), ctx) {
-                    problems.extend(
-                        p.0.into_iter()
-                            .map(|p| Problem::new(format!("record {} ({}): {}", i + 1, f.key, p.field), p.message)),
-                    );
-                }
-            }
-            if !problems.is_empty() {
-                return Err(Error::Invalid(Problems(problems)));
-            }
+            self.check_foreign(foreign, ctx)?;
         }
         let mut out = ForeignOutcome::default();
         let keys: std::collections::HashSet<&str> = foreign.facts.iter().map(|f| f.key.as_str()).collect();
@@ -506,6 +494,24 @@ impl Memory {
             done_before += level.len();
         }
         // The other tool's supersessions, skipping what this memory already says.
+        let records = self.foreign_supersessions(foreign, &mut out, ctx)?;
+        if !records.is_empty() {
+            out.supersessions = records.len();
+            let n = records.len();
+            self.write_all(records, format!("neo: import {n} supersession{}", if n == 1 { "" } else { "s" }), ctx)?;
+        }
+        Ok(out)
+    }
+
+    /// The other tool's supersessions as records, between facts this import wrote and only of a
+    /// fact still valid here; each link that names a fact not imported is counted as dropped.
+    fn foreign_supersessions(
+        &mut self,
+        foreign: &crate::foreign::Foreign,
+        out: &mut ForeignOutcome,
+        ctx: &WriteContext,
+    ) -> Result<Vec<Record>> {
+        use crate::record::{Payload, Supersession, SupersessionMethod};
         let mut records = Vec::new();
         for l in &foreign.links {
             let (Some(&old), new) = (out.ids.get(&l.old), l.new.as_ref().map(|n| out.ids.get(n).copied())) else {
@@ -542,11 +548,25 @@ impl Memory {
                 body: String::new(),
             });
         }
-        if !records.is_empty() {
-            out.supersessions = records.len();
-            let n = records.len();
-            self.write_all(records, format!("neo: import {n} supersession{}", if n == 1 { "" } else { "s" }), ctx)?;
+        Ok(records)
+    }
+
+    /// Every fact of `foreign` validated as a request (without its links, which do not change
+    /// whether it is valid): every problem, each naming its record.
+    fn check_foreign(&self, foreign: &crate::foreign::Foreign, ctx: &WriteContext) -> Result<()> {
+        let mut problems = Vec::new();
+        for (i, f) in foreign.facts.iter().enumerate() {
+            if let Err(Error::Invalid(p)) = self.prepare_fact(&request_of(f), ctx) {
+                problems.extend(
+                    p.0.into_iter()
+                        .map(|p| Problem::new(format!("record {} ({}): {}", i + 1, f.key, p.field), p.message)),
+                );
+            }
         }
-        Ok(out)
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Invalid(Problems(problems)))
+        }
     }
 }
