@@ -373,6 +373,47 @@ fn effective(
     v
 }
 
+/// Needs review, from the statuses the fold settled (so the answer does not depend on order):
+/// links to records no longer valid, anchor flags about the anchors a fact has now, and merged
+/// histories that replaced one fact twice.
+fn flag_for_review(
+    state: &mut State,
+    anchor_changes: Vec<(RecordId, Option<String>, ReviewFlag)>,
+    replacements: BTreeMap<RecordId, Vec<RecordId>>,
+) {
+    let flags: Vec<(RecordId, Vec<ReviewFlag>)> = state
+        .entries
+        .values()
+        .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
+        .map(|e| (e.id, link_flags(e.id, &e.record, &state.entries)))
+        .filter(|(_, f)| !f.is_empty())
+        .collect();
+    for (id, f) in flags {
+        state.entries.get_mut(&id).expect("flagged entry exists").needs_review = f;
+    }
+    // An anchor flag stands while it is about the anchors the fact has now: a confirmation
+    // clears the flags about the anchors it replaced, whatever order the records fold in.
+    for (target, generation, flag) in anchor_changes {
+        if let Some(e) = state.entries.get_mut(&target).filter(|e| e.status == Status::Valid) {
+            if e.confirmed.as_ref().map(|c| c.by.short()) == generation {
+                e.needs_review.push(flag);
+            }
+        }
+    }
+    for (old, mut news) in replacements {
+        news.sort();
+        news.dedup();
+        news.retain(|n| state.entries.get(n).is_some_and(|e| e.status == Status::Valid));
+        if news.len() < 2 {
+            continue;
+        }
+        for n in &news {
+            let others = news.iter().filter(|o| *o != n).copied().collect();
+            state.entries.get_mut(n).expect("kept above").needs_review.push(ReviewFlag::Conflict { old, others });
+        }
+    }
+}
+
 /// Fold `records` into the current state. The input order does not matter.
 pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
     let mut all: Vec<(RecordId, Record)> = records.into_iter().collect();
@@ -464,38 +505,7 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
         entry.confidence.0 = entry.confidence.0.clamp(0, 1000);
     }
 
-    // Needs review, from the statuses settled above (so the answer does not depend on order).
-    let flags: Vec<(RecordId, Vec<ReviewFlag>)> = state
-        .entries
-        .values()
-        .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
-        .map(|e| (e.id, link_flags(e.id, &e.record, &state.entries)))
-        .filter(|(_, f)| !f.is_empty())
-        .collect();
-    for (id, f) in flags {
-        state.entries.get_mut(&id).expect("flagged entry exists").needs_review = f;
-    }
-    // An anchor flag stands while it is about the anchors the fact has now: a confirmation
-    // clears the flags about the anchors it replaced, whatever order the records fold in.
-    for (target, generation, flag) in anchor_changes {
-        if let Some(e) = state.entries.get_mut(&target).filter(|e| e.status == Status::Valid) {
-            if e.confirmed.as_ref().map(|c| c.by.short()) == generation {
-                e.needs_review.push(flag);
-            }
-        }
-    }
-    for (old, mut news) in replacements {
-        news.sort();
-        news.dedup();
-        news.retain(|n| state.entries.get(n).is_some_and(|e| e.status == Status::Valid));
-        if news.len() < 2 {
-            continue;
-        }
-        for n in &news {
-            let others = news.iter().filter(|o| *o != n).copied().collect();
-            state.entries.get_mut(n).expect("kept above").needs_review.push(ReviewFlag::Conflict { old, others });
-        }
-    }
+    flag_for_review(&mut state, anchor_changes, replacements);
     state
 }
 
@@ -512,56 +522,7 @@ impl State {
         // A new record may change a constraint's status or confidence: weighed again on next use.
         self.constraint_rows.take();
         if !self.in_place(&new) {
-            // The content index lists facts whatever their status (a lookup checks it), so it
-            // stays right across the re-fold: only the new facts join it.
-            let dedup = self.dedup.take();
-            let things = self.things.take();
-            let supersessions = self.supersessions.take();
-            let constraints = self.constraints.take();
-            let mut all: Vec<(RecordId, Record)> =
-                std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
-            let added: Vec<(RecordId, String)> =
-                new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
-            let about: Vec<(RecordId, String)> =
-                new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
-            let new_constraints: Vec<RecordId> = new
-                .iter()
-                .filter(|(_, r)| r.as_fact().is_some_and(|f| f.fact_type == crate::record::FactType::Constraint))
-                .map(|(id, _)| *id)
-                .collect();
-            let naming: Vec<(RecordId, RecordId)> = new
-                .iter()
-                .filter_map(|(id, r)| match &r.payload {
-                    Payload::Supersession(sup) => Some((sup.old, *id)),
-                    _ => None,
-                })
-                .collect();
-            all.extend(new);
-            let state = fold(all);
-            if let Some(index) = dedup {
-                let _ = state.dedup.set(grown(index, added));
-            }
-            if let Some(index) = things {
-                let _ = state.things.set(grown(index, about));
-            }
-            if let Some(mut index) = supersessions {
-                for (old, id) in naming {
-                    let ids = index.entry(old).or_default();
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-                let _ = state.supersessions.set(index);
-            }
-            if let Some(mut ids) = constraints {
-                for id in new_constraints {
-                    if !ids.contains(&id) {
-                        ids.push(id);
-                    }
-                }
-                let _ = state.constraints.set(ids);
-            }
-            return state;
+            return self.refolded(new);
         }
         let mut replaced: Vec<RecordId> = Vec::new();
         let mut added: Vec<RecordId> = Vec::new();
@@ -631,6 +592,62 @@ impl State {
             entry.needs_review = flags;
         }
         self
+    }
+
+    /// This state with `new` records added by folding everything again, the indexes already
+    /// built carried over and grown (what [`State::with_records`] does when a write is not one it
+    /// applies in place).
+    fn refolded(mut self, new: Vec<(RecordId, Record)>) -> State {
+        // The content index lists facts whatever their status (a lookup checks it), so it
+        // stays right across the re-fold: only the new facts join it.
+        let dedup = self.dedup.take();
+        let things = self.things.take();
+        let supersessions = self.supersessions.take();
+        let constraints = self.constraints.take();
+        let mut all: Vec<(RecordId, Record)> =
+            std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
+        let added: Vec<(RecordId, String)> =
+            new.iter().filter_map(|(id, r)| r.as_fact().map(|f| (*id, dedup_key(f, &r.body)))).collect();
+        let about: Vec<(RecordId, String)> =
+            new.iter().filter_map(|(id, r)| r.as_fact().and_then(thing_key).map(|k| (*id, k))).collect();
+        let new_constraints: Vec<RecordId> = new
+            .iter()
+            .filter(|(_, r)| r.as_fact().is_some_and(|f| f.fact_type == crate::record::FactType::Constraint))
+            .map(|(id, _)| *id)
+            .collect();
+        let naming: Vec<(RecordId, RecordId)> = new
+            .iter()
+            .filter_map(|(id, r)| match &r.payload {
+                Payload::Supersession(sup) => Some((sup.old, *id)),
+                _ => None,
+            })
+            .collect();
+        all.extend(new);
+        let state = fold(all);
+        if let Some(index) = dedup {
+            let _ = state.dedup.set(grown(index, added));
+        }
+        if let Some(index) = things {
+            let _ = state.things.set(grown(index, about));
+        }
+        if let Some(mut index) = supersessions {
+            for (old, id) in naming {
+                let ids = index.entry(old).or_default();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            let _ = state.supersessions.set(index);
+        }
+        if let Some(mut ids) = constraints {
+            for id in new_constraints {
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            let _ = state.constraints.set(ids);
+        }
+        state
     }
 
     /// Whether `new` can be applied without folding again (see [`State::with_records`]).
