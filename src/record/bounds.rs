@@ -129,29 +129,95 @@ struct Open {
     items: usize,
 }
 
+fn too_many(n: usize) -> Problem {
+    Problem::new(
+        "front matter",
+        format!("has a list of more than {n} items; a record's lists hold at most {MAX_LIST_ITEMS}: it was not written by git-neo, remove it"),
+    )
+}
+
+fn too_deep() -> Problem {
+    Problem::new(
+        "front matter",
+        format!("nests more than {MAX_DEPTH} levels deep; records nest at most {MAX_DEPTH}: it was not written by git-neo, remove it"),
+    )
+}
+
+fn alias(c: u8) -> Problem {
+    Problem::new(
+        "front matter",
+        format!(
+            "uses a YAML {} (`{}name`); records hold plain values only, write the value out",
+            if c == b'&' { "anchor" } else { "alias" },
+            c as char
+        ),
+    )
+}
+
+/// The rest of a line, past its list markers, at block depth `depth`: quoted strings skipped,
+/// flow collections counted, anchors and aliases found where a value starts. Returns the last
+/// value character seen (a quote stands for a quoted string, `:` for a key), which says whether
+/// a trailing `|` or `>` opens a block scalar.
+fn scan_values(body: &[u8], depth: usize) -> Result<Option<u8>, Problem> {
+    let mut flow: Vec<usize> = Vec::new();
+    let mut value_start = true;
+    let mut i = 0;
+    let mut last_value: Option<u8> = None;
+    while i < body.len() {
+        let c = body[i];
+        match c {
+            b'"' | b'\'' => {
+                i += 1;
+                while i < body.len() && body[i] != c {
+                    i += if c == b'"' && body[i] == b'\\' { 2 } else { 1 };
+                }
+                value_start = false;
+                last_value = Some(b'"');
+            }
+            b'#' if i > 0 && body[i - 1] == b' ' => break,
+            b'[' | b'{' if value_start => {
+                flow.push(0);
+                if depth + flow.len() > MAX_DEPTH {
+                    return Err(too_deep());
+                }
+                last_value = None;
+            }
+            b']' | b'}' if !flow.is_empty() => {
+                flow.pop();
+                value_start = false;
+            }
+            b',' if !flow.is_empty() => {
+                let n = flow.last_mut().expect("checked non-empty");
+                *n += 1;
+                if *n >= MAX_LIST_ITEMS {
+                    return Err(too_many(MAX_LIST_ITEMS));
+                }
+                value_start = true;
+                i += 1;
+                continue;
+            }
+            b':' if matches!(body.get(i + 1), None | Some(b' ') | Some(b'\r')) => {
+                value_start = true;
+                i += 1;
+                last_value = Some(b':');
+                continue;
+            }
+            b'&' | b'*' if value_start => return Err(alias(c)),
+            b' ' | b'\t' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            _ => {
+                value_start = false;
+                last_value = Some(c);
+            }
+        }
+        i += 1;
+    }
+    Ok(last_value)
+}
+
 fn scan(front: &[u8]) -> Result<(), Problem> {
-    let too_many = |n: usize| {
-        Problem::new(
-            "front matter",
-            format!("has a list of more than {n} items; a record's lists hold at most {MAX_LIST_ITEMS}: it was not written by git-neo, remove it"),
-        )
-    };
-    let too_deep = || {
-        Problem::new(
-            "front matter",
-            format!("nests more than {MAX_DEPTH} levels deep; records nest at most {MAX_DEPTH}: it was not written by git-neo, remove it"),
-        )
-    };
-    let alias = |c: u8| {
-        Problem::new(
-            "front matter",
-            format!(
-                "uses a YAML {} (`{}name`); records hold plain values only, write the value out",
-                if c == b'&' { "anchor" } else { "alias" },
-                c as char
-            ),
-        )
-    };
     // Block lists open at a column; a line less indented than an open list's dash closes it.
     let mut lists: Vec<Open> = Vec::new();
     // The columns of the block structure the current line sits in (mapping keys and list items).
@@ -212,63 +278,7 @@ fn scan(front: &[u8]) -> Result<(), Problem> {
         if levels.len() > MAX_DEPTH {
             return Err(too_deep());
         }
-        // The rest of the line: quoted strings skipped, flow collections counted, anchors and
-        // aliases found where a value starts.
-        let mut flow: Vec<usize> = Vec::new();
-        let mut value_start = true;
-        let mut i = 0;
-        let mut last_value: Option<u8> = None;
-        while i < body.len() {
-            let c = body[i];
-            match c {
-                b'"' | b'\'' => {
-                    i += 1;
-                    while i < body.len() && body[i] != c {
-                        i += if c == b'"' && body[i] == b'\\' { 2 } else { 1 };
-                    }
-                    value_start = false;
-                    last_value = Some(b'"');
-                }
-                b'#' if i > 0 && body[i - 1] == b' ' => break,
-                b'[' | b'{' if value_start => {
-                    flow.push(0);
-                    if levels.len() + flow.len() > MAX_DEPTH {
-                        return Err(too_deep());
-                    }
-                    last_value = None;
-                }
-                b']' | b'}' if !flow.is_empty() => {
-                    flow.pop();
-                    value_start = false;
-                }
-                b',' if !flow.is_empty() => {
-                    let n = flow.last_mut().expect("checked non-empty");
-                    *n += 1;
-                    if *n >= MAX_LIST_ITEMS {
-                        return Err(too_many(MAX_LIST_ITEMS));
-                    }
-                    value_start = true;
-                    i += 1;
-                    continue;
-                }
-                b':' if matches!(body.get(i + 1), None | Some(b' ') | Some(b'\r')) => {
-                    value_start = true;
-                    i += 1;
-                    last_value = Some(b':');
-                    continue;
-                }
-                b'&' | b'*' if value_start => return Err(alias(c)),
-                b' ' | b'\t' | b'\r' => {
-                    i += 1;
-                    continue;
-                }
-                _ => {
-                    value_start = false;
-                    last_value = Some(c);
-                }
-            }
-            i += 1;
-        }
+        let last_value = scan_values(body, levels.len())?;
         // `key: |` or `key: >-`: the following, more indented lines are text.
         let tail = body.iter().rposition(|&b| b != b' ' && b != b'\r').map(|e| &body[..=e]).unwrap_or(body);
         let block_scalar = tail
