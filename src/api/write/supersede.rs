@@ -155,35 +155,7 @@ impl Memory {
     pub fn plan_add(&self, req: &AddRequest, ctx: &WriteContext, similar: &mut SimilarityFn<'_>) -> Result<AddPlan> {
         let mut problems = Vec::new();
         let mut record = self.build_fact(req, ctx, &mut problems)?;
-        let mut explicit: Vec<RecordId> = Vec::new();
-        for prefix in &req.supersedes {
-            let Some(id) = self.resolve_into("supersedes", prefix, &mut problems) else { continue };
-            let e = &self.state.entries[&id];
-            match (e.record.kind, e.status) {
-                (Kind::Fact, Status::Valid) => explicit.push(id),
-                (Kind::Fact, Status::Retracted) => problems.push(Problem::new(
-                    "supersedes",
-                    format!("{} is forgotten; `git neo revert` its retraction first, or add without it", id.short()),
-                )),
-                (Kind::Fact, status) => problems.push(Problem::new(
-                    "supersedes",
-                    format!(
-                        "{} is already {}{}; supersede what replaced it instead",
-                        id.short(),
-                        status.as_str(),
-                        e.superseded_by.first().map(|n| format!(" (by {})", n.short())).unwrap_or_default()
-                    ),
-                )),
-                (kind, _) => problems.push(Problem::new(
-                    "supersedes",
-                    format!(
-                        "{} is a{} {kind}, not a fact; use `git neo outdated` to correct it",
-                        id.short(),
-                        if kind == Kind::Attempt || kind == Kind::Outcome { "n" } else { "" }
-                    ),
-                )),
-            }
-        }
+        let mut explicit = self.explicit_targets(req, &mut problems);
         if !problems.is_empty() {
             return Err(Error::Invalid(Problems(problems)));
         }
@@ -204,32 +176,7 @@ impl Memory {
         });
         let duplicate = duplicate.filter(|_| attach_key.is_none());
         if let Some(dup) = duplicate {
-            let id = dup.0;
-            // Already stored: naming what it replaces confirms an update after the fact (a
-            // possible update the first write returned, or a conflict recall showed).
-            let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
-            let confirmed: Vec<PlannedSupersession> = explicit
-                .iter()
-                .filter(|old| **old != id && !dup.1)
-                .map(|old| PlannedSupersession {
-                    old_scope: None,
-                    old: *old,
-                    subject: self.state.entries[old].record.summary(),
-                    method: SupersessionMethod::Explicit,
-                    score: None,
-                    reason: reason.unwrap_or("replaced explicitly").to_string(),
-                })
-                .collect();
-            self.check_supersessions(&confirmed, id, ctx)?;
-            return Ok(AddPlan {
-                record,
-                id,
-                duplicate_of: Some(dup),
-                supersedes: confirmed,
-                similarity: SimilarityCheck::NotNeeded,
-                possible_updates: Vec::new(),
-                judged: Vec::new(),
-            });
+            return self.plan_duplicate(record, dup, &explicit, req, ctx);
         }
 
         let current_fact = |e: &&Entry| e.status == Status::Valid && e.record.kind == Kind::Fact;
@@ -267,25 +214,7 @@ impl Memory {
             }
         }
         if !req.no_supersede {
-            if let Some(key) = &fact.key {
-                for e in self.state.iter().filter(current_fact) {
-                    let f = e.record.as_fact().expect("facts only");
-                    if f.key.as_deref() == Some(key.as_str())
-                        && f.scope == fact.scope
-                        && !explicit.contains(&e.id)
-                        && attach_key.is_none_or(|a| a.0 != e.id)
-                    {
-                        planned.push(PlannedSupersession {
-                            old_scope: None,
-                            old: e.id,
-                            subject: f.subject.clone(),
-                            method: SupersessionMethod::Key,
-                            score: None,
-                            reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
-                        });
-                    }
-                }
-            }
+            planned.extend(self.by_key(&fact, &explicit, attach_key.map(|a| a.0), reason));
             if planned.is_empty() {
                 let linked: BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
                 let is_candidate = |id: &RecordId| {
@@ -298,52 +227,7 @@ impl Memory {
                             && !fact.depends_on.contains(id)
                     })
                 };
-                similarity = if !self.state.entries.keys().any(is_candidate) {
-                    SimilarityCheck::NoCandidates
-                } else {
-                    let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
-                    match similar(&record, &is_candidate)? {
-                        Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
-                        Similarity::Scores { exact: scores, ranked } => {
-                            // Similarity replaces only a rewording: the same identity (turn
-                            // markers, ticket or step numbers), names, values and negations, most
-                            // words shared. A high cosine alone is a neighbour as often.
-                            let new_frame = crate::frame::frame(&fact.subject);
-                            let same_identity = |id: &RecordId| {
-                                let old = crate::frame::frame(&self.state.entries[id].record.summary());
-                                crate::frame::rewording(&old, &new_frame)
-                            };
-                            let best = scores
-                                .iter()
-                                .filter(|(id, _)| is_candidate(id))
-                                .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-                                .copied();
-                            if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
-                                planned.push(PlannedSupersession {
-                                    old_scope: None,
-                                    old: id,
-                                    subject: self.state.entries[&id].record.summary(),
-                                    method: SupersessionMethod::Similarity,
-                                    score: Some(rounded(score.min(1.0))),
-                                    reason: reason.map(str::to_string).unwrap_or_else(|| {
-                                        format!(
-                                            "similar {} in scope {} (cosine {:.3})",
-                                            fact.fact_type, fact.scope, score
-                                        )
-                                    }),
-                                });
-                            }
-                            let nearest = ranked.first().copied();
-                            let nearest = nearest.filter(|_| best.is_none());
-                            SimilarityCheck::Checked {
-                                best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
-                                score: best.map(|b| rounded(b.1.min(1.0))),
-                                indexed_score: nearest.map(|n| rounded(n.1.min(1.0))),
-                                threshold: rounded(threshold),
-                            }
-                        }
-                    }
-                };
+                similarity = self.by_similarity(&record, &fact, &is_candidate, reason, similar, &mut planned)?;
                 // Updates nobody labelled: the frame rule, on the current facts about the same
                 // thing (structural, no model: every way in decides the same).
                 if planned.is_empty() {
@@ -372,6 +256,168 @@ impl Memory {
         self.check_supersessions(&planned, id, ctx)?;
         let judged = possible_updates.clone();
         Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
+    }
+
+    /// The plan when `req` is already stored (`dup`: its id, and whether it waits in review):
+    /// nothing new is written but the supersessions it names, which confirm an update after the
+    /// fact (a possible update the first write returned, or a conflict recall showed).
+    fn plan_duplicate(
+        &self,
+        record: Record,
+        dup: (RecordId, bool),
+        explicit: &[RecordId],
+        req: &AddRequest,
+        ctx: &WriteContext,
+    ) -> Result<AddPlan> {
+        let id = dup.0;
+        // Already stored: naming what it replaces confirms an update after the fact (a
+        // possible update the first write returned, or a conflict recall showed).
+        let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+        let confirmed: Vec<PlannedSupersession> = explicit
+            .iter()
+            .filter(|old| **old != id && !dup.1)
+            .map(|old| PlannedSupersession {
+                old_scope: None,
+                old: *old,
+                subject: self.state.entries[old].record.summary(),
+                method: SupersessionMethod::Explicit,
+                score: None,
+                reason: reason.unwrap_or("replaced explicitly").to_string(),
+            })
+            .collect();
+        self.check_supersessions(&confirmed, id, ctx)?;
+        Ok(AddPlan {
+            record,
+            id,
+            duplicate_of: Some(dup),
+            supersedes: confirmed,
+            similarity: SimilarityCheck::NotNeeded,
+            possible_updates: Vec::new(),
+            judged: Vec::new(),
+        })
+    }
+
+    /// The key step: the current facts of the same area holding `fact`'s key (those named
+    /// explicitly, and the copy a key is attached to, aside).
+    fn by_key(
+        &self,
+        fact: &crate::record::Fact,
+        explicit: &[RecordId],
+        attached: Option<RecordId>,
+        reason: Option<&str>,
+    ) -> Vec<PlannedSupersession> {
+        let Some(key) = &fact.key else { return Vec::new() };
+        self.state
+            .iter()
+            .filter(|e| e.status == Status::Valid && e.record.kind == Kind::Fact)
+            .filter_map(|e| e.record.as_fact().map(|f| (e, f)))
+            .filter(|(e, f)| {
+                f.key.as_deref() == Some(key.as_str())
+                    && f.scope == fact.scope
+                    && !explicit.contains(&e.id)
+                    && attached.is_none_or(|a| a != e.id)
+            })
+            .map(|(e, f)| PlannedSupersession {
+                old_scope: None,
+                old: e.id,
+                subject: f.subject.clone(),
+                method: SupersessionMethod::Key,
+                score: None,
+                reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
+            })
+            .collect()
+    }
+
+    /// The facts `req.supersedes` names, each a current fact of this memory (every other is a
+    /// problem naming why).
+    fn explicit_targets(&self, req: &AddRequest, problems: &mut Vec<Problem>) -> Vec<RecordId> {
+        let mut explicit: Vec<RecordId> = Vec::new();
+        for prefix in &req.supersedes {
+            let Some(id) = self.resolve_into("supersedes", prefix, problems) else { continue };
+            let e = &self.state.entries[&id];
+            match (e.record.kind, e.status) {
+                (Kind::Fact, Status::Valid) => explicit.push(id),
+                (Kind::Fact, Status::Retracted) => problems.push(Problem::new(
+                    "supersedes",
+                    format!("{} is forgotten; `git neo revert` its retraction first, or add without it", id.short()),
+                )),
+                (Kind::Fact, status) => problems.push(Problem::new(
+                    "supersedes",
+                    format!(
+                        "{} is already {}{}; supersede what replaced it instead",
+                        id.short(),
+                        status.as_str(),
+                        e.superseded_by.first().map(|n| format!(" (by {})", n.short())).unwrap_or_default()
+                    ),
+                )),
+                (kind, _) => problems.push(Problem::new(
+                    "supersedes",
+                    format!(
+                        "{} is a{} {kind}, not a fact; use `git neo outdated` to correct it",
+                        id.short(),
+                        if kind == Kind::Attempt || kind == Kind::Outcome { "n" } else { "" }
+                    ),
+                )),
+            }
+        }
+        explicit
+    }
+
+    /// The similarity step: the nearest current fact of the same type and area, replaced when its
+    /// cosine reaches the type's threshold and it is a rewording of the new fact (planned into
+    /// `planned`); what was checked, for the answer.
+    fn by_similarity(
+        &self,
+        record: &Record,
+        fact: &crate::record::Fact,
+        is_candidate: &CandidateFn<'_>,
+        reason: Option<&str>,
+        similar: &mut SimilarityFn<'_>,
+        planned: &mut Vec<PlannedSupersession>,
+    ) -> Result<SimilarityCheck> {
+        Ok(if !self.state.entries.keys().any(is_candidate) {
+            SimilarityCheck::NoCandidates
+        } else {
+            let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
+            match similar(record, &is_candidate)? {
+                Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
+                Similarity::Scores { exact: scores, ranked } => {
+                    // Similarity replaces only a rewording: the same identity (turn
+                    // markers, ticket or step numbers), names, values and negations, most
+                    // words shared. A high cosine alone is a neighbour as often.
+                    let new_frame = crate::frame::frame(&fact.subject);
+                    let same_identity = |id: &RecordId| {
+                        let old = crate::frame::frame(&self.state.entries[id].record.summary());
+                        crate::frame::rewording(&old, &new_frame)
+                    };
+                    let best = scores
+                        .iter()
+                        .filter(|(id, _)| is_candidate(id))
+                        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                        .copied();
+                    if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
+                        planned.push(PlannedSupersession {
+                            old_scope: None,
+                            old: id,
+                            subject: self.state.entries[&id].record.summary(),
+                            method: SupersessionMethod::Similarity,
+                            score: Some(rounded(score.min(1.0))),
+                            reason: reason.map(str::to_string).unwrap_or_else(|| {
+                                format!("similar {} in scope {} (cosine {:.3})", fact.fact_type, fact.scope, score)
+                            }),
+                        });
+                    }
+                    let nearest = ranked.first().copied();
+                    let nearest = nearest.filter(|_| best.is_none());
+                    SimilarityCheck::Checked {
+                        best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
+                        score: best.map(|b| rounded(b.1.min(1.0))),
+                        indexed_score: nearest.map(|n| rounded(n.1.min(1.0))),
+                        threshold: rounded(threshold),
+                    }
+                }
+            }
+        })
     }
 
     /// The supersession records `planned` would write must pass validation and the secret filter.
