@@ -951,44 +951,41 @@ fn qualifiers(toks: &[Tok], all: bool) -> (Vec<Tok>, Vec<Tok>) {
     (said, quals)
 }
 
-/// Read `text` as a [`Frame`].
-pub fn frame(text: &str) -> Frame {
-    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let raw: Vec<&str> = first_line.split_whitespace().collect();
-    let mut out = Frame {
-        masked: String::new(),
-        identity: BTreeSet::new(),
-        thing: Vec::new(),
-        thing_values: BTreeSet::new(),
-        predicate: Predicate::None,
-        object_mask: Vec::new(),
-        object_fillers: Vec::new(),
-        reason: Vec::new(),
-        directed: false,
-        values: BTreeSet::new(),
-        names: BTreeSet::new(),
-        cue: false,
-        words: BTreeSet::new(),
-        negations: 0,
-        question: text.trim_end().ends_with('?'),
-        change: false,
-        report: false,
-        code: text.contains(['{', '}'])
-            || text.contains("//")
-            || text.contains("=>")
-            || text.contains("::")
-            || (text.contains('<') && text.contains('>'))
-            || text.contains("()"),
-    };
-    let rest = strip_heading(&raw, &mut out.identity);
-    let mut toks = tokens(rest);
-    if let Some(first) = toks.first() {
-        let w = first.low.as_str();
-        out.question |= AUXILIARIES.contains(&w)
-            || COPULAS.contains(&w)
-            || matches!(w, "who" | "what" | "when" | "where" | "why" | "how" | "which");
+impl Frame {
+    /// A frame with nothing read yet but what the whole text says: a question, code.
+    fn empty(text: &str) -> Frame {
+        Frame {
+            masked: String::new(),
+            identity: BTreeSet::new(),
+            thing: Vec::new(),
+            thing_values: BTreeSet::new(),
+            predicate: Predicate::None,
+            object_mask: Vec::new(),
+            object_fillers: Vec::new(),
+            reason: Vec::new(),
+            directed: false,
+            values: BTreeSet::new(),
+            names: BTreeSet::new(),
+            cue: false,
+            words: BTreeSet::new(),
+            negations: 0,
+            question: text.trim_end().ends_with('?'),
+            change: false,
+            report: false,
+            code: text.contains(['{', '}'])
+                || text.contains("//")
+                || text.contains("=>")
+                || text.contains("::")
+                || (text.contains('<') && text.contains('>'))
+                || text.contains("()"),
+        }
     }
-    for t in &toks {
+}
+
+/// Step 1's harvest over every token: identities, values, names, cue words, negations and the
+/// content words.
+fn read_words(out: &mut Frame, toks: &[Tok]) {
+    for t in toks {
         match t.class {
             Class::Ident => {
                 out.identity.insert(t.low.clone());
@@ -1019,21 +1016,11 @@ pub fn frame(text: &str) -> Frame {
             }
         }
     }
-    out.masked = toks
-        .iter()
-        .map(|t| match t.class {
-            Class::Value => "<v>".to_string(),
-            Class::Name => "<n>".to_string(),
-            Class::Ident => "<id>".to_string(),
-            Class::Word => t.low.clone(),
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    // Only the first sentence is read for the frame; later ones are part of what is said.
-    if let Some(end) = toks.iter().position(|t| matches!(t.end, Some('.' | '!' | '?'))) {
-        toks.truncate(end + 1);
-    }
-    // The reason clause: after a semicolon, or from "due to" / "because".
+}
+
+/// Where what is said ends and the reason begins: after a semicolon, at "due to" or "because",
+/// or at a comma that opens a clause of its own.
+fn reason_at(toks: &[Tok]) -> usize {
     let mut reason_at = toks.len();
     if let Some(p) = toks.iter().position(|t| t.end == Some(';')) {
         reason_at = p + 1;
@@ -1049,6 +1036,38 @@ pub fn frame(text: &str) -> Frame {
     }) {
         reason_at = reason_at.min(p + 1);
     }
+    reason_at
+}
+
+/// Read `text` as a [`Frame`].
+pub fn frame(text: &str) -> Frame {
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let raw: Vec<&str> = first_line.split_whitespace().collect();
+    let mut out = Frame::empty(text);
+    let rest = strip_heading(&raw, &mut out.identity);
+    let mut toks = tokens(rest);
+    if let Some(first) = toks.first() {
+        let w = first.low.as_str();
+        out.question |= AUXILIARIES.contains(&w)
+            || COPULAS.contains(&w)
+            || matches!(w, "who" | "what" | "when" | "where" | "why" | "how" | "which");
+    }
+    read_words(&mut out, &toks);
+    out.masked = toks
+        .iter()
+        .map(|t| match t.class {
+            Class::Value => "<v>".to_string(),
+            Class::Name => "<n>".to_string(),
+            Class::Ident => "<id>".to_string(),
+            Class::Word => t.low.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Only the first sentence is read for the frame; later ones are part of what is said.
+    if let Some(end) = toks.iter().position(|t| matches!(t.end, Some('.' | '!' | '?'))) {
+        toks.truncate(end + 1);
+    }
+    let reason_at = reason_at(&toks);
     let (clause, reason) = toks.split_at(reason_at);
     let mut scratch = BTreeSet::new();
     out.reason = content(reason, &mut scratch);
@@ -1078,28 +1097,8 @@ pub fn frame(text: &str) -> Frame {
             out.predicate = Predicate::Headline;
         }
         (_, Some(v)) => {
-            let mut group_end = v + 1;
-            let mut negated = v > 0 && negation(&clause[v - 1].low);
-            let mut verb = clause[v].low.clone();
-            let copula = COPULAS.contains(&verb.as_str());
-            // The verb group: auxiliaries, negations, adverbs and participles after the first verb.
-            let mut participle: Option<String> = None;
-            while let Some(t) = clause.get(group_end) {
-                let adverb = matches!(t.low.as_str(), "now" | "still" | "also" | "always" | "longer" | "usually");
-                if negation(&t.low) {
-                    negated = true;
-                } else if is_verb(t) && t.class == Class::Word {
-                    if AUXILIARIES.contains(&verb.as_str()) || COPULAS.contains(&verb.as_str()) {
-                        verb = t.low.clone();
-                    }
-                    if is_participle(t) || STATUS.contains(&t.low.as_str()) || VERBS.contains(&t.low.as_str()) {
-                        participle = Some(t.low.clone());
-                    }
-                } else if !adverb {
-                    break;
-                }
-                group_end += 1;
-            }
+            let copula = COPULAS.contains(&clause[v].low.as_str());
+            let VerbGroup { end: group_end, mut negated, verb, participle } = verb_group(clause, v);
             let status = STATUS.contains(&verb.as_str()) || participle.as_deref().is_some_and(|p| STATUS.contains(&p));
             if v == 0 && clause.first().is_some_and(|t| negation(&t.low)) {
                 negated = true;
@@ -1142,62 +1141,7 @@ pub fn frame(text: &str) -> Frame {
             subject = &clause[..subject_end];
             object = &clause[group_end..];
             if subject.iter().all(|t| matches!(t.class, Class::Word) && negation(&t.low) || t.low == "do") {
-                if v == 0 && out.change {
-                    // "Bump the MSRV to 1.61", "Upgrade Elasticsearch to 8": a change of what it
-                    // acts on, up to where the new value is said ("to", "from", "with", a value).
-                    let np_end = object
-                        .iter()
-                        .position(|t| {
-                            t.class == Class::Value
-                                || (t.class == Class::Word
-                                    && matches!(t.low.as_str(), "to" | "from" | "with" | "into" | "by" | "as"))
-                        })
-                        .unwrap_or(object.len());
-                    let mut vals = BTreeSet::new();
-                    out.thing = content(&object[..np_end], &mut vals);
-                    out.thing_values = vals;
-                    if np_end == 0 && object.first().is_some_and(|t| t.low == "to") {
-                        // "Update to windows-sys 0.59", "Upgrade to Unicode 15": the thing is
-                        // what follows "to", up to its value.
-                        let end =
-                            object.iter().skip(1).position(|t| t.class == Class::Value).map_or(object.len(), |p| p + 1);
-                        out.thing = content(&object[1..end], &mut BTreeSet::new());
-                        fill_object(&mut out, &object[end..]);
-                        return out;
-                    }
-                    fill_object(&mut out, &object[np_end..]);
-                    return out;
-                }
-                if v == 0 && EVENTS.contains(&clause[0].low.as_str()) && !STATUS.contains(&clause[0].low.as_str()) {
-                    // "Added support for X", "Fix the parser": an event, about no thing.
-                    fill_object(&mut out, object);
-                    return out;
-                }
-                // Verb first ("approved purchase of X", "do not renew X"): the statement is about
-                // what it acts on, and the action itself unless it only sets a state.
-                let (said, quals) = qualifiers(object, false);
-                let mut vals = BTreeSet::new();
-                if matches!(out.predicate, Predicate::Verb(_) | Predicate::Copula(_)) {
-                    // "Use Postgres 15 for the main database": about the main database; Postgres
-                    // 15 is what is said.
-                    out.thing = action_thing(&head, &said, &quals);
-                    fill_object(&mut out, &said);
-                } else {
-                    let np_end = said.iter().position(|t| t.class == Class::Value).unwrap_or(said.len());
-                    let np_end = if np_end == 0 { said.len() } else { np_end };
-                    let mut thing = Vec::new();
-                    if !STATUS.contains(&head.as_str()) {
-                        thing.push(verb_stem(&head));
-                    }
-                    thing.extend(content(&said[..np_end], &mut vals));
-                    thing.extend(content(&quals, &mut vals));
-                    out.thing = thing;
-                    fill_object(&mut out, &said[np_end..]);
-                    // Values of a verb-first status statement are what is said of it ("approved
-                    // 18 months renewal"), not part of what it is about.
-                    out.object_fillers.extend(vals);
-                }
-                return out;
+                return verb_first(out, &head, v, clause, object);
             }
         }
         _ => {
@@ -1208,6 +1152,108 @@ pub fn frame(text: &str) -> Frame {
             return out;
         }
     }
+    read_thing(out, subject, object)
+}
+
+/// The verb group from the verb at `v`: the auxiliaries, negations, adverbs and participles after
+/// it, and what they make of the verb.
+struct VerbGroup {
+    /// Where the group ends (what follows is the object).
+    end: usize,
+    negated: bool,
+    /// The verb the group settles on (a copula or auxiliary gives way to the verb after it).
+    verb: String,
+    participle: Option<String>,
+}
+
+fn verb_group(clause: &[Tok], v: usize) -> VerbGroup {
+    let mut group_end = v + 1;
+    let mut negated = v > 0 && negation(&clause[v - 1].low);
+    let mut verb = clause[v].low.clone();
+    let mut participle: Option<String> = None;
+    while let Some(t) = clause.get(group_end) {
+        let adverb = matches!(t.low.as_str(), "now" | "still" | "also" | "always" | "longer" | "usually");
+        if negation(&t.low) {
+            negated = true;
+        } else if is_verb(t) && t.class == Class::Word {
+            if AUXILIARIES.contains(&verb.as_str()) || COPULAS.contains(&verb.as_str()) {
+                verb = t.low.clone();
+            }
+            if is_participle(t) || STATUS.contains(&t.low.as_str()) || VERBS.contains(&t.low.as_str()) {
+                participle = Some(t.low.clone());
+            }
+        } else if !adverb {
+            break;
+        }
+        group_end += 1;
+    }
+    VerbGroup { end: group_end, negated, verb, participle }
+}
+
+/// A statement that opens with its verb ("Bump the MSRV to 1.61", "approved purchase of X", "do
+/// not renew X", "Added support for X"): about what it acts on (and the action itself unless it
+/// only sets a state), or an event about no thing.
+fn verb_first(mut out: Frame, head: &str, v: usize, clause: &[Tok], object: &[Tok]) -> Frame {
+    if v == 0 && out.change {
+        // "Bump the MSRV to 1.61", "Upgrade Elasticsearch to 8": a change of what it
+        // acts on, up to where the new value is said ("to", "from", "with", a value).
+        let np_end = object
+            .iter()
+            .position(|t| {
+                t.class == Class::Value
+                    || (t.class == Class::Word
+                        && matches!(t.low.as_str(), "to" | "from" | "with" | "into" | "by" | "as"))
+            })
+            .unwrap_or(object.len());
+        let mut vals = BTreeSet::new();
+        out.thing = content(&object[..np_end], &mut vals);
+        out.thing_values = vals;
+        if np_end == 0 && object.first().is_some_and(|t| t.low == "to") {
+            // "Update to windows-sys 0.59", "Upgrade to Unicode 15": the thing is
+            // what follows "to", up to its value.
+            let end = object.iter().skip(1).position(|t| t.class == Class::Value).map_or(object.len(), |p| p + 1);
+            out.thing = content(&object[1..end], &mut BTreeSet::new());
+            fill_object(&mut out, &object[end..]);
+            return out;
+        }
+        fill_object(&mut out, &object[np_end..]);
+        return out;
+    }
+    if v == 0 && EVENTS.contains(&clause[0].low.as_str()) && !STATUS.contains(&clause[0].low.as_str()) {
+        // "Added support for X", "Fix the parser": an event, about no thing.
+        fill_object(&mut out, object);
+        return out;
+    }
+    // Verb first ("approved purchase of X", "do not renew X"): the statement is about
+    // what it acts on, and the action itself unless it only sets a state.
+    let (said, quals) = qualifiers(object, false);
+    let mut vals = BTreeSet::new();
+    if matches!(out.predicate, Predicate::Verb(_) | Predicate::Copula(_)) {
+        // "Use Postgres 15 for the main database": about the main database; Postgres
+        // 15 is what is said.
+        out.thing = action_thing(head, &said, &quals);
+        fill_object(&mut out, &said);
+    } else {
+        let np_end = said.iter().position(|t| t.class == Class::Value).unwrap_or(said.len());
+        let np_end = if np_end == 0 { said.len() } else { np_end };
+        let mut thing = Vec::new();
+        if !STATUS.contains(&head) {
+            thing.push(verb_stem(head));
+        }
+        thing.extend(content(&said[..np_end], &mut vals));
+        thing.extend(content(&quals, &mut vals));
+        out.thing = thing;
+        fill_object(&mut out, &said[np_end..]);
+        // Values of a verb-first status statement are what is said of it ("approved
+        // 18 months renewal"), not part of what it is about.
+        out.object_fillers.extend(vals);
+    }
+    out
+}
+
+/// Steps 3 and 4 once the predicate is read: the thing (the subject phrase with its qualifiers
+/// and conditions; for "I" or "we", the action and what it acts on) and the object.
+fn read_thing(mut out: Frame, subject: &[Tok], object: &[Tok]) -> Frame {
     let status = matches!(out.predicate, Predicate::Status(_));
     // A condition is part of the thing: two statements under different conditions are about
     // different cases ("returns stale data when a batch exceeds ten thousand rows").
