@@ -636,3 +636,69 @@ fn every_path_and_name_the_architecture_document_gives_exists() {
     assert!(found[0].contains("Flux") && found[1].contains("Session has no apply"), "{found:#?}");
     assert!(found[2].contains("forget_") && found[3].contains("nowhere.rs"), "{found:#?}");
 }
+
+/// Every function of `src/` outside tests and longer than `max` lines, as `path:line: name (n
+/// lines)`; `tables` names the functions that are data tables, which may be as long as their data.
+fn long_functions(root: &Path, max: usize, tables: &[&str]) -> Vec<String> {
+    struct Long<'a> {
+        rel: &'a str,
+        max: usize,
+        tables: &'a [&'a str],
+        out: &'a mut Vec<String>,
+    }
+    impl Long<'_> {
+        fn check(&mut self, name: &syn::Ident, block: &syn::Block) {
+            let (start, end) = (name.span().start().line, block.brace_token.span.close().end().line);
+            let n = end + 1 - start;
+            if n > self.max && !self.tables.contains(&name.to_string().as_str()) {
+                self.out.push(format!("{}:{start}: {name} is {n} lines; split it by its steps", self.rel));
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Long<'_> {
+        fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+            if !is_test(&m.attrs) {
+                syn::visit::visit_item_mod(self, m);
+            }
+        }
+        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+            if !is_test(&f.attrs) {
+                self.check(&f.sig.ident, &f.block);
+                syn::visit::visit_item_fn(self, f);
+            }
+        }
+        fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+            if !is_test(&f.attrs) {
+                self.check(&f.sig.ident, &f.block);
+                syn::visit::visit_impl_item_fn(self, f);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(root).unwrap_or(&file).to_string_lossy().replace('\\', "/");
+        let Ok(parsed) = syn::parse_file(&std::fs::read_to_string(&file).unwrap_or_default()) else { continue };
+        Long { rel: &rel, max, tables, out: &mut out }.visit_file(&parsed);
+    }
+    out
+}
+
+/// A function a newcomer can read in one go: none over 120 lines but the MCP tools' table.
+#[test]
+fn no_function_is_longer_than_120_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = long_functions(root, 120, &["all"]);
+    assert!(found.is_empty(), "functions over 120 lines:\n{}", found.join("\n"));
+    // The check itself: a long function is named, a short one and a test module are not.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let body: String = (0..130).map(|i| format!("    let _x{i} = {i};\n")).collect();
+    let src = format!("fn long() {{\n{body}}}\nfn short() {{}}\n#[cfg(test)]\nmod tests {{\n    fn long_test() {{\n{body}    }}\n}}\n");
+    std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+    std::fs::write(dir.path().join("src/lib.rs"), src).expect("write");
+    let found = long_functions(dir.path(), 120, &[]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].starts_with("src/lib.rs:1: long is 132 lines"), "{found:#?}");
+}
