@@ -155,7 +155,7 @@ fn list(ctx: &mut Ctx, status: Option<&str>, diff: bool) -> Result<(), Error> {
         ctx.out.note("no lessons");
     }
     for l in &lessons {
-        let status = serde_json::to_value(l.status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        let status = l.status.as_str();
         ctx.out.line(&format!(
             "{} {status:<8} {} ({}) {}",
             l.id.short(),

@@ -30,6 +30,9 @@ use std::sync::{Arc, Mutex};
 /// The most a reply carries, in bytes.
 pub const MAX_OUTPUT: usize = 16_000;
 
+/// How an MCP client takes in what changed under its live session (said in every `stale`).
+const REFRESH_HINT: &str = "Call the refresh tool to take it in.";
+
 /// Recall's token budget when the caller gives none (smaller than the CLI's: it lands in a context).
 pub const DEFAULT_BUDGET: usize = 4_000;
 
@@ -215,7 +218,7 @@ impl Warm {
         }
         let mut result = result;
         if let Some(stale) = result.stale.as_mut() {
-            stale.refresh = "Call the refresh tool to take it in.".into();
+            stale.refresh = REFRESH_HINT.into();
         }
         let mut text = git_neo::recall::render::markdown(&result);
         if let Some(why) = self.session.semantic_off() {
@@ -447,7 +450,7 @@ impl ServerHandler for NeoServer {
         // `refresh` is what takes it in).
         if let Some(Ok(reply)) = result.as_mut().filter(|_| !matches!(request.name.as_ref(), "recall" | "refresh")) {
             if let (Ok(Some(mut stale)), Some(o)) = (warm.session.live_stale(), reply.structured.as_object_mut()) {
-                stale.refresh = "Call the refresh tool to take it in.".into();
+                stale.refresh = REFRESH_HINT.into();
                 if let Ok(v) = serde_json::to_value(&stale) {
                     o.insert("stale".into(), v);
                 }

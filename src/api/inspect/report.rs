@@ -304,10 +304,7 @@ impl Session {
                 lessons.push(crate::report::LessonRow {
                     id: l.id.short(),
                     file: l.file,
-                    status: serde_json::to_value(l.status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
+                    status: l.status.as_str().to_string(),
                     reason: l.reason,
                 });
             }

@@ -58,6 +58,18 @@ pub enum LessonStatus {
     Rejected,
 }
 
+impl LessonStatus {
+    /// The word the JSON and the listings use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LessonStatus::Proposed => "proposed",
+            LessonStatus::Applied => "applied",
+            LessonStatus::Restored => "restored",
+            LessonStatus::Rejected => "rejected",
+        }
+    }
+}
+
 /// A lesson as the front ends show it.
 #[derive(Clone, Debug, Serialize)]
 pub struct LessonView {
@@ -442,11 +454,7 @@ impl Memory {
         if status != LessonStatus::Applied {
             return Err(Error::invalid(
                 "id",
-                format!(
-                    "lesson {} is {}, not applied; there is nothing to restore",
-                    id.short(),
-                    serde_json::to_value(status).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default()
-                ),
+                format!("lesson {} is {}, not applied; there is nothing to restore", id.short(), status.as_str()),
             ));
         }
         let root = self.work_root()?;
