@@ -226,7 +226,7 @@ fn query(text: &str) -> RecallQuery {
 /// In-process recall: the keys of the facts it returns.
 fn ours(s: &mut Session, keys: &HashMap<RecordId, String>, text: &str) -> Vec<String> {
     let result = s.recall(&query(text)).expect("recall");
-    result.facts.iter().filter_map(|i| keys.get(&i.id).cloned()).take(10).collect()
+    result.items(git_neo::recall::LayerKind::Facts).iter().filter_map(|i| keys.get(&i.id).cloned()).take(10).collect()
 }
 
 /// A `git neo` command of another binary, with the model unless `lexical`, in `repo`.

@@ -198,9 +198,16 @@ fn main() {
                     expand: git_neo::recall::expand::When::Never,
                     pin: None,
                 };
-                let out = git_neo::recall::recall(memory.state(), &req, &lex, &vec, &[], true);
+                let found = git_neo::recall::Found { lexical: lex, vector: vec, semantic: true, ..Default::default() };
+                let mut ranked = git_neo::recall::rank(memory.state(), &req, found);
+                let mut budget = git_neo::recall::Budget::new(req.budget);
+                let mut layers = git_neo::recall::Layers::default();
+                for kind in git_neo::recall::LayerKind::ALL {
+                    layers.put(kind, ranked.fit(kind, &mut budget));
+                }
+                let out = ranked.into_recall(layers, budget);
                 lat.push(t.elapsed());
-                assert!(!out.facts.is_empty());
+                assert!(!out.items(git_neo::recall::LayerKind::Facts).is_empty());
             }
         }
         let inproc = median(lat);

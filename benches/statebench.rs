@@ -37,6 +37,7 @@ use common::conversation::{bm25_top, conversation, strings, words};
 
 use git_neo::api::{AddRequest, Clock, RecallQuery, Session, SessionOptions};
 use git_neo::embed::{Embedder, EmbedderChoice};
+use git_neo::recall::LayerKind;
 use git_neo::record::Timestamp;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -281,10 +282,10 @@ fn replay(
                     })
                     .expect("recall");
                 let current: String = r
-                    .constraints
+                    .items(LayerKind::Constraints)
                     .iter()
-                    .chain(&r.facts)
-                    .chain(&r.known_unknowns)
+                    .chain(r.items(LayerKind::Facts))
+                    .chain(r.items(LayerKind::KnownUnknowns))
                     .map(|i| format!("{}\n{}\n", i.subject, i.body))
                     .collect::<String>()
                     .to_lowercase();
@@ -1058,8 +1059,13 @@ fn conversations(splits: &[(String, PathBuf)], mut embedder: Box<dyn Embedder>, 
                     all_sessions: false,
                 })
                 .expect("recall");
-            let top: Vec<usize> =
-                r.constraints.iter().chain(&r.facts).filter_map(|i| ids.get(&i.id).copied()).take(5).collect();
+            let top: Vec<usize> = r
+                .items(LayerKind::Constraints)
+                .iter()
+                .chain(r.items(LayerKind::Facts))
+                .filter_map(|i| ids.get(&i.id).copied())
+                .take(5)
+                .collect();
             // Timelines are templated: the same words recur in several sessions, and a turn
             // that says them answers the question as well as the session's own copy. So a turn
             // counts by what it says (the text after its `[Dn:t] Name:` marker).

@@ -82,6 +82,71 @@ pub const DEFAULT_RECALL_FLOOR: f64 = 0.5;
 /// lexical and vector lists disagree) or `false`.
 pub const RECALL_EXPAND: &str = "neo.recall.expand";
 
+/// When recall expands a first pass once ([`RECALL_EXPAND`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ExpandWhen {
+    /// Never.
+    Never,
+    /// When the first pass is weak by either test (a low best cosine, or the two lists
+    /// disagreeing).
+    #[default]
+    Weak,
+    /// Only when the two lists disagree (not for a low best cosine alone).
+    Disagreement,
+}
+
+impl ExpandWhen {
+    /// Parse a configuration value: `true`/`weak`, `false`/`never`, `disagreement`.
+    pub fn parse(value: &str) -> Option<ExpandWhen> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "on" | "1" | "weak" => Some(ExpandWhen::Weak),
+            "false" | "no" | "off" | "0" | "never" => Some(ExpandWhen::Never),
+            "disagreement" => Some(ExpandWhen::Disagreement),
+            _ => None,
+        }
+    }
+}
+
+/// How recall ranks, from `neo.recall.*`: read once per recall, each key defaulting on its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecallSettings {
+    /// [`RECALL_FUSION`].
+    pub fusion: crate::rank::FusionKind,
+    /// [`RECALL_EXPAND`].
+    pub expand: ExpandWhen,
+    /// [`RECALL_FLOOR`].
+    pub floor: f64,
+}
+
+impl RecallSettings {
+    /// Read the settings through `value` (a key's configured value, if any); a value that is not
+    /// one of the key's words is an error naming the key and what it takes.
+    pub fn from_config(value: &dyn Fn(&str) -> Option<String>) -> Result<RecallSettings> {
+        let fusion = match value(RECALL_FUSION) {
+            None => crate::rank::FusionKind::default(),
+            Some(v) => crate::rank::FusionKind::parse(&v).ok_or_else(|| {
+                Error::invalid(
+                    RECALL_FUSION,
+                    format!("{v:?} is not a fusion: use weighted, weighted:W (W from 0 to 1), rrf or adaptive"),
+                )
+            })?,
+        };
+        let expand = match value(RECALL_EXPAND) {
+            None => ExpandWhen::default(),
+            Some(v) => ExpandWhen::parse(&v).ok_or_else(|| {
+                Error::invalid(RECALL_EXPAND, format!("{v:?} is not one of true, false, disagreement"))
+            })?,
+        };
+        let floor = match value(RECALL_FLOOR) {
+            None => DEFAULT_RECALL_FLOOR,
+            Some(v) => v.trim().parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f)).ok_or_else(|| {
+                Error::invalid(RECALL_FLOOR, format!("{v:?} is not a share: use a number from 0 to 1"))
+            })?,
+        };
+        Ok(RecallSettings { fusion, expand, floor })
+    }
+}
+
 /// The team's memory repository: any git URL (a local path too), or `auto` for the convention
 /// on the origin remote's owner ([`crate::scope::org_url_by_convention`]).
 pub const ORG_URL: &str = "neo.org.url";

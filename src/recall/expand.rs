@@ -44,29 +44,8 @@ pub struct Expansion {
     pub feedback: usize,
 }
 
-/// When recall expands (`neo.recall.expand`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum When {
-    /// Never.
-    Never,
-    /// When the first pass is weak by either test of [`weak`].
-    #[default]
-    Weak,
-    /// Only when the two lists disagree (not for a low best cosine alone).
-    Disagreement,
-}
-
-impl When {
-    /// Parse a configuration value: `true`/`weak`, `false`/`never`, `disagreement`.
-    pub fn parse(value: &str) -> Option<When> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" | "1" | "weak" => Some(When::Weak),
-            "false" | "no" | "off" | "0" | "never" => Some(When::Never),
-            "disagreement" => Some(When::Disagreement),
-            _ => None,
-        }
-    }
-}
+/// When recall expands (`neo.recall.expand`), read with the other recall settings.
+pub use crate::config::ExpandWhen as When;
 
 /// Why the first pass (lexical and vector candidates, best first) is weak, if it is, by the
 /// tests `when` applies.

@@ -9,6 +9,7 @@
 
 use super::{DocumentSection, Item, Recall};
 use crate::construct::Hit;
+use serde::Serialize;
 
 /// One layer of a recall, in the order it is budgeted and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -125,11 +126,11 @@ pub const RECORD_MARKUP: usize = 60;
 pub const LINE_MARKUP: usize = 40;
 
 /// Something a layer shows: its size as rendered, in characters.
-pub trait Shown {
+pub trait Footprint {
     fn chars(&self) -> usize;
 }
 
-impl Shown for Item {
+impl Footprint for Item {
     fn chars(&self) -> usize {
         self.subject.len()
             + self.body.len()
@@ -138,13 +139,13 @@ impl Shown for Item {
     }
 }
 
-impl Shown for DocumentSection {
+impl Footprint for DocumentSection {
     fn chars(&self) -> usize {
         self.path.len() + self.heading.len() + self.excerpt.len() + LINE_MARKUP
     }
 }
 
-impl Shown for Hit {
+impl Footprint for Hit {
     fn chars(&self) -> usize {
         self.title.len() + self.intent.len() + LINE_MARKUP
     }
@@ -178,7 +179,7 @@ impl Budget {
 
     /// The items of `layer` that fit, in order (an item that does not fit is cut, and a smaller
     /// one after it may still fit).
-    pub fn fit<T: Shown>(&mut self, layer: LayerKind, items: Vec<T>) -> Vec<T> {
+    pub fn fit<T: Footprint>(&mut self, layer: LayerKind, items: Vec<T>) -> Vec<T> {
         items.into_iter().filter(|i| self.admit(layer, i.chars())).collect()
     }
 }
@@ -193,51 +194,121 @@ pub struct Entry {
     pub scope: String,
 }
 
+/// What one layer shows: records of the memory, sections of the project's documents, or
+/// patterns of the Construct (which of them is the layer's kind's to say: [`Layer::empty`]).
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum Layer {
+    Records(Vec<Item>),
+    Sections(Vec<DocumentSection>),
+    Patterns(Vec<Hit>),
+}
+
+impl Layer {
+    /// The empty layer of `kind`.
+    pub fn empty(kind: LayerKind) -> Layer {
+        match kind {
+            LayerKind::Documents => Layer::Sections(Vec::new()),
+            LayerKind::Construct => Layer::Patterns(Vec::new()),
+            _ => Layer::Records(Vec::new()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Layer::Records(v) => v.len(),
+            Layer::Sections(v) => v.len(),
+            Layer::Patterns(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Every layer of a recall, one per [`LayerKind`], in the order of [`LayerKind::ALL`].
+#[derive(Clone, Debug)]
+pub struct Layers([Layer; LayerKind::ALL.len()]);
+
+impl Default for Layers {
+    fn default() -> Layers {
+        Layers(LayerKind::ALL.map(Layer::empty))
+    }
+}
+
+impl Layers {
+    pub fn get(&self, kind: LayerKind) -> &Layer {
+        &self.0[kind as usize]
+    }
+
+    pub fn get_mut(&mut self, kind: LayerKind) -> &mut Layer {
+        &mut self.0[kind as usize]
+    }
+
+    /// Set the layer of `kind` (what it shows must be of its kind's sort: records for the
+    /// memory's layers).
+    pub fn put(&mut self, kind: LayerKind, layer: Layer) {
+        debug_assert_eq!(std::mem::discriminant(&layer), std::mem::discriminant(&Layer::empty(kind)));
+        self.0[kind as usize] = layer;
+    }
+}
+
 impl Recall {
-    /// The records a layer of the memory holds (`None` for documents and patterns).
-    pub fn items(&self, layer: LayerKind) -> Option<&[Item]> {
-        Some(match layer {
-            LayerKind::Constraints => &self.constraints,
-            LayerKind::Facts => &self.facts,
-            LayerKind::Attempts => &self.attempts,
-            LayerKind::Invalidated => &self.invalidated,
-            LayerKind::KnownUnknowns => &self.known_unknowns,
-            LayerKind::Documents | LayerKind::Construct => return None,
+    /// The records a layer shows (none for documents and patterns).
+    pub fn items(&self, layer: LayerKind) -> &[Item] {
+        match self.layers.get(layer) {
+            Layer::Records(items) => items,
+            _ => &[],
+        }
+    }
+
+    /// [`Recall::items`], mutably (`None` for documents and patterns).
+    pub fn items_mut(&mut self, layer: LayerKind) -> Option<&mut Vec<Item>> {
+        match self.layers.get_mut(layer) {
+            Layer::Records(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    /// Every recalled record, layer by layer.
+    pub fn all_items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
+        self.layers.0.iter_mut().flat_map(|l| match l {
+            Layer::Records(items) => items.as_mut_slice(),
+            _ => &mut [],
         })
     }
 
-    /// [`Recall::items`], mutably.
-    pub fn items_mut(&mut self, layer: LayerKind) -> Option<&mut Vec<Item>> {
-        Some(match layer {
-            LayerKind::Constraints => &mut self.constraints,
-            LayerKind::Facts => &mut self.facts,
-            LayerKind::Attempts => &mut self.attempts,
-            LayerKind::Invalidated => &mut self.invalidated,
-            LayerKind::KnownUnknowns => &mut self.known_unknowns,
-            LayerKind::Documents | LayerKind::Construct => return None,
-        })
+    /// The sections of the project's documents shown.
+    pub fn documents(&self) -> &[DocumentSection] {
+        match self.layers.get(LayerKind::Documents) {
+            Layer::Sections(s) => s,
+            _ => &[],
+        }
+    }
+
+    /// The Construct's patterns shown.
+    pub fn patterns(&self) -> &[Hit] {
+        match self.layers.get(LayerKind::Construct) {
+            Layer::Patterns(p) => p,
+            _ => &[],
+        }
     }
 
     /// Every shown entry of every layer, in the order shown.
     pub fn entries(&self) -> Vec<Entry> {
         let mut out = Vec::new();
         for layer in LayerKind::ALL {
-            match layer {
-                LayerKind::Documents => out.extend(self.documents.iter().map(|d| Entry {
-                    layer,
-                    id: d.source.to_hex(),
-                    scope: "project".into(),
-                })),
-                LayerKind::Construct => out.extend(self.construct.iter().map(|h| Entry {
-                    layer,
-                    id: h.name.clone(),
-                    scope: "construct".into(),
-                })),
-                _ => out.extend(self.items(layer).unwrap_or_default().iter().map(|i| Entry {
-                    layer,
-                    id: i.id.to_hex(),
-                    scope: i.scope.clone(),
-                })),
+            match self.layers.get(layer) {
+                Layer::Sections(sections) => {
+                    out.extend(sections.iter().map(|d| Entry { layer, id: d.source.to_hex(), scope: "project".into() }))
+                }
+                Layer::Patterns(patterns) => {
+                    out.extend(patterns.iter().map(|h| Entry { layer, id: h.name.clone(), scope: "construct".into() }))
+                }
+                Layer::Records(items) => {
+                    out.extend(items.iter().map(|i| Entry { layer, id: i.id.to_hex(), scope: i.scope.clone() }))
+                }
             }
         }
         out
@@ -245,34 +316,42 @@ impl Recall {
 
     /// Whether no layer of the memory (documents and patterns aside) holds anything.
     pub fn memory_is_silent(&self) -> bool {
-        LayerKind::ALL.into_iter().filter_map(|k| self.items(k)).all(<[Item]>::is_empty)
+        LayerKind::ALL.into_iter().all(|k| self.items(k).is_empty())
     }
+}
 
-    /// The budget as it stands.
-    fn budget_now(&self) -> Budget {
-        Budget { limit: self.budget, used: self.tokens, cut: self.cut }
-    }
-
-    fn keep(&mut self, b: Budget) {
-        self.tokens = b.used;
-        self.cut = b.cut;
-    }
-
-    /// Add the layer from the project's documents (before the Construct), within what is left
-    /// of the budget.
-    pub fn attach_documents(&mut self, hits: Vec<DocumentSection>) {
-        let mut b = self.budget_now();
-        let kept = b.fit(LayerKind::Documents, hits);
-        self.documents.extend(kept);
-        self.keep(b);
-    }
-
-    /// Add the Construct layer (after everything else), within what is left of the budget.
-    pub fn attach_construct(&mut self, hits: Vec<Hit>) {
-        let mut b = self.budget_now();
-        let kept = b.fit(LayerKind::Construct, hits);
-        self.construct.extend(kept);
-        self.keep(b);
+/// Recall's JSON: the memory's layers by name after `semantic`, the documents' and the
+/// Construct's after `scopes` (each only when it shows something), as the fields were before
+/// the layers were kept by kind.
+impl Serialize for Recall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Recall", 16)?;
+        s.serialize_field("query", &self.query)?;
+        s.serialize_field("semantic", &self.semantic)?;
+        for kind in LayerKind::ALL.into_iter().filter(|k| k.from_memory()) {
+            s.serialize_field(kind.name(), self.layers.get(kind))?;
+        }
+        s.serialize_field("familiarity", &self.familiarity)?;
+        s.serialize_field("budget", &self.budget)?;
+        s.serialize_field("tokens", &self.tokens)?;
+        s.serialize_field("cut", &self.cut)?;
+        s.serialize_field("scopes", &self.scopes)?;
+        for kind in LayerKind::ALL.into_iter().filter(|k| !k.from_memory()) {
+            match self.layers.get(kind) {
+                l if l.is_empty() => s.skip_field(kind.name())?,
+                l => s.serialize_field(kind.name(), l)?,
+            }
+        }
+        match &self.expanded {
+            Some(e) => s.serialize_field("expanded", e)?,
+            None => s.skip_field("expanded")?,
+        }
+        match &self.stale {
+            Some(st) => s.serialize_field("stale", st)?,
+            None => s.skip_field("stale")?,
+        }
+        s.end()
     }
 }
 
@@ -289,6 +368,17 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), LayerKind::ALL.len());
+    }
+
+    #[test]
+    fn each_kind_indexes_its_own_place_in_the_layers() {
+        for (n, k) in LayerKind::ALL.into_iter().enumerate() {
+            assert_eq!(k as usize, n, "{k:?} is declared where ALL lists it");
+        }
+        let mut layers = Layers::default();
+        layers.put(LayerKind::Attempts, Layer::Records(Vec::new()));
+        assert!(matches!(layers.get(LayerKind::Construct), Layer::Patterns(_)));
+        assert!(matches!(layers.get(LayerKind::Documents), Layer::Sections(_)));
     }
 
     #[test]

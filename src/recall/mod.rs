@@ -26,7 +26,7 @@ pub mod pin;
 pub mod render;
 
 pub use eval::{metrics, rank_flat, Mode};
-pub use layer::{Budget, LayerKind};
+pub use layer::{Budget, Layer, LayerKind, Layers};
 
 pub use crate::config::DEFAULT_RECALL_FLOOR;
 pub use crate::rank::{relevance, score, Fusion, FusionKind, LEXICAL_WEIGHT, MIN_SIMILARITY};
@@ -233,17 +233,14 @@ impl Familiarity {
     }
 }
 
-/// The layered answer.
-#[derive(Clone, Debug, Serialize)]
+/// The layered answer (its JSON: `layer.rs`).
+#[derive(Clone, Debug)]
 pub struct Recall {
     pub query: String,
     /// Whether vector search took part (false: lexical only).
     pub semantic: bool,
-    pub constraints: Vec<Item>,
-    pub facts: Vec<Item>,
-    pub attempts: Vec<Item>,
-    pub invalidated: Vec<Item>,
-    pub known_unknowns: Vec<Item>,
+    /// What each layer shows, by [`LayerKind`].
+    pub layers: Layers,
     pub familiarity: Familiarity,
     pub budget: usize,
     pub tokens: usize,
@@ -251,24 +248,14 @@ pub struct Recall {
     pub cut: usize,
     /// The scopes this answer was read from (set by the caller that read them).
     pub scopes: Vec<String>,
-    /// Sections of the project's ingested documents that match, after its memory.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub documents: Vec<DocumentSection>,
-    /// Curated patterns from the Construct that match, after the project's own memory.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub construct: Vec<crate::construct::Hit>,
     /// Set when the first pass was weak and recall expanded the query once ([`expand`]): why,
     /// and with what.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub expanded: Option<expand::Expansion>,
     /// The embedded query (model id, vector), so the Construct search does not embed it again.
-    #[serde(skip)]
     pub query_vector: Option<(String, Vec<f32>)>,
     /// Candidates the lexical and the vector index offered before ranking (for telemetry).
-    #[serde(skip)]
     pub candidates: [usize; 2],
     /// Memory changed under the live session asking ([`pin`]); set by the session.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub stale: Option<pin::Stale>,
 }
 
@@ -292,15 +279,6 @@ pub struct Cited {
     /// Its lines in the cited version (absent when that version has no such section).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<[u32; 2]>,
-}
-
-impl Recall {
-    /// Every recalled record, layer by layer.
-    pub fn all_items_mut(&mut self) -> impl Iterator<Item = &mut Item> {
-        let Recall { constraints, facts, attempts, invalidated, known_unknowns, .. } = self;
-        // The same layers as `LayerKind::ALL`'s records, borrowed apart.
-        constraints.iter_mut().chain(facts).chain(attempts).chain(invalidated).chain(known_unknowns)
-    }
 }
 
 /// Per candidate: lexical rank, vector rank, cosine similarity, BM25 score.
@@ -476,17 +454,44 @@ pub fn same_words(item: &Item) -> Option<String> {
     (!words.is_empty()).then(|| words.to_string())
 }
 
-/// Rank `state`'s records for `req` from the two candidate lists (record id, raw score), best
-/// first; `vector` is empty when no model is available. `measured` holds the similarity of
-/// lexical candidates that the vector search did not return (they keep no vector rank).
-pub fn recall(
-    state: &State,
-    req: &Request,
-    lexical: &[(RecordId, f32)],
-    vector: &[(RecordId, f32)],
-    measured: &[(RecordId, f32)],
-    semantic: bool,
-) -> Recall {
+/// What the indexes offered for a query, before ranking (record id, raw score; best first).
+#[derive(Clone, Debug, Default)]
+pub struct Found {
+    pub lexical: Vec<(RecordId, f32)>,
+    /// Empty when no model is available.
+    pub vector: Vec<(RecordId, f32)>,
+    /// The similarity of lexical candidates that the vector search did not return (they keep no
+    /// vector rank).
+    pub measured: Vec<(RecordId, f32)>,
+    /// Whether vector search took part.
+    pub semantic: bool,
+    /// The embedded query (model id, vector).
+    pub query_vector: Option<(String, Vec<f32>)>,
+    /// How the first pass was expanded, when it was weak.
+    pub expanded: Option<expand::Expansion>,
+    /// For records found by a passage of their body: which one matched best.
+    pub passages: HashMap<RecordId, usize>,
+}
+
+/// The memory's layers ranked for a request, before the budget: [`Ranked::fit`] hands each out
+/// once, then [`Ranked::into_recall`] makes the answer.
+pub struct Ranked<'s> {
+    state: &'s State,
+    req: &'s Request,
+    fusion: Fusion,
+    /// Every constraint in force, scored, best first; items are built only for those that fit.
+    constraints: Vec<(f64, &'s crate::state::ConstraintRow, Rank)>,
+    facts: Vec<Item>,
+    attempts: Vec<Item>,
+    invalidated: Vec<Item>,
+    known_unknowns: Vec<Item>,
+    familiarity: Familiarity,
+    found: Found,
+}
+
+/// Rank `state`'s records for `req` from what the indexes `found`.
+pub fn rank<'s>(state: &'s State, req: &'s Request, found: Found) -> Ranked<'s> {
+    let Found { lexical, vector, measured, semantic, .. } = &found;
     let mut ranks = ranks_of(lexical, vector);
     for (id, sim) in measured {
         if let Some(r) = ranks.get_mut(id).filter(|r| r.similarity.is_none()) {
@@ -495,7 +500,7 @@ pub fn recall(
     }
     let best_lexical = lexical.first().map(|(_, s)| *s).unwrap_or(0.0);
     let worst_lexical = lexical.last().map_or(0.0, |l| l.1);
-    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, semantic)
+    let fusion = Fusion::new(req.fusion, &req.query, best_lexical, *semantic)
         .with_ranges(worst_lexical, vector.first().map_or(1.0, |v| v.1), vector.last().map_or(0.0, |v| v.1))
         .with_lexical_floor(if lexical.len() >= CANDIDATES { worst_lexical } else { 0.0 });
     let type_ok = |e: &Entry| match e.record.as_fact() {
@@ -516,81 +521,103 @@ pub fn recall(
     matched.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 
     // Constraints always apply: every valid one, the matching ones first. Scores are computed on
-    // the entries and items are built only for those that fit the budget (a memory can hold
+    // the state's rows and items are built only for those that fit the budget (a memory can hold
     // thousands of constraints).
-    // (The state's list of constraints; their order does not matter here, scores and ids decide.)
-    let constraint_entries = ranked_constraints(state, req, &ranks, &fusion);
-
+    let constraints = ranked_constraints(state, req, &ranks, &fusion);
     let Sorted { facts, known_unknowns, invalidated, attempts } = sorted(matched, state, req, &shadowed);
-
-    let best_constraint = constraint_entries
+    let best_constraint = constraints
         .iter()
         .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
         .and_then(|(_, c, r)| state.entries.get(&c.id).map(|e| item(e, state, *r, &fusion, req.now)));
     let familiarity = Familiarity::of(facts.first().or(best_constraint.as_ref()), vector.first().map(|(_, s)| *s));
+    Ranked { state, req, fusion, constraints, facts, attempts, invalidated, known_unknowns, familiarity, found }
+}
 
-    // Budget: each layer in turn (`LayerKind::ALL`), constraints within their share. Items for
-    // constraints are built only for those that fit: the estimate is read from the entry.
-    let mut budget = Budget::new(req.budget);
-    let mut constraints = Vec::new();
-    for (_, c, rank) in constraint_entries {
-        if budget.admit(LayerKind::Constraints, c.chars + layer::RECORD_MARKUP) {
-            if let Some(e) = state.entries.get(&c.id) {
-                constraints.push(item(e, state, rank, &fusion, req.now));
+impl Ranked<'_> {
+    /// The query's vector, when the model embedded it (for the layers recalled from elsewhere).
+    pub fn query_vector(&self) -> Option<&(String, Vec<f32>)> {
+        self.found.query_vector.as_ref()
+    }
+
+    /// The items of the memory's layer `kind` that fit what is left of `budget` (empty for the
+    /// layers that are not the memory's, and for a layer handed out already).
+    pub fn fit(&mut self, kind: LayerKind, budget: &mut Budget) -> Layer {
+        let items = match kind {
+            LayerKind::Constraints => {
+                // Items for constraints are built only for those that fit: the estimate is read
+                // from the state's row.
+                let mut shown = Vec::new();
+                for (_, c, rank) in std::mem::take(&mut self.constraints) {
+                    if budget.admit(kind, c.chars + layer::RECORD_MARKUP) {
+                        if let Some(e) = self.state.entries.get(&c.id) {
+                            shown.push(item(e, self.state, rank, &self.fusion, self.req.now));
+                        }
+                    }
+                }
+                return Layer::Records(shown);
+            }
+            LayerKind::Facts => std::mem::take(&mut self.facts),
+            LayerKind::Attempts => std::mem::take(&mut self.attempts),
+            LayerKind::Invalidated => std::mem::take(&mut self.invalidated),
+            LayerKind::KnownUnknowns => std::mem::take(&mut self.known_unknowns),
+            LayerKind::Documents | LayerKind::Construct => return Layer::empty(kind),
+        };
+        Layer::Records(budget.fit(kind, items))
+    }
+
+    /// The answer from the layers shown: the facts linked to what is shown, a live session's
+    /// constraints as they stood, and each record's scope when several were read.
+    pub fn into_recall(self, mut layers: Layers, budget: Budget) -> Recall {
+        let Ranked { state, req, familiarity, found, .. } = self;
+        // Linked facts are shown with what is shown (found after the budget cut, so only for those).
+        for kind in [LayerKind::Constraints, LayerKind::Facts, LayerKind::Invalidated, LayerKind::KnownUnknowns] {
+            if let Layer::Records(items) = layers.get_mut(kind) {
+                for i in items {
+                    i.linked = links(i.id, state);
+                }
             }
         }
-    }
-    let mut facts = budget.fit(LayerKind::Facts, facts);
-    let attempts = budget.fit(LayerKind::Attempts, attempts);
-    let mut invalidated = budget.fit(LayerKind::Invalidated, invalidated);
-    let mut known_unknowns = budget.fit(LayerKind::KnownUnknowns, known_unknowns);
-    // Linked facts are shown with what is shown (found after the budget cut, so only for those).
-    for i in constraints.iter_mut().chain(&mut facts).chain(&mut invalidated).chain(&mut known_unknowns) {
-        i.linked = links(i.id, state);
-    }
-    let mut out = Recall {
-        query: req.query.clone(),
-        semantic,
-        constraints,
-        facts,
-        attempts,
-        invalidated,
-        known_unknowns,
-        familiarity,
-        budget: budget.limit,
-        tokens: budget.used,
-        cut: budget.cut,
-        scopes: Vec::new(),
-        documents: Vec::new(),
-        construct: Vec::new(),
-        expanded: None,
-        query_vector: None,
-        candidates: [lexical.len(), vector.len()],
-        stale: None,
-    };
-    if let Some(pin) = &req.pin {
-        for i in out.all_items_mut() {
-            i.new_since_session = !pin.has_seen(&i.id);
-        }
-        // The session's constraints are shown as they stood: in force, with no replacement it
-        // has not taken in, and not among what is no longer true.
-        for c in &mut out.constraints {
-            if c.status != Status::Valid {
-                c.status = Status::Valid;
-                c.replaced_by.clear();
+        let mut out = Recall {
+            query: req.query.clone(),
+            semantic: found.semantic,
+            layers,
+            familiarity,
+            budget: budget.limit,
+            tokens: budget.used,
+            cut: budget.cut,
+            scopes: Vec::new(),
+            expanded: found.expanded,
+            query_vector: found.query_vector,
+            candidates: [found.lexical.len(), found.vector.len()],
+            stale: None,
+        };
+        if let Some(pin) = &req.pin {
+            for i in out.all_items_mut() {
+                i.new_since_session = !pin.has_seen(&i.id);
+            }
+            // The session's constraints are shown as they stood: in force, with no replacement it
+            // has not taken in, and not among what is no longer true.
+            let mut held = HashSet::new();
+            for c in out.items_mut(LayerKind::Constraints).into_iter().flatten() {
+                if c.status != Status::Valid {
+                    c.status = Status::Valid;
+                    c.replaced_by.clear();
+                }
+                held.insert(c.id);
+            }
+            if let Some(invalidated) = out.items_mut(LayerKind::Invalidated) {
+                invalidated.retain(|i| !held.contains(&i.id));
             }
         }
-        let held: HashSet<RecordId> = out.constraints.iter().map(|c| c.id).collect();
-        out.invalidated.retain(|i| !held.contains(&i.id));
-    }
-    if let Some(origins) = &req.origins {
-        for i in out.all_items_mut() {
-            if let Some(s) = origins.get(&i.id) {
-                i.scope = s.to_string();
+        if let Some(origins) = &req.origins {
+            for i in out.all_items_mut() {
+                if let Some(s) = origins.get(&i.id) {
+                    i.scope = s.to_string();
+                }
             }
         }
+        out
     }
-    out
 }
 
 /// Every constraint in force for `req` (as a live session sees it, with `req.pin`), scored, best
@@ -822,9 +849,9 @@ mod tests {
         ];
         let ids: Vec<RecordId> = records.iter().map(|r| r.0).collect();
         let out = recall_all(&records, "launch", 5);
-        let shown: Vec<RecordId> = out.facts.iter().map(|f| f.id).collect();
+        let shown: Vec<RecordId> = out.items(LayerKind::Facts).iter().map(|f| f.id).collect();
         assert_eq!(shown.len(), 4, "three copies are one: {shown:?}");
-        let copy = out.facts.iter().find(|f| f.subject.contains("update you")).expect("the line");
+        let copy = out.items(LayerKind::Facts).iter().find(|f| f.subject.contains("update you")).expect("the line");
         assert_eq!(copy.same_words.len(), 2, "the other two are named");
         assert!(shown.contains(&ids[3]) && shown.contains(&ids[4]) && shown.contains(&ids[5]), "different words stay");
         let md = render::markdown(&out);
@@ -850,7 +877,13 @@ mod tests {
             expand: expand::When::Never,
             pin: None,
         };
-        recall(&state, &req, &lexical, &[], &[], false)
+        let mut ranked = rank(&state, &req, Found { lexical, ..Found::default() });
+        let mut budget = Budget::new(req.budget);
+        let mut layers = Layers::default();
+        for kind in LayerKind::ALL {
+            layers.put(kind, ranked.fit(kind, &mut budget));
+        }
+        ranked.into_recall(layers, budget)
     }
 
     fn in_area(subject: &str, area: &str, at: i64) -> (RecordId, Record) {
@@ -871,8 +904,8 @@ mod tests {
             ("Service 426 uses queue q982 for billing", "Service 427 uses queue q983 for billing", "identifiers"),
         ] {
             let out = recall_all(&[fact(a, 0), fact(b, 1)], "billing", 10);
-            assert_eq!(out.facts.len(), 2, "{class}: both are shown");
-            assert!(out.facts.iter().all(|f| f.same_words.is_empty()), "{class}: neither is folded");
+            assert_eq!(out.items(LayerKind::Facts).len(), 2, "{class}: both are shown");
+            assert!(out.items(LayerKind::Facts).iter().all(|f| f.same_words.is_empty()), "{class}: neither is folded");
         }
         let out = recall_all(
             &[
@@ -882,7 +915,7 @@ mod tests {
             "billing",
             10,
         );
-        assert_eq!(out.facts.len(), 2, "areas: the same sentence in two areas is two answers");
+        assert_eq!(out.items(LayerKind::Facts).len(), 2, "areas: the same sentence in two areas is two answers");
         let out = recall_all(
             &[
                 fact("Billing jobs must finish within 30 minutes.", 0),
@@ -891,8 +924,8 @@ mod tests {
             "billing",
             10,
         );
-        assert_eq!(out.facts.len(), 1, "case, spacing and punctuation alone: one answer");
-        assert_eq!(out.facts[0].same_words.len(), 1);
+        assert_eq!(out.items(LayerKind::Facts).len(), 1, "case, spacing and punctuation alone: one answer");
+        assert_eq!(out.items(LayerKind::Facts)[0].same_words.len(), 1);
     }
 
     #[test]
@@ -906,11 +939,11 @@ mod tests {
             "billing",
             10,
         );
-        assert_eq!(out.facts.len(), 3, "every limit is an answer");
-        for f in &out.facts {
+        assert_eq!(out.items(LayerKind::Facts).len(), 3, "every limit is an answer");
+        for f in out.items(LayerKind::Facts) {
             assert_eq!(f.conflicts_with.len(), 2, "each names the other two: {:?}", f.needs_review);
             assert!(f.needs_review.iter().any(|r| r.starts_with("conflict:")), "{:?}", f.needs_review);
         }
-        assert!(out.facts[0].subject.contains("45"), "the newest first");
+        assert!(out.items(LayerKind::Facts)[0].subject.contains("45"), "the newest first");
     }
 }

@@ -120,12 +120,12 @@ pub fn markdown(r: &Recall) -> String {
         let mut section = String::new();
         match layer {
             LayerKind::Constraints | LayerKind::KnownUnknowns => {
-                for i in r.items(layer).unwrap_or_default() {
+                for i in r.items(layer) {
                     line(&mut section, i, true, all);
                 }
             }
             LayerKind::Facts => {
-                for i in &r.facts {
+                for i in r.items(layer) {
                     let t = i.fact_type.map(|t| t.to_string()).unwrap_or_default();
                     let _ = write!(section, "- _{t}_ ");
                     let mut one = String::new();
@@ -134,7 +134,7 @@ pub fn markdown(r: &Recall) -> String {
                 }
             }
             LayerKind::Attempts => {
-                for i in &r.attempts {
+                for i in r.items(layer) {
                     let _ = writeln!(
                         section,
                         "- task {}: {} `{}`{} (check {}; {}; task's latest: {})",
@@ -149,12 +149,12 @@ pub fn markdown(r: &Recall) -> String {
                 }
             }
             LayerKind::Invalidated => {
-                for i in &r.invalidated {
+                for i in r.items(layer) {
                     invalidated(&mut section, i, all);
                 }
             }
             LayerKind::Documents => {
-                for d in &r.documents {
+                for d in r.documents() {
                     let _ = writeln!(
                         section,
                         "- **{}** `{}` (lines {}–{})",
@@ -169,7 +169,7 @@ pub fn markdown(r: &Recall) -> String {
                 }
             }
             LayerKind::Construct => {
-                for h in &r.construct {
+                for h in r.patterns() {
                     let intent = h.intent.split_whitespace().collect::<Vec<_>>().join(" ");
                     let _ = writeln!(section, "- **{}** `{}`: {}", md(&h.title), h.name, md(&intent));
                 }

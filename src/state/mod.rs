@@ -510,6 +510,11 @@ pub fn fold(records: impl IntoIterator<Item = (RecordId, Record)>) -> State {
 }
 
 impl State {
+    /// The memory as it stood at `t`: the fold of the records written by then (`--as-of`).
+    pub fn as_of(&self, t: Timestamp) -> State {
+        fold(self.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())))
+    }
+
     /// This state with `new` records added: the same result as folding everything again.
     ///
     /// The common writes are applied in place: new facts and attempts (wherever they sort, they

@@ -7,6 +7,7 @@ use git_neo::api::curate::CurateOptions;
 use git_neo::api::telemetry::Front;
 use git_neo::api::{AddRequest, Clock, Entry, ListFilter, RecallQuery, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
+use git_neo::recall::LayerKind;
 use git_neo::record::{FactType, Kind, RecordId, Timestamp};
 use git_neo::state::Status;
 use git_neo::store::Identity;
@@ -172,7 +173,11 @@ fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
                 all_sessions: false,
             })
             .expect("recall");
-        if r.constraints.iter().chain(r.facts.iter().take(5)).any(|i| want.contains(&i.id)) {
+        if r.items(LayerKind::Constraints)
+            .iter()
+            .chain(r.items(LayerKind::Facts).iter().take(5))
+            .any(|i| want.contains(&i.id))
+        {
             hits += 1;
         }
     }
@@ -282,7 +287,8 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
                         all_sessions: false,
                     })
                     .expect("recall");
-                if r.constraints.iter().chain(&r.facts).any(|i| want.contains(&i.id)) {
+                if r.items(LayerKind::Constraints).iter().chain(r.items(LayerKind::Facts)).any(|i| want.contains(&i.id))
+                {
                     break;
                 }
             }

@@ -7,7 +7,7 @@ pub mod documents;
 use crate::api::{Memory, SIMILARITY_MARGIN, SIMILARITY_SHORTLIST};
 use crate::error::{Error, Result};
 use crate::record::{Payload, Record, RecordId, Timestamp};
-use crate::state::{self, State};
+use crate::state::State;
 use crate::store::ObjectId;
 
 impl Memory {
@@ -101,11 +101,6 @@ impl Memory {
         self.open_indexes(embedder, progress)
     }
 
-    /// The memory as it stood at `t`: the fold of the records written by then.
-    pub fn state_as_of(&self, t: Timestamp) -> State {
-        state::fold(self.state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())))
-    }
-
     /// The time of a commit (for `--as-of <commit>`).
     pub fn commit_time(&self, spec: &str) -> Result<Timestamp> {
         let id = self.store.resolve_commit(spec)?;
@@ -162,17 +157,6 @@ impl Memory {
         let exact =
             near.into_iter().zip(&vectors[1..]).map(|(id, v)| (id, crate::embed::cosine(&vectors[0], v))).collect();
         Ok(Similarity::Scores { exact, ranked: top(ranked) })
-    }
-
-    /// Recall for `req` with open `indexes`; the query is embedded with `embedder` when given.
-    pub fn recall(
-        &self,
-        indexes: &crate::index::Indexes,
-        embedder: Option<&mut dyn crate::embed::Embedder>,
-        req: &crate::recall::Request,
-    ) -> Result<crate::recall::Recall> {
-        let part = Part { scope: self.scope.clone(), memory: self, indexes };
-        recall_parts(std::slice::from_ref(&part), None, embedder, req)
     }
 }
 
@@ -287,18 +271,16 @@ fn by_query(
     (again, measured)
 }
 
-/// Recall over `parts` (one or more scopes) ranked together. With several scopes, `union` is the
-/// fold of all their records and the scope each record came from; attempts' freshness is told
-/// against the first part's repository (the project's).
-pub fn recall_parts(
+/// What the indexes of `parts` (one or more scopes) offer for `req`: both candidate lists
+/// merged, the query embedded with `embedder` when every part has vectors, a weak first pass
+/// expanded once, and every candidate's similarity to the query as asked. `state` is the fold
+/// of every part's records (the expansion reads its feedback records there).
+pub fn candidates(
     parts: &[Part<'_>],
-    union: Option<(&State, std::sync::Arc<std::collections::HashMap<RecordId, crate::scope::Scope>>)>,
-    embedder: Option<&mut dyn crate::embed::Embedder>,
+    state: &State,
     req: &crate::recall::Request,
-) -> Result<crate::recall::Recall> {
-    let Some(first) = parts.first() else {
-        return Err(Error::Integrity("internal: a recall over no scope".into()));
-    };
+    embedder: Option<&mut dyn crate::embed::Embedder>,
+) -> Result<crate::recall::Found> {
     let mut lexical = Vec::new();
     for p in parts {
         let hits = p.indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
@@ -319,10 +301,6 @@ pub fn recall_parts(
         }
         _ => (Vec::new(), false, None),
     };
-    let (state, origins) = match union {
-        Some((state, origins)) => (state, Some(origins)),
-        None => (&first.memory.state, None),
-    };
     let (lexical, vector, expanded) = match &query_vector {
         Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),
@@ -331,46 +309,45 @@ pub fn recall_parts(
         Some((_, q)) => by_query(parts, q, vector, &lexical, expanded.is_some()),
         None => (vector, Vec::new()),
     };
-    let passage_of: std::collections::HashMap<RecordId, usize> =
-        vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
-    let vector: Vec<(RecordId, f32)> = vector.into_iter().map(|(id, s, _)| (id, s)).collect();
-    let measured: Vec<(RecordId, f32)> = measured.into_iter().map(|(id, s, _)| (id, s)).collect();
-    let single_scope = match parts {
-        [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
-        _ => None,
+    let passages = vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
+    Ok(crate::recall::Found {
+        lexical,
+        vector: vector.into_iter().map(|(id, s, _)| (id, s)).collect(),
+        measured: measured.into_iter().map(|(id, s, _)| (id, s)).collect(),
+        semantic,
+        query_vector,
+        expanded,
+        passages,
+    })
+}
+
+/// What only the repositories can say of a recall's records: which passage of a long fact
+/// matched, the scope a single scope's answer came from, memory a fetch brought and nobody
+/// merged, and whether each attempt's check still applies (told against the first part's
+/// repository, the project's) and where its task stands now.
+pub fn annotate(
+    parts: &[Part<'_>],
+    state: &State,
+    passages: &std::collections::HashMap<RecordId, usize>,
+    out: &mut crate::recall::Recall,
+) -> Result<()> {
+    let Some(first) = parts.first() else {
+        return Err(Error::Integrity("internal: a recall over no scope".into()));
     };
-    let fetched: std::collections::HashSet<RecordId> =
-        parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
-    let fetched = (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched));
-    let then;
-    let (state, req) = match req.as_of {
-        Some(t) => {
-            then = (
-                state::fold(
-                    state.entries.values().filter(|e| e.record.created_at <= t).map(|e| (e.id, e.record.clone())),
-                ),
-                crate::recall::Request { now: t, origins: origins.clone(), fetched: fetched.clone(), ..req.clone() },
-            );
-            (&then.0, &then.1)
-        }
-        None => {
-            then = (State::default(), crate::recall::Request { origins: origins.clone(), fetched, ..req.clone() });
-            (state, &then.1)
-        }
-    };
-    let mut out = crate::recall::recall(state, req, &lexical, &vector, &measured, semantic);
-    out.query_vector = query_vector;
-    out.expanded = expanded;
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
     for item in out.all_items_mut().filter(|i| i.kind == crate::record::Kind::Fact) {
         // A long fact says which passage of its body matched.
-        if let Some(&p) = passage_of.get(&item.id) {
-            let passages = crate::index::passages::split(&item.subject, &item.body);
-            if let (true, Some(m)) = (passages.len() > 1, passages.get(p)) {
+        if let Some(&p) = passages.get(&item.id) {
+            let split = crate::index::passages::split(&item.subject, &item.body);
+            if let (true, Some(m)) = (split.len() > 1, split.get(p)) {
                 item.passage = Some(crate::recall::PassageMatch { index: p, lines: [m.lines.0, m.lines.1] });
             }
         }
     }
+    let single_scope = match parts {
+        [only] if only.scope != crate::scope::Scope::Project => Some(only.scope.clone()),
+        _ => None,
+    };
     for item in out.all_items_mut() {
         if let Some(s) = &single_scope {
             item.scope = s.to_string();
@@ -381,7 +358,7 @@ pub fn recall_parts(
         }
     }
     // Attempts say whether their check still applies, and where their task stands now.
-    for item in &mut out.attempts {
+    for item in out.items_mut(crate::recall::LayerKind::Attempts).into_iter().flatten() {
         if let Some(Payload::Attempt(a)) = state.entries.get(&item.id).map(|e| &e.record.payload) {
             item.freshness =
                 Some(crate::store::freshness(first.memory.store(), a.check.commit.as_deref(), &a.files)?.to_string());
@@ -394,5 +371,13 @@ pub fn recall_parts(
                 .last();
         }
     }
-    Ok(out)
+    Ok(())
+}
+
+/// The records only a fetched copy of `parts` holds (not merged): never the newer of two
+/// conflicting facts.
+pub fn fetched(parts: &[Part<'_>]) -> Option<std::sync::Arc<std::collections::HashSet<RecordId>>> {
+    let fetched: std::collections::HashSet<RecordId> =
+        parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
+    (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched))
 }

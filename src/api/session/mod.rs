@@ -24,6 +24,7 @@ pub(crate) mod options;
 mod across;
 mod front;
 mod live;
+mod recall;
 pub use live::{LiveKey, Refreshed};
 
 use crate::api::attempts::AttemptRequest;
