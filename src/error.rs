@@ -63,6 +63,10 @@ pub enum Error {
     /// The memory on the ref is damaged (a bad object, an unreadable tree, a record that does not parse).
     #[error("memory integrity: {0}")]
     Integrity(String),
+    /// A bug in git-neo, not the caller's input nor the memory's state: a record it made itself
+    /// that does not validate, a plan with nothing in it. Nothing was written.
+    #[error("internal error (a bug in git-neo; nothing was written): {0}")]
+    Internal(String),
     /// A work-tree file is not what an explicit edit expects (a lesson patch applied to, or
     /// restored from, a file that changed since): nothing was written; `diff` shows the person
     /// what differs.
@@ -155,7 +159,7 @@ impl Error {
             | Error::Config { .. }
             | Error::Environment { .. }
             | Error::Unconfirmed { .. } => Category::User,
-            Error::Integrity(_) => Category::Integrity,
+            Error::Integrity(_) | Error::Internal(_) => Category::Integrity,
             Error::Locked { .. } | Error::Contention { .. } | Error::Busy(_) | Error::Changed { .. } => {
                 Category::Conflict
             }

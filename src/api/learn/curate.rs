@@ -8,7 +8,7 @@ use crate::api::feedback::{self, FeedbackReport};
 use crate::api::{telemetry, Session};
 use crate::config::CurateSettings;
 use crate::curate::{self, Inputs, Plan, DEMOTE, DEMOTE_SIGNAL};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
 use crate::scope::Scope;
 use crate::state::Status;
@@ -225,9 +225,9 @@ impl Session {
             keep_last_curation(&project, &report);
             return Ok(report);
         }
-        let message = checked_message(&records, &report)?;
+        let message = curation_message(&report);
         let wc = wc.expect("made above unless a dry run");
-        let outcome = memory.write_all(records, message, &wc)?;
+        let outcome = memory.write_generated(records, message, &wc)?;
         report.proposed = outcome.proposed;
         report.memory_commit = outcome.commit;
         keep_last_curation(&project, &report);
@@ -255,21 +255,12 @@ fn answers(
     (answered, last_answered)
 }
 
-/// The commit message of a curation, once every record it writes validated (a record that does
-/// not is a bug here, not the person's input).
-fn checked_message(records: &[Record], report: &CurateReport) -> Result<String> {
-    for r in records {
-        let problems = crate::record::validate::validate(r);
-        if !problems.is_empty() {
-            return Err(Error::Integrity(format!(
-                "internal: a curation record does not validate: {}",
-                crate::record::Problems(problems)
-            )));
-        }
-    }
+/// The commit message of a curation (its records are git-neo's own: the write path reports one
+/// that does not validate as a bug, not as the person's input).
+fn curation_message(report: &CurateReport) -> String {
     let p = &report.plan;
     let merged: usize = p.synthesized.iter().map(|s| s.members.len()).sum();
-    Ok(format!(
+    format!(
         "neo: curate {}: {} demoted, {} pruned, {} synthesised from {merged}, {} evicted ({} -> {} current facts, cap {})",
         report.scope,
         p.demoted.len(),
@@ -279,7 +270,7 @@ fn checked_message(records: &[Record], report: &CurateReport) -> Result<String> 
         p.before,
         p.after,
         p.cap
-    ))
+    )
 }
 
 /// Keep what this curation did for `git neo report`: bookkeeping in the clone's cache, never the

@@ -20,7 +20,7 @@
 
 use crate::api::telemetry::{self, Event};
 use crate::api::{Memory, Session};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use crate::scope::Scope;
 use crate::state::Status;
@@ -410,22 +410,13 @@ impl Session {
             .filter(|f| f.new)
             .map(|f| memory.implicit_record(f, wc.identity.author_field(), &by_id))
             .collect();
-        for r in &records {
-            let problems = crate::record::validate::validate(r);
-            if !problems.is_empty() {
-                return Err(Error::Integrity(format!(
-                    "internal: an implicit feedback record does not validate: {}",
-                    crate::record::Problems(problems)
-                )));
-            }
-        }
         let n = records.len();
         let message = format!(
             "neo: implicit feedback from {exchanges} recall exchange{} ({n} outcome{})",
             if exchanges == 1 { "" } else { "s" },
             if n == 1 { "" } else { "s" }
         );
-        report.memory_commit = memory.write_all(records, message, &wc)?.commit;
+        report.memory_commit = memory.write_generated(records, message, &wc)?.commit;
         Ok(report)
     }
 }

@@ -348,10 +348,7 @@ impl Memory {
                 message: "is off: no lesson is proposed; set it to review or auto".into(),
             });
         }
-        let l = record
-            .as_lesson()
-            .cloned()
-            .ok_or_else(|| Error::Integrity("internal: a lesson plan holds no lesson".into()))?;
+        let l = record.as_lesson().cloned().ok_or_else(|| Error::Internal("a lesson plan holds no lesson".into()))?;
         let message = format!("neo: lesson for {}: \"{}\" ({{id}})", l.file, short_message(&l.reason));
         let outcome = self.write(record, message, ctx)?;
         let mut applied = None;

@@ -332,7 +332,7 @@ pub fn annotate(
     out: &mut crate::recall::Recall,
 ) -> Result<()> {
     let Some(first) = parts.first() else {
-        return Err(Error::Integrity("internal: a recall over no scope".into()));
+        return Err(Error::Internal("a recall over no scope".into()));
     };
     out.scopes = parts.iter().map(|p| p.scope.to_string()).collect();
     for item in out.all_items_mut().filter(|i| i.kind == crate::record::Kind::Fact) {

@@ -419,6 +419,7 @@ pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Resu
         commits: vec![PlannedCommit { message, records }],
         expected_tip: outbox.local_tip()?,
         create: true,
+        origin: crate::api::write::plan::Origin::Given,
     };
     crate::api::write::plan::apply_to_store(&outbox, &plan, ctx)?;
     let tip = outbox

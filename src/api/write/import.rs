@@ -274,7 +274,7 @@ impl Memory {
         let mut skipped = Vec::new();
         let mut prepared = Vec::with_capacity(requests.len());
         for (i, req) in requests.iter().enumerate() {
-            match self.prepare_fact(req, ctx) {
+            match self.prepare_valid(req, ctx) {
                 Ok(r) => prepared.push((i, r)),
                 Err(Error::Invalid(p)) if skip_invalid => skipped.push(Skipped {
                     index: i,
@@ -289,18 +289,21 @@ impl Memory {
             return Err(Error::Invalid(Problems(problems)));
         }
         let mut outcome = ImportOutcome { skipped, ..ImportOutcome::default() };
-        let mut fresh: Vec<(RecordId, Record)> = Vec::new();
+        // Facts as they were checked, and their supersessions (checked when applied).
+        let mut fresh: Vec<(RecordId, plan::Planned)> = Vec::new();
         let mut seen: HashMap<String, RecordId> = HashMap::new();
         // The same supersession decision as `add` makes record by record (key, then the frame
         // rule; similarity needs a model per record and is add's alone), over the memory as it
         // stood and the facts imported before this one.
         let frame_on = self.store.frame_updates()?;
         let mut decider = ImportDecider::default();
-        for (i, mut record) in prepared {
+        for (i, mut valid) in prepared {
             let req = &requests[i];
-            let fact = record.as_fact().expect("prepare_fact builds facts").clone();
-            let key = state::dedup_key(&fact, &record.body);
-            if let Some(existing) = self.state.duplicate_of(&fact, &record.body).or_else(|| seen.get(&key).copied()) {
+            let fact = valid.record().as_fact().expect("prepare_fact builds facts").clone();
+            let key = state::dedup_key(&fact, &valid.record().body);
+            if let Some(existing) =
+                self.state.duplicate_of(&fact, &valid.record().body).or_else(|| seen.get(&key).copied())
+            {
                 outcome.duplicates += 1;
                 outcome.ids.push(existing);
                 continue;
@@ -314,17 +317,16 @@ impl Memory {
             };
             if req.confidence.is_none() && !planned.is_empty() {
                 let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
-                if let crate::record::Payload::Fact(f) = &mut record.payload {
-                    f.confidence = crate::record::Milli((carried + crate::api::CARRY_OVER_BONUS.0).min(1000));
-                }
+                valid =
+                    valid.with_confidence(crate::record::Milli((carried + crate::api::CARRY_OVER_BONUS.0).min(1000)));
             }
-            let (id, _) = record.encode();
+            let id = valid.id();
             seen.insert(key, id);
             outcome.ids.push(id);
-            let fact = record.as_fact().expect("a fact").clone();
+            let fact = valid.record().as_fact().expect("a fact").clone();
             decider.admit(id, &fact, bucket);
             let reqs_reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
-            fresh.push((id, record));
+            fresh.push((id, plan::Planned::Valid(valid)));
             for p in planned {
                 decider.supersede(p.old);
                 let sup = self.supersession_record(
@@ -337,7 +339,7 @@ impl Memory {
                 );
                 let (sid, _) = sup.encode();
                 outcome.superseded.push(p);
-                fresh.push((sid, sup));
+                fresh.push((sid, plan::Planned::New(sup)));
             }
         }
         // Batches of `batch_size` records, cut only before a fact: a fact and the supersessions
@@ -345,7 +347,7 @@ impl Memory {
         let mut bounds = vec![0];
         for (i, (_, r)) in fresh.iter().enumerate() {
             let start = *bounds.last().expect("starts with 0");
-            if i > start && i - start >= batch_size.max(1) && r.kind == Kind::Fact {
+            if i > start && i - start >= batch_size.max(1) && r.record().is_some_and(|r| r.kind == Kind::Fact) {
                 bounds.push(i);
             }
         }
@@ -356,15 +358,15 @@ impl Memory {
             .filter(|c| !c.is_empty())
             .map(|chunk| plan::PlannedCommit {
                 message: match chunk {
-                    [(id, r)] => format!(
+                    [(id, plan::Planned::Valid(r))] => format!(
                         "neo: add {} {} \"{}\"",
-                        r.as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"),
+                        r.record().as_fact().map(|f| f.fact_type.as_str()).unwrap_or("fact"),
                         id.short(),
-                        short_message(&r.summary())
+                        short_message(&r.record().summary())
                     ),
                     _ => format!("neo: import {} facts", chunk.len()),
                 },
-                records: chunk.iter().map(|(_, r)| plan::Planned::New(r.clone())).collect(),
+                records: chunk.iter().map(|(_, r)| r.clone()).collect(),
             })
             .collect();
         let plan = plan::WritePlan {
@@ -374,7 +376,7 @@ impl Memory {
         };
         let applied = self.apply_with_progress(plan, ctx, progress)?;
         outcome.commits = applied.commits.len();
-        let sups = fresh.iter().filter(|(_, r)| r.kind == Kind::Supersession).count();
+        let sups = fresh.iter().filter(|(_, r)| r.record().is_some_and(|r| r.kind == Kind::Supersession)).count();
         outcome.added = applied.added.saturating_sub(sups);
         outcome.plan = applied.dry_run;
         Ok(outcome)

@@ -223,12 +223,15 @@ impl Memory {
 
     /// Build and validate the fact record for `req` without writing it.
     pub fn prepare_fact(&self, req: &AddRequest, ctx: &WriteContext) -> Result<Record> {
+        self.prepare_valid(req, ctx).map(plan::Valid::into_record)
+    }
+
+    /// [`Memory::prepare_fact`], kept checked: a plan commits it without checking it again.
+    pub(crate) fn prepare_valid(&self, req: &AddRequest, ctx: &WriteContext) -> Result<plan::Valid> {
         let mut problems = Vec::new();
-        let record = self.build_fact(req, ctx, &mut problems)?;
-        if problems.is_empty() {
-            Ok(record)
-        } else {
-            Err(Error::Invalid(Problems(problems)))
+        match self.build_fact(req, ctx, &mut problems)? {
+            Some(valid) if problems.is_empty() => Ok(valid),
+            _ => Err(Error::Invalid(Problems(problems))),
         }
     }
 
@@ -251,14 +254,17 @@ impl Memory {
         relations
     }
 
-    /// The fact record for `req`, with every problem found added to `problems` (the record is
-    /// only meaningful when none were); errors are for failures to read the repository.
+    /// The fact record for `req`, checked once ([`plan::Valid::check`]), with every problem
+    /// found added to `problems`: `None` when there was one (the request's words and links are
+    /// read first, then the record built with placeholders is checked, so that every problem is
+    /// said at once); errors are for failures to read the repository.
     pub(super) fn build_fact(
         &self,
         req: &AddRequest,
         ctx: &WriteContext,
         problems: &mut Vec<Problem>,
-    ) -> Result<Record> {
+    ) -> Result<Option<plan::Valid>> {
+        let at_entry = problems.len();
         let (fact_type, provenance, confidence) = words_of(req, problems);
         let mut time = |field: &str, v: &Option<String>| {
             v.as_ref().and_then(|s| {
@@ -326,9 +332,9 @@ impl Memory {
             created_at: req.created_at.unwrap_or(ctx.now),
             body: canonical::normalize_body(&req.body),
         };
-        problems.extend(record::validate::validate(&record));
-        problems.extend(crate::redact::check(&record));
-        Ok(record)
+        let clean = problems.len() == at_entry;
+        let valid = plan::Valid::check(record, ctx.now, problems)?;
+        Ok(valid.filter(|_| clean))
     }
 
     /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
@@ -384,10 +390,46 @@ impl Memory {
         message: String,
         ctx: &WriteContext,
     ) -> Result<AddOutcome> {
-        let plan = self.plan_one(message, records);
+        self.write_planned(records.into_iter().map(plan::Planned::New).collect(), message, ctx)
+    }
+
+    /// [`Memory::write_all`] of records git-neo made itself: one that does not validate is
+    /// reported as a bug ([`plan::Origin::Generated`]).
+    pub(crate) fn write_generated(
+        &mut self,
+        records: Vec<Record>,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        let records = records.into_iter().map(plan::Planned::New).collect();
+        self.write_plan(records, plan::Origin::Generated, message, ctx)
+    }
+
+    /// [`Memory::write_all`] of planned records (some checked already).
+    pub(crate) fn write_planned(
+        &mut self,
+        records: Vec<plan::Planned>,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        self.write_plan(records, plan::Origin::Given, message, ctx)
+    }
+
+    fn write_plan(
+        &mut self,
+        records: Vec<plan::Planned>,
+        origin: plan::Origin,
+        message: String,
+        ctx: &WriteContext,
+    ) -> Result<AddOutcome> {
+        let plan = plan::WritePlan {
+            expected_tip: self.own_tip(),
+            origin,
+            ..plan::WritePlan::of(plan::Destination::ByMode, message, records)
+        };
         let applied = self.apply(plan, ctx)?;
         let Some(&(id, kind)) = applied.ids.first() else {
-            return Err(Error::Integrity("internal: a write with no records".into()));
+            return Err(Error::Internal("a write with no records".into()));
         };
         let mut outcome = AddOutcome::written(id, kind, applied.commit());
         outcome.proposed = applied.proposed;

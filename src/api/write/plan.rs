@@ -40,7 +40,86 @@ pub enum Destination {
 #[derive(Clone, Debug)]
 pub enum Planned {
     New(Record),
-    Copy { id: RecordId, bytes: Vec<u8> },
+    /// A new record the planner checked already ([`Valid::check`]): committed as it is.
+    Valid(Valid),
+    Copy {
+        id: RecordId,
+        bytes: Vec<u8>,
+    },
+}
+
+impl Planned {
+    /// The record, when the plan holds it decoded (not a byte-exact copy).
+    pub fn record(&self) -> Option<&Record> {
+        match self {
+            Planned::New(r) => Some(r),
+            Planned::Valid(v) => Some(&v.record),
+            Planned::Copy { .. } => None,
+        }
+    }
+}
+
+/// A new record that passed the filter's checks (its fields, the secret filter, a date not in
+/// the future, bytes its own reader takes back), with its id and canonical bytes. Only
+/// [`Valid::check`] makes one, and a plan commits it without checking it again: a planner that
+/// must report problems before it plans further (an add, before it asks the model for
+/// similarity) checks its record once, and the filter does not repeat it.
+#[derive(Clone, Debug)]
+pub struct Valid {
+    record: Record,
+    id: RecordId,
+    bytes: Vec<u8>,
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Records checked on this thread (tests count that each is checked once).
+    pub(crate) static CHECKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Valid {
+    /// Check `record` as of `now`, adding what is wrong with it to `problems`: the valid record,
+    /// or `None` when a problem was found. An error is a bug (the canonical bytes do not parse).
+    pub fn check(record: Record, now: crate::record::Timestamp, problems: &mut Vec<Problem>) -> Result<Option<Valid>> {
+        #[cfg(test)]
+        CHECKS.with(|c| c.set(c.get() + 1));
+        let before = problems.len();
+        problems.extend(record::validate::validate(&record));
+        problems.extend(crate::redact::check(&record));
+        problems.extend(record::validate::check_not_future(record.created_at, now));
+        if problems.len() > before {
+            return Ok(None);
+        }
+        // The writer must never emit bytes its own reader rejects (checked once the record is
+        // valid, so a bad field is reported as that field, not as unreadable bytes).
+        let (id, bytes) = record.encode();
+        if let Err(p) = record::parse::parse(&bytes) {
+            return Err(Error::Internal(format!("the canonical form of a new record does not parse: {p}")));
+        }
+        Ok(Some(Valid { record, id, bytes }))
+    }
+
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    pub fn id(&self) -> RecordId {
+        self.id
+    }
+
+    pub fn into_record(self) -> Record {
+        self.record
+    }
+
+    /// The same fact with another confidence (any `Milli` in 0..=1000 is valid; the bytes and
+    /// id are made again).
+    pub(crate) fn with_confidence(mut self, confidence: crate::record::Milli) -> Valid {
+        if let crate::record::Payload::Fact(f) = &mut self.record.payload {
+            f.confidence = crate::record::Milli(confidence.0.clamp(0, 1000));
+        }
+        (self.id, self.bytes) = self.record.encode();
+        self
+    }
 }
 
 /// One commit of a plan. `{id}` in the message becomes the first record's short id.
@@ -61,16 +140,34 @@ pub struct WritePlan {
     pub expected_tip: Option<ObjectId>,
     /// Write a commit even with no records when the ref does not exist yet (`init`).
     pub create: bool,
+    /// Whose records these are: a problem with one is the caller's input to fix, or a bug.
+    pub origin: Origin,
+}
+
+/// Who made a plan's records, which decides what a record that fails the filter is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// From a person's or an agent's input: a problem is invalid input, naming the field.
+    #[default]
+    Given,
+    /// Made by git-neo itself (outcomes, implicit feedback, curation): a problem is a bug.
+    Generated,
 }
 
 impl WritePlan {
     /// A plan of one commit.
     pub fn one(destination: Destination, message: String, records: Vec<Record>) -> WritePlan {
+        WritePlan::of(destination, message, records.into_iter().map(Planned::New).collect())
+    }
+
+    /// [`WritePlan::one`] of planned records (some checked already).
+    pub fn of(destination: Destination, message: String, records: Vec<Planned>) -> WritePlan {
         WritePlan {
             destination,
-            commits: vec![PlannedCommit { message, records: records.into_iter().map(Planned::New).collect() }],
+            commits: vec![PlannedCommit { message, records }],
             expected_tip: None,
             create: false,
+            origin: Origin::Given,
         }
     }
 }
@@ -147,11 +244,10 @@ fn filter(plan: &WritePlan, now: crate::record::Timestamp) -> Result<Vec<Vec<Che
         let mut group = Vec::with_capacity(commit.records.len());
         for planned in &commit.records {
             n += 1;
-            let (id, record, bytes) = match planned {
-                Planned::New(record) => {
-                    let (id, bytes) = record.encode();
-                    (id, record.clone(), bytes)
-                }
+            let mut found = Vec::new();
+            let checked = match planned {
+                Planned::New(record) => Valid::check(record.clone(), now, &mut found)?,
+                Planned::Valid(valid) => Some(valid.clone()),
                 Planned::Copy { id, bytes } => {
                     if RecordId::of_bytes(bytes) != *id {
                         return Err(Error::Integrity(format!(
@@ -166,23 +262,20 @@ fn filter(plan: &WritePlan, now: crate::record::Timestamp) -> Result<Vec<Vec<Che
                                 .collect(),
                         ))
                     })?;
-                    (*id, record, bytes.clone())
+                    #[cfg(test)]
+                    CHECKS.with(|c| c.set(c.get() + 1));
+                    found.extend(record::validate::validate(&record));
+                    found.extend(crate::redact::check(&record));
+                    Some(Valid { record, id: *id, bytes: bytes.clone() })
                 }
             };
-            let mut found = record::validate::validate(&record);
-            found.extend(crate::redact::check(&record));
-            if matches!(planned, Planned::New(_)) {
-                found.extend(record::validate::check_not_future(record.created_at, now));
-            }
-            // The writer must never emit bytes its own reader rejects (checked once the record
-            // is valid, so a bad field is reported as that field, not as unreadable bytes).
-            if found.is_empty() && matches!(planned, Planned::New(_)) {
-                if let Err(p) = record::parse::parse(&bytes) {
-                    return Err(Error::Integrity(format!(
-                        "internal: the canonical form of a new record does not parse: {p}"
-                    )));
-                }
-            }
+            let id = match (&checked, planned) {
+                (Some(v), _) => v.id,
+                (None, Planned::New(record)) => record.encode().0,
+                (None, Planned::Valid(v)) => v.id,
+                (None, Planned::Copy { id, .. }) => *id,
+            };
+            let clean = found.is_empty();
             problems.extend(found.into_iter().map(|p| {
                 if many {
                     Problem::new(format!("record {n} ({}): {}", id.short(), p.field), p.message)
@@ -190,14 +283,19 @@ fn filter(plan: &WritePlan, now: crate::record::Timestamp) -> Result<Vec<Vec<Che
                     p
                 }
             }));
-            group.push(Checked { id, record, bytes, present: false });
+            if let (Some(Valid { record, id, bytes }), true) = (checked, clean) {
+                group.push(Checked { id, record, bytes, present: false });
+            }
         }
         out.push(group);
     }
-    if !problems.is_empty() {
-        return Err(Error::Invalid(Problems(problems)));
+    match (problems.is_empty(), plan.origin) {
+        (true, _) => Ok(out),
+        (false, Origin::Given) => Err(Error::Invalid(Problems(problems))),
+        (false, Origin::Generated) => {
+            Err(Error::Internal(format!("a record git-neo made does not validate: {}", Problems(problems))))
+        }
     }
-    Ok(out)
 }
 
 /// The CAS commit of each group on `store`, in order. A failure after some groups landed says
@@ -275,11 +373,6 @@ impl Memory {
     /// The tip of this memory's own ref as it was loaded (or last written).
     pub(crate) fn own_tip(&self) -> Option<ObjectId> {
         self.tips.iter().find(|(name, _)| name == self.store.ref_name()).map(|(_, c)| *c)
-    }
-
-    /// A plan of one commit to where `neo.mode` sends writes, decided against this memory's tip.
-    pub(crate) fn plan_one(&self, message: String, records: Vec<Record>) -> WritePlan {
-        WritePlan { expected_tip: self.own_tip(), ..WritePlan::one(Destination::ByMode, message, records) }
     }
 
     /// Carry out `plan`: filter, de-duplicate, commit, update the state (see the module header).

@@ -66,6 +66,7 @@ impl Memory {
             commits: vec![plan::PlannedCommit { message, records }],
             expected_tip: self.own_tip(),
             create: false,
+            origin: plan::Origin::Given,
         };
         let applied = self.apply(plan, ctx)?;
         if applied.dry_run.is_some() {

@@ -13,11 +13,10 @@
 //! another does not replace it. Every supersession is its own record, written in the same commit
 //! as the new fact, so a reader never sees one without the other.
 
+use crate::api::write::plan::{Planned, Valid};
 use crate::api::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
 use crate::error::{Error, Result};
-use crate::record::{
-    self, Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod,
-};
+use crate::record::{Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod};
 use crate::state::{Entry, Status};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -131,11 +130,15 @@ pub enum SimilarityCheck {
 /// What adding a fact would do; [`Memory::apply_add`] does it.
 #[derive(Clone, Debug)]
 pub struct AddPlan {
-    pub record: Record,
+    /// The new fact, checked.
+    pub record: Valid,
     pub id: RecordId,
     /// An identical valid fact already stored (and whether it is a pending proposal).
     pub duplicate_of: Option<(RecordId, bool)>,
     pub supersedes: Vec<PlannedSupersession>,
+    /// The records of the first `checked.len()` of `supersedes`, checked while planning;
+    /// supersessions a caller adds after planning (across scopes) are checked when applied.
+    pub checked: Vec<Valid>,
     pub similarity: SimilarityCheck,
     /// Current facts the new one may update, below the automatic rules (the writer decides).
     pub possible_updates: Vec<PossibleUpdate>,
@@ -154,18 +157,20 @@ impl Memory {
     /// least one candidate (so a caller can load its model lazily).
     pub fn plan_add(&self, req: &AddRequest, ctx: &WriteContext, similar: &mut SimilarityFn<'_>) -> Result<AddPlan> {
         let mut problems = Vec::new();
-        let mut record = self.build_fact(req, ctx, &mut problems)?;
+        let valid = self.build_fact(req, ctx, &mut problems)?;
         let mut explicit = self.explicit_targets(req, &mut problems);
-        if !problems.is_empty() {
+        let (Some(mut valid), true) = (valid, problems.is_empty()) else {
             return Err(Error::Invalid(Problems(problems)));
-        }
+        };
         explicit.sort();
         explicit.dedup();
 
-        let fact = record.as_fact().expect("build_fact builds a fact").clone();
-        let duplicate = self.state.duplicate_of(&fact, &record.body).map(|id| (id, false)).or_else(|| {
-            self.proposals.as_ref().and_then(|p| p.state.duplicate_of(&fact, &record.body)).map(|id| (id, true))
-        });
+        let fact = valid.record().as_fact().expect("build_fact builds a fact").clone();
+        let body = valid.record().body.clone();
+        let duplicate =
+            self.state.duplicate_of(&fact, &body).map(|id| (id, false)).or_else(|| {
+                self.proposals.as_ref().and_then(|p| p.state.duplicate_of(&fact, &body)).map(|id| (id, true))
+            });
         // Re-adding a stored fact with a key it lacks records the key: the fact is written again
         // with it, replacing the keyless copy (an ordinary, reviewable supersession), so the next
         // fact with that key replaces it.
@@ -176,7 +181,7 @@ impl Memory {
         });
         let duplicate = duplicate.filter(|_| attach_key.is_none());
         if let Some(dup) = duplicate {
-            return self.plan_duplicate(record, dup, &explicit, req, ctx);
+            return self.plan_duplicate(valid, dup, &explicit, req, ctx);
         }
 
         let current_fact = |e: &&Entry| e.status == Status::Valid && e.record.kind == Kind::Fact;
@@ -208,9 +213,7 @@ impl Memory {
                 ),
             });
             if req.confidence.is_none() {
-                if let Payload::Fact(f) = &mut record.payload {
-                    f.confidence = Milli(e.confidence.0.clamp(0, 1000));
-                }
+                valid = valid.with_confidence(Milli(e.confidence.0.clamp(0, 1000)));
             }
         }
         if !req.no_supersede {
@@ -227,7 +230,7 @@ impl Memory {
                             && !fact.depends_on.contains(id)
                     })
                 };
-                similarity = self.by_similarity(&record, &fact, &is_candidate, reason, similar, &mut planned)?;
+                similarity = self.by_similarity(valid.record(), &fact, &is_candidate, reason, similar, &mut planned)?;
                 // Updates nobody labelled: the frame rule, on the current facts about the same
                 // thing (structural, no model: every way in decides the same).
                 if planned.is_empty() {
@@ -248,14 +251,21 @@ impl Memory {
         // The replacement starts where the best of what it replaces stood, plus a little.
         if req.confidence.is_none() && !planned.is_empty() && attach_key.is_none() {
             let carried = planned.iter().map(|p| self.state.entries[&p.old].confidence.0).max().unwrap_or(0);
-            if let Payload::Fact(f) = &mut record.payload {
-                f.confidence = Milli((carried + CARRY_OVER_BONUS.0).min(1000));
-            }
+            valid = valid.with_confidence(Milli((carried + CARRY_OVER_BONUS.0).min(1000)));
         }
-        let (id, _) = record.encode();
-        self.check_supersessions(&planned, id, ctx)?;
+        let id = valid.id();
+        let checked = self.checked_supersessions(&planned, id, ctx)?;
         let judged = possible_updates.clone();
-        Ok(AddPlan { record, id, duplicate_of: None, supersedes: planned, similarity, possible_updates, judged })
+        Ok(AddPlan {
+            record: valid,
+            id,
+            duplicate_of: None,
+            supersedes: planned,
+            checked,
+            similarity,
+            possible_updates,
+            judged,
+        })
     }
 
     /// The plan when `req` is already stored (`dup`: its id, and whether it waits in review):
@@ -263,7 +273,7 @@ impl Memory {
     /// fact (a possible update the first write returned, or a conflict recall showed).
     fn plan_duplicate(
         &self,
-        record: Record,
+        record: Valid,
         dup: (RecordId, bool),
         explicit: &[RecordId],
         req: &AddRequest,
@@ -285,12 +295,13 @@ impl Memory {
                 reason: reason.unwrap_or("replaced explicitly").to_string(),
             })
             .collect();
-        self.check_supersessions(&confirmed, id, ctx)?;
+        let checked = self.checked_supersessions(&confirmed, id, ctx)?;
         Ok(AddPlan {
             record,
             id,
             duplicate_of: Some(dup),
             supersedes: confirmed,
+            checked,
             similarity: SimilarityCheck::NotNeeded,
             possible_updates: Vec::new(),
             judged: Vec::new(),
@@ -420,17 +431,33 @@ impl Memory {
         })
     }
 
-    /// The supersession records `planned` would write must pass validation and the secret filter.
-    fn check_supersessions(&self, planned: &[PlannedSupersession], new: RecordId, ctx: &WriteContext) -> Result<()> {
+    /// The supersession records `planned` would write, checked once (a `--reason` is the
+    /// writer's text): the first that fails is the error.
+    fn checked_supersessions(
+        &self,
+        planned: &[PlannedSupersession],
+        new: RecordId,
+        ctx: &WriteContext,
+    ) -> Result<Vec<Valid>> {
+        let mut checked = Vec::with_capacity(planned.len());
         for p in planned {
-            let sup = self.supersession_record(p, new, ctx);
-            let mut problems = record::validate::validate(&sup);
-            problems.extend(crate::redact::check(&sup));
-            if !problems.is_empty() {
-                return Err(Error::Invalid(Problems(problems)));
+            let mut problems = Vec::new();
+            match Valid::check(self.supersession_record(p, new, ctx), ctx.now, &mut problems)? {
+                Some(valid) => checked.push(valid),
+                None => return Err(Error::Invalid(Problems(problems))),
             }
         }
-        Ok(())
+        Ok(checked)
+    }
+
+    /// The supersession records of `plan` naming `new`: those checked while planning as they
+    /// are, the rest (added after planning) to be checked when applied.
+    fn supersession_plan(&self, plan: &AddPlan, new: RecordId, ctx: &WriteContext) -> Vec<Planned> {
+        let checked = plan.checked.iter().cloned().map(Planned::Valid);
+        let rest = plan.supersedes[plan.checked.len().min(plan.supersedes.len())..]
+            .iter()
+            .map(|p| Planned::New(self.supersession_record(p, new, ctx)));
+        checked.chain(rest).collect()
     }
 
     pub(in crate::api) fn supersession_record(
@@ -461,8 +488,8 @@ impl Memory {
             // The fact is stored already: only the supersessions that confirm it are written.
             let olds: Vec<String> = plan.supersedes.iter().map(|p| p.old.short()).collect();
             let message = format!("neo: {} supersedes {}", id.short(), olds.join(", "));
-            let records = plan.supersedes.iter().map(|p| self.supersession_record(p, id, ctx)).collect();
-            let mut outcome = self.write_all(records, message, ctx)?;
+            let records = self.supersession_plan(&plan, id, ctx);
+            let mut outcome = self.write_planned(records, message, ctx)?;
             outcome.id = id;
             outcome.path = Record::path(Kind::Fact, &id);
             outcome.deduplicated = true;
@@ -497,20 +524,72 @@ impl Memory {
                 ));
             }
         }
-        let fact = plan.record.as_fact().expect("plans hold facts");
+        let fact = plan.record.record().as_fact().expect("plans hold facts");
         let mut message = format!("neo: add {} {} \"{}\"", fact.fact_type, "{id}", short_message(&fact.subject));
         if !plan.supersedes.is_empty() {
             let olds: Vec<String> =
                 plan.supersedes.iter().map(|p| format!("{} ({})", p.old.short(), p.method)).collect();
             message.push_str(&format!("\n\nSupersedes {}.\n", olds.join(", ")));
         }
-        let mut records = vec![plan.record.clone()];
-        records.extend(plan.supersedes.iter().map(|p| self.supersession_record(p, plan.id, ctx)));
-        let mut outcome = self.write_all(records, message, ctx)?;
+        let mut records = vec![Planned::Valid(plan.record.clone())];
+        records.extend(self.supersession_plan(&plan, plan.id, ctx));
+        let mut outcome = self.write_planned(records, message, ctx)?;
         outcome.superseded = plan.supersedes;
         outcome.similarity = Some(plan.similarity);
         outcome.possible_updates = plan.possible_updates;
         outcome.judged = plan.judged;
         Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::api::write::plan::CHECKS;
+    use crate::api::{AddRequest, Memory, WriteContext};
+    use crate::record::Timestamp;
+    use crate::store::{Identity, Store, StoreOptions};
+
+    fn checks() -> usize {
+        CHECKS.with(std::cell::Cell::get)
+    }
+
+    /// Each record an add writes is checked once: the fact before the model is asked anything,
+    /// its supersession while planning, and neither again when the plan is applied.
+    #[test]
+    // A test repository is made with git itself, as the store's own tests make theirs.
+    #[allow(clippy::disallowed_methods)]
+    fn an_add_checks_each_record_it_writes_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
+        assert!(init.expect("git init").success());
+        let mut memory =
+            Memory::load(Store::discover(dir.path(), StoreOptions::default()).expect("store")).expect("load");
+        let ctx = WriteContext::new(
+            Identity { name: "Ada".into(), email: "ada@example.com".into() },
+            Timestamp(1_780_000_000),
+        );
+        let fact = |subject: &str| AddRequest {
+            fact_type: "decision".into(),
+            subject: subject.into(),
+            key: Some("database/engine".into()),
+            ..AddRequest::default()
+        };
+
+        let before = checks();
+        let first = memory.add(&fact("The database is Postgres"), &ctx).expect("first");
+        assert!(first.superseded.is_empty());
+        assert_eq!(checks() - before, 1, "one record, checked once");
+
+        let before = checks();
+        let second = memory.add(&fact("The database is MySQL"), &ctx).expect("second");
+        assert_eq!(second.superseded.len(), 1, "the key replaces the first");
+        assert_eq!(checks() - before, 2, "the fact and its supersession, each checked once");
+
+        // A request with a problem is refused by that one check, before anything is planned.
+        let before = checks();
+        let long = "x".repeat(crate::record::validate::MAX_BODY_BYTES + 1);
+        let bad = AddRequest { body: long, ..fact("Too long a body") };
+        assert!(matches!(memory.add(&bad, &ctx), Err(crate::error::Error::Invalid(_))));
+        assert_eq!(checks() - before, 1);
     }
 }
