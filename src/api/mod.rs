@@ -26,7 +26,6 @@ pub(crate) use learn::outcomes;
 pub use learn::{attempts, curate, feedback, lessons, telemetry};
 pub use recall::documents;
 pub(crate) use session::options;
-pub(crate) use share::scope_ops;
 pub use share::{hooks, scopes};
 pub(crate) use write::{correct, import, proposals, purge, supersede};
 pub use write::{ingest, updates};
@@ -40,7 +39,7 @@ pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
 pub use outcomes::{Explanation, Step};
 pub use proposals::ReviewOutcome;
 pub use purge::PurgeOutcome;
-pub use scope_ops::{Promoted, Promotion};
+pub use session::scopes::{Promoted, Promotion};
 pub use supersede::{
     no_similarity, AddPlan, CandidateFn, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
     CARRY_OVER_BONUS, DEFAULT_THRESHOLD,

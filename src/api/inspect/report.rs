@@ -4,10 +4,10 @@
 //! of the facts outcomes moved most, supersession chains, recall latency and hit rate from the
 //! local telemetry, and what the last curation did. Read-only.
 
-use crate::api::{telemetry, Session};
+use crate::api::telemetry;
 use crate::error::Result;
-use crate::record::{Kind, Payload, RecordId, Timestamp};
-use crate::report::{Chart, CurationRow, ReportData, Series, Version};
+use crate::record::{Kind, Payload, RecordId};
+use crate::report::{Chart, CurationRow, Series, Version};
 use crate::state::{Entry, State, Status};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -23,10 +23,10 @@ pub const LATENCY_POINTS: usize = 300;
 pub const HIT_RATE_DAYS: usize = 90;
 
 /// A fact's life: its scope, its type, when it was written and when it stopped being current.
-type Life = (String, String, i64, Option<i64>);
+pub(crate) type Life = (String, String, i64, Option<i64>);
 
 /// When a fact stopped being current: the earliest record that superseded, outdated or forgot it.
-fn ended(e: &Entry, state: &State) -> Option<i64> {
+pub(crate) fn ended(e: &Entry, state: &State) -> Option<i64> {
     if e.status == Status::Valid {
         return None;
     }
@@ -43,7 +43,7 @@ pub fn sample_times(t0: i64, t1: i64, n: usize) -> Vec<i64> {
 }
 
 /// The chains of facts replaced by facts (oldest first), the longest `limit`.
-fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
+pub(crate) fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
     let mut next: HashMap<RecordId, (RecordId, String)> = HashMap::new();
     let mut has_prev: HashSet<RecordId> = HashSet::new();
     for e in state.iter().filter(|e| e.status == Status::Valid) {
@@ -89,7 +89,7 @@ fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
 /// A fact's confidence on the code's calendar: each counted step at its evidence's commit, the
 /// start at the commit the fact was anchored at (a fact recorded today about an old checkout has
 /// a history of years, not of the hours since it was written).
-fn trajectory(memory: &crate::api::Memory, e: &crate::state::Entry, subject: &str) -> Result<Series> {
+pub(crate) fn trajectory(memory: &crate::api::Memory, e: &crate::state::Entry, subject: &str) -> Result<Series> {
     // On the code's calendar: each step at its evidence's commit, the start at
     // the commit the fact was anchored at (a fact recorded today about an old
     // checkout has a history of years, not of the hours since it was written).
@@ -123,7 +123,11 @@ fn trajectory(memory: &crate::api::Memory, e: &crate::state::Entry, subject: &st
 
 /// The charts and the summary line read from the local recall telemetry: latency of the latest
 /// recalls and the hit rate per day.
-fn telemetry_charts(events: &[telemetry::Event], on: bool, summary: &mut Vec<(String, String)>) -> Vec<Chart> {
+pub(crate) fn telemetry_charts(
+    events: &[telemetry::Event],
+    on: bool,
+    summary: &mut Vec<(String, String)>,
+) -> Vec<Chart> {
     let mut charts = Vec::new();
     let latest = &events[events.len().saturating_sub(LATENCY_POINTS)..];
     charts.push(Chart {
@@ -174,145 +178,6 @@ fn telemetry_charts(events: &[telemetry::Event], on: bool, summary: &mut Vec<(St
     charts
 }
 
-impl Session {
-    /// Everything `git neo report` shows (see the module docs).
-    pub fn report_data(&mut self) -> Result<ReportData> {
-        let now = self.now();
-        let project = self.project_store()?;
-        let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
-        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
-        let mut summary: Vec<(String, String)> = Vec::new();
-
-        // Lifetimes of every fact of every scope: (scope, type, start, end).
-        let mut lives: Vec<Life> = Vec::new();
-        let mut trajectories: Vec<(usize, Series)> = Vec::new();
-        let mut all_chains: Vec<Vec<Version>> = Vec::new();
-        for scope in self.places().readable()? {
-            let Ok(memory) = self.memory_of(&scope) else { continue };
-            let state = memory.state();
-            let mut current = 0;
-            for e in state.iter() {
-                let Some(f) = e.record.as_fact() else { continue };
-                current += usize::from(e.status == Status::Valid);
-                lives.push((scope.to_string(), f.fact_type.to_string(), e.record.created_at.0, ended(e, state)));
-                let counted = e.outcomes.len();
-                if counted > 0 {
-                    trajectories.push((counted, trajectory(memory, e, &f.subject)?));
-                }
-            }
-            summary
-                .push((format!("{scope} memory"), format!("{current} current facts, {} records", state.entries.len())));
-            all_chains.extend(chains(state, CHAINS));
-        }
-
-        let mut charts = Vec::new();
-        let t0 = lives.iter().map(|l| l.2).min();
-        // Current facts stay current until now: the axis runs to the report's time.
-        let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max().map(|t| t.max(now.0));
-        // No fact yet: the charts are there, empty, saying so (never an axis from 1970).
-        let times = match (t0, t1) {
-            (Some(t0), Some(t1)) => sample_times(t0, t1, SIZE_POINTS),
-            _ => Vec::new(),
-        };
-        let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
-            lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
-        };
-        let types: Vec<String> =
-            lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let scopes: Vec<String> =
-            lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let no_facts = "No facts yet: they appear here once `git neo add` or `git neo import` writes some.";
-        charts.push(Chart {
-            id: "size-type".into(),
-            step: true,
-            title: "Current facts over time, by type (every scope)".into(),
-            y_label: "facts".into(),
-            y_max: None,
-            series: types
-                .iter()
-                .map(|ty| Series {
-                    name: ty.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.1 == ty, t))).collect(),
-                })
-                .collect(),
-            empty: no_facts.into(),
-        });
-        charts.push(Chart {
-            id: "size-scope".into(),
-            step: true,
-            title: "Current facts over time, by scope".into(),
-            y_label: "facts".into(),
-            y_max: None,
-            series: scopes
-                .iter()
-                .map(|sc| Series {
-                    name: sc.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.0 == sc, t))).collect(),
-                })
-                .collect(),
-            empty: no_facts.into(),
-        });
-        trajectories.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
-        charts.push(Chart {
-            id: "confidence".into(),
-            step: true,
-            title: format!("Confidence of the {TRAJECTORIES} facts outcomes moved most"),
-            y_label: "confidence".into(),
-            y_max: Some(1.0),
-            series: trajectories.into_iter().take(TRAJECTORIES).map(|(_, s)| s).collect(),
-            empty: "No outcome has moved a fact's confidence yet: `git neo outcomes` reads later commits for evidence."
-                .into(),
-        });
-
-        charts.extend(telemetry_charts(&events, tel.on, &mut summary));
-        let lessons = self.lesson_rows(&mut summary);
-        all_chains.sort_by_key(|c| std::cmp::Reverse(c.len()));
-        all_chains.truncate(CHAINS);
-        Ok(ReportData {
-            title: format!(
-                "git-neo memory report{}",
-                project
-                    .work_dir()
-                    .and_then(|d| d.file_name())
-                    .map(|n| format!(": {}", n.to_string_lossy()))
-                    .unwrap_or_default()
-            ),
-            generated: Timestamp(now.0).to_string(),
-            summary,
-            charts,
-            chains: all_chains,
-            curation: last_curation(&project.caches().last_curation()),
-            lessons,
-        })
-    }
-
-    /// The project's lessons, newest first, and their counts as a summary line.
-    fn lesson_rows(&mut self, summary: &mut Vec<(String, String)>) -> Vec<crate::report::LessonRow> {
-        let mut lessons = Vec::new();
-        if let Ok(memory) = self.memory_of(&crate::scope::Scope::Project) {
-            let c = crate::api::lessons::counts(memory.state());
-            if c != crate::api::lessons::LessonCounts::default() {
-                summary.push((
-                    "lessons".into(),
-                    format!(
-                        "{} proposed (waiting), {} applied, {} restored, {} rejected",
-                        c.proposed, c.applied, c.restored, c.rejected
-                    ),
-                ));
-            }
-            for l in memory.lessons().into_iter().rev() {
-                lessons.push(crate::report::LessonRow {
-                    id: l.id.short(),
-                    file: l.file,
-                    status: l.status.as_str().to_string(),
-                    reason: l.reason,
-                });
-            }
-        }
-        lessons
-    }
-}
-
 /// What the recall charts say when no recall was kept.
 fn telemetry_empty(on: bool) -> &'static str {
     if on {
@@ -323,7 +188,7 @@ fn telemetry_empty(on: bool) -> &'static str {
 }
 
 /// The last curation's summary line and rows, from the file `git neo curate` keeps.
-fn last_curation(path: &std::path::Path) -> Option<(String, Vec<CurationRow>)> {
+pub(crate) fn last_curation(path: &std::path::Path) -> Option<(String, Vec<CurationRow>)> {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let s = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
     let list = |k: &str| v.get(k).and_then(|x| x.as_array()).cloned().unwrap_or_default();

@@ -1,12 +1,8 @@
 //! `git neo stats`: what the local retrieval telemetry says about recall, beside the size of
 //! every scope's memory. Read-only: nothing here writes.
 
-use crate::api::telemetry::{self, Event};
-use crate::api::Session;
-use crate::config::CurateSettings;
-use crate::error::Result;
-use crate::record::{Kind, Payload, RecordId};
-use crate::state::Status;
+use crate::api::telemetry::Event;
+use crate::record::RecordId;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -115,110 +111,6 @@ pub fn retrievals(events: &[Event], scope: Option<&str>) -> HashMap<RecordId, us
         }
     }
     n
-}
-
-impl Session {
-    /// Recall telemetry and memory sizes (see the module docs).
-    pub fn stats(&mut self) -> Result<Stats> {
-        let project = self.project_store()?;
-        let settings = telemetry::Settings::from_config(&|k| project.config_value(k))?;
-        let curate = CurateSettings::from_config(&|k| project.config_value(k))?;
-        let events = if settings.on { telemetry::read(&project.caches()) } else { Vec::new() };
-        let counts = retrievals(&events, None);
-        let now = self.now();
-
-        let mut by_front: BTreeMap<String, usize> = BTreeMap::new();
-        for e in &events {
-            *by_front.entry(e.front.as_str().to_string()).or_default() += 1;
-        }
-        let hits = events.iter().filter(|e| e.hit()).count();
-        let recalls = events.len();
-        let mut stats = Stats {
-            telemetry: settings.on,
-            queries_kept: settings.queries,
-            recalls,
-            by_front,
-            since: events.first().map(|e| e.at),
-            until: events.last().map(|e| e.at),
-            latency_ms: Latency::of(events.iter().map(|e| e.latency_ms).collect()),
-            hit_rate: if recalls == 0 { 0.0 } else { hits as f64 / recalls as f64 },
-            mean_tokens: if recalls == 0 {
-                0.0
-            } else {
-                events.iter().map(|e| e.tokens as f64).sum::<f64>() / recalls as f64
-            },
-            most_retrieved: Vec::new(),
-            longest_unconfirmed: Vec::new(),
-            unconfirmed_long: 0,
-            constraints_shown: 0,
-            never_retrieved: 0,
-            never_retrieved_oldest: Vec::new(),
-            unhelpful: Vec::new(),
-            demote_after: curate.demote_after,
-            scopes: Vec::new(),
-        };
-
-        let mut current = Vec::new();
-        for scope in self.places().readable()? {
-            let Ok(memory) = self.memory_of(&scope) else { continue };
-            let mut size = ScopeSize {
-                scope: scope.to_string(),
-                facts: BTreeMap::new(),
-                current_facts: 0,
-                attempts: 0,
-                records: memory.state().entries.len(),
-                cap: curate.cap(scope.default_area()),
-            };
-            for e in memory.state().iter().filter(|e| e.status == Status::Valid) {
-                match &e.record.payload {
-                    Payload::Fact(f) => {
-                        *size.facts.entry(f.fact_type.to_string()).or_default() += 1;
-                        size.current_facts += 1;
-                        if f.fact_type == crate::record::FactType::Constraint {
-                            stats.constraints_shown += 1;
-                            continue;
-                        }
-                        current.push((
-                            e.record.created_at,
-                            Retrieved {
-                                retrievals: counts.get(&e.id).copied().unwrap_or(0),
-                                id: e.id.to_hex(),
-                                scope: scope.to_string(),
-                                subject: f.subject.clone(),
-                                successes: e.successes,
-                                confidence: e.confidence.as_f64(),
-                                unconfirmed_days: e.unconfirmed_days(now),
-                            },
-                        ));
-                    }
-                    _ if e.record.kind == Kind::Attempt => size.attempts += 1,
-                    _ => {}
-                }
-            }
-            stats.scopes.push(size);
-        }
-        let mut most: Vec<&Retrieved> = current.iter().map(|(_, r)| r).filter(|r| r.retrievals > 0).collect();
-        most.sort_by(|a, b| b.retrievals.cmp(&a.retrievals).then(a.id.cmp(&b.id)));
-        stats.most_retrieved = most.iter().take(10).map(|r| (*r).clone()).collect();
-        stats.unhelpful = most
-            .iter()
-            .filter(|r| r.retrievals as u64 >= curate.demote_after && r.successes == 0)
-            .map(|r| (*r).clone())
-            .collect();
-        let mut unchecked: Vec<&Retrieved> = current.iter().map(|(_, r)| r).collect();
-        unchecked.sort_by(|a, b| b.unconfirmed_days.cmp(&a.unconfirmed_days).then(a.id.cmp(&b.id)));
-        stats.unconfirmed_long =
-            unchecked.iter().filter(|r| r.unconfirmed_days >= crate::recall::UNCONFIRMED_NOTE_DAYS).count();
-        stats.longest_unconfirmed = unchecked.iter().take(10).map(|r| (*r).clone()).collect();
-        if settings.on {
-            let mut never: Vec<&(crate::record::Timestamp, Retrieved)> =
-                current.iter().filter(|(_, r)| r.retrievals == 0).collect();
-            never.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
-            stats.never_retrieved = never.len();
-            stats.never_retrieved_oldest = never.iter().take(10).map(|(_, r)| r.clone()).collect();
-        }
-        Ok(stats)
-    }
 }
 
 #[cfg(test)]

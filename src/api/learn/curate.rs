@@ -4,17 +4,13 @@
 //! held or waiting in review; then writes the plan in one commit through the normal write path,
 //! so `neo.mode=review` makes it a proposal).
 
-use crate::api::feedback::{self, FeedbackReport};
-use crate::api::{telemetry, Session};
+use crate::api::feedback::FeedbackReport;
+use crate::api::telemetry;
 use crate::config::CurateSettings;
-use crate::curate::{self, Inputs, Plan, DEMOTE, DEMOTE_SIGNAL};
-use crate::error::Result;
+use crate::curate::{Plan, DEMOTE, DEMOTE_SIGNAL};
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};
-use crate::scope::Scope;
-use crate::state::Status;
-use crate::store::WriteMode;
 use serde::Serialize;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 /// How a curation runs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -78,165 +74,8 @@ pub const SYNTHESIS_NOTE: &str =
     "no language model writes the merged text: each synthesised fact is its cluster's most \
 central member, with the others' distinct tags and anchors and the highest confidence";
 
-impl Session {
-    /// Curate the target scope (see the module docs), then, for the project, propose the
-    /// lessons its failures and attempts show ([`curate::lessons`]).
-    pub fn curate(&mut self, opts: CurateOptions) -> Result<CurateReport> {
-        let mut report = self.curate_facts(opts)?;
-        if self.target() == Scope::Project {
-            report.lessons = self.curate_lessons(opts.dry_run)?;
-        }
-        Ok(report)
-    }
-
-    /// Propose each lesson [`curate::lessons`] finds, as its own record, to [`LESSONS_FILE`].
-    fn curate_lessons(&mut self, dry_run: bool) -> Result<Vec<CuratedLesson>> {
-        let memory = self.memory()?;
-        if memory.lessons_mode()? == crate::config::LessonsMode::Off || memory.store().work_dir().is_none() {
-            return Ok(Vec::new());
-        }
-        // Every reason a lesson already gives, taken, waiting or turned down.
-        let given: BTreeSet<String> =
-            memory.state().iter().filter_map(|e| e.record.as_lesson()).map(|l| l.reason.clone()).collect();
-        let candidates = curate::lessons(memory.state(), &given);
-        let mut out = Vec::new();
-        for c in candidates {
-            let req = crate::api::lessons::ProposeRequest {
-                file: LESSONS_FILE.to_string(),
-                edit: crate::api::lessons::Edit::Append(c.text.clone()),
-                because: c.because.clone(),
-                reason: Some(c.reason.clone()),
-            };
-            let mut lesson = CuratedLesson {
-                id: None,
-                file: req.file.clone(),
-                text: c.text,
-                because: c.because,
-                reason: c.reason,
-                applied: false,
-                skipped: None,
-            };
-            if !dry_run {
-                match self.propose_lesson(&req) {
-                    Ok(p) => {
-                        lesson.id = Some(p.outcome.id);
-                        lesson.applied = p.applied.is_some();
-                    }
-                    // The rest of curation stands; the report says why this one did not.
-                    Err(e) if e.category() == crate::error::Category::User => lesson.skipped = Some(e.to_string()),
-                    Err(e) => return Err(e),
-                }
-            }
-            out.push(lesson);
-        }
-        Ok(out)
-    }
-
-    fn curate_facts(&mut self, opts: CurateOptions) -> Result<CurateReport> {
-        let scope = self.target();
-        let project = self.project_store()?;
-        let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
-        let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
-        let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
-        let questions = feedback::Questions::new(&events);
-        let stood = questions.stood();
-        // All the feedback there is, first and in one commit, so the plan sees every signal and a
-        // second curation right after finds nothing new.
-        let feedback = if scope == Scope::Project {
-            Some(self.feedback_from(&questions, &stood, opts.dry_run, false)?)
-        } else {
-            None
-        };
-        let scope_name = scope.to_string();
-        let retrievals = crate::api::stats::retrievals(&events, Some(&scope_name));
-        let (answered, last_answered) = answers(&events, &stood, &scope_name);
-        let now = self.now();
-
-        // Facts that may be merged: current, not constraints, not protected.
-        let mergeable: HashSet<RecordId> = self
-            .memory_of(&scope)?
-            .state()
-            .iter()
-            .filter(|e| e.status == Status::Valid)
-            .filter(|e| {
-                e.record.as_fact().is_some_and(|f| {
-                    f.fact_type != crate::record::FactType::Constraint && !curate::protected(f, &settings)
-                })
-            })
-            .map(|e| e.id)
-            .collect();
-        let near = self.near_pairs(&scope, settings.synthesize, &|id| mergeable.contains(&id))?;
-
-        let store = self.store_of(&scope)?;
-        let wc = if opts.dry_run { None } else { Some(self.write_context(&store)?) };
-        let review = store.write_mode() == WriteMode::Review;
-        let memory = self.memory_of(&scope)?;
-        let mut held_keys: BTreeSet<String> = outcome_keys(memory.state());
-        // In review mode, what an earlier curation proposed and nobody approved yet is not
-        // proposed again.
-        let mut pending: HashSet<RecordId> = HashSet::new();
-        if review {
-            let proposals = memory.ensure_proposals()?;
-            held_keys.extend(outcome_keys(proposals.state()));
-            for e in proposals.state().iter() {
-                if let Payload::Supersession(s) = &e.record.payload {
-                    pending.insert(s.old);
-                }
-            }
-        }
-        let inputs = Inputs {
-            now,
-            settings: &settings,
-            cap: settings.cap(scope.default_area()),
-            include_constraints: opts.include_constraints,
-            retrievals: &retrievals,
-            answered: &answered,
-            last_answered: &last_answered,
-            near: near.as_deref(),
-            held_keys: &held_keys,
-        };
-        let mut plan = curate::plan(memory.state(), &inputs);
-        let before = plan.pruned.len() + plan.evicted.len() + plan.synthesized.len();
-        plan.pruned.retain(|r| !pending.contains(&r.id));
-        plan.evicted.retain(|r| !pending.contains(&r.id));
-        plan.synthesized.retain(|s| !s.members.iter().any(|m| pending.contains(m)));
-        let pending_in_review = before - (plan.pruned.len() + plan.evicted.len() + plan.synthesized.len());
-
-        let author = wc.as_ref().map(|w| w.identity.author_field()).unwrap_or_default();
-        let records = plan_records(&plan, &settings, &author, now);
-        let mut report = CurateReport {
-            scope: scope_name,
-            at: now,
-            dry_run: opts.dry_run,
-            proposed: false,
-            feedback,
-            synthesis_note: (!plan.synthesized.is_empty()).then(|| SYNTHESIS_NOTE.to_string()),
-            records: records.len(),
-            pending_in_review,
-            memory_commit: None,
-            plan,
-            lessons: Vec::new(),
-        };
-        if opts.dry_run {
-            return Ok(report);
-        }
-        if records.is_empty() {
-            // A run that found nothing to change is still the last curation the report shows.
-            keep_last_curation(&project, &report);
-            return Ok(report);
-        }
-        let message = curation_message(&report);
-        let wc = wc.expect("made above unless a dry run");
-        let outcome = memory.write_generated(records, message, &wc)?;
-        report.proposed = outcome.proposed;
-        report.memory_commit = outcome.commit;
-        keep_last_curation(&project, &report);
-        Ok(report)
-    }
-}
-
 /// How often each fact of `scope` led an answer that stood, and when it last did.
-fn answers(
+pub(crate) fn answers(
     events: &[telemetry::Event],
     stood: &[usize],
     scope: &str,
@@ -257,7 +96,7 @@ fn answers(
 
 /// The commit message of a curation (its records are git-neo's own: the write path reports one
 /// that does not validate as a bug, not as the person's input).
-fn curation_message(report: &CurateReport) -> String {
+pub(crate) fn curation_message(report: &CurateReport) -> String {
     let p = &report.plan;
     let merged: usize = p.synthesized.iter().map(|s| s.members.len()).sum();
     format!(
@@ -275,7 +114,7 @@ fn curation_message(report: &CurateReport) -> String {
 
 /// Keep what this curation did for `git neo report`: bookkeeping in the clone's cache, never the
 /// truth (that is the memory ref), so a failure to write it is not an error.
-fn keep_last_curation(project: &crate::store::Store, report: &CurateReport) {
+pub(crate) fn keep_last_curation(project: &crate::store::Store, report: &CurateReport) {
     let path = project.caches().last_curation();
     if let (Ok(bytes), Some(dir)) = (serde_json::to_vec_pretty(report), path.parent()) {
         let _ = std::fs::create_dir_all(dir);
@@ -283,7 +122,7 @@ fn keep_last_curation(project: &crate::store::Store, report: &CurateReport) {
     }
 }
 
-fn outcome_keys(state: &crate::state::State) -> BTreeSet<String> {
+pub(crate) fn outcome_keys(state: &crate::state::State) -> BTreeSet<String> {
     state
         .iter()
         .filter_map(|e| match &e.record.payload {
@@ -294,7 +133,7 @@ fn outcome_keys(state: &crate::state::State) -> BTreeSet<String> {
 }
 
 /// The records that carry out `plan`, all dated `now`.
-fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Timestamp) -> Vec<Record> {
+pub(crate) fn plan_records(plan: &Plan, settings: &CurateSettings, author: &str, now: Timestamp) -> Vec<Record> {
     let record =
         |kind, payload, body: String| Record { kind, payload, author: author.to_string(), created_at: now, body };
     let mut out = Vec::new();

@@ -19,11 +19,8 @@
 //! project memory are scored, as with outcome detection.
 
 use crate::api::telemetry::{self, Event};
-use crate::api::{Memory, Session};
-use crate::error::Result;
+use crate::api::Memory;
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
-use crate::scope::Scope;
-use crate::state::Status;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 
@@ -281,7 +278,7 @@ pub fn read_exchanges(
 
 impl Memory {
     /// The outcome record for one piece of implicit evidence.
-    fn implicit_record(&self, f: &Implicit, author: String, events: &HashMap<&str, &Event>) -> Record {
+    pub(crate) fn implicit_record(&self, f: &Implicit, author: String, events: &HashMap<&str, &Event>) -> Record {
         let hash = |id: &str| events.get(id).map(|e| e.query_hash.clone()).unwrap_or_default();
         let gap = match (events.get(f.first.as_str()), events.get(f.second.as_str())) {
             (Some(a), Some(b)) => b.at - a.at,
@@ -317,107 +314,6 @@ impl Memory {
             created_at: at,
             body,
         }
-    }
-}
-
-impl Session {
-    /// Read the telemetry for implicit feedback and write what is new (see the module docs).
-    pub fn feedback(&mut self, dry_run: bool) -> Result<FeedbackReport> {
-        let store = self.project_store()?;
-        let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
-        let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };
-        let questions = Questions::new(&events);
-        self.feedback_from(&questions, &questions.stood(), dry_run, true)
-    }
-
-    /// [`Session::feedback`] on telemetry already read (`questions`, and the answers among them
-    /// that [stood](Questions::stood)), with or without the per-run cap: a curation reads all the feedback there is in
-    /// one commit, so its plan sees every signal (the daily cap per fact still holds).
-    pub(in crate::api) fn feedback_from(
-        &mut self,
-        questions: &Questions<'_>,
-        stood: &[usize],
-        dry_run: bool,
-        per_run_cap: bool,
-    ) -> Result<FeedbackReport> {
-        let store = self.project_store()?;
-        let mut caps = store.outcome_caps()?;
-        if !per_run_cap {
-            caps.max_per_scan = usize::MAX;
-        }
-        let wc = if dry_run { None } else { Some(self.write_context(&store)?) };
-        let memory = self.memory_of(&Scope::Project)?;
-        let state = memory.state();
-        let scored = |hex: &str| {
-            let id = RecordId::from_hex(hex)?;
-            let e = state.entries.get(&id)?;
-            (e.record.kind == Kind::Fact && e.status == Status::Valid).then_some(id)
-        };
-        let (exchanges, found, spared) = read_exchanges(questions, stood, &scored);
-        let existing: HashSet<&str> = state
-            .iter()
-            .filter_map(|e| match &e.record.payload {
-                Payload::Outcome(o) => Some(o.key.as_str()),
-                _ => None,
-            })
-            .collect();
-        // Counted per record per UTC day, with what the memory already holds for that day.
-        let mut per_day: HashMap<(RecordId, i64), u32> = HashMap::new();
-        for e in state.iter() {
-            if let Payload::Outcome(o) = &e.record.payload {
-                if o.signal == Signal::Reasked.as_str() || o.signal == Signal::Helped.as_str() {
-                    *per_day.entry((o.target, e.record.created_at.0.div_euclid(86_400))).or_default() += 1;
-                }
-            }
-        }
-        let mut report = FeedbackReport {
-            exchanges,
-            outcomes: Vec::new(),
-            spared,
-            dropped: 0,
-            capped: false,
-            dry_run,
-            memory_commit: None,
-        };
-        let mut seen = HashSet::new();
-        let mut new_count = 0;
-        for mut f in found {
-            f.new = !existing.contains(f.key.as_str()) && seen.insert(f.key.clone());
-            if f.new {
-                let n = per_day.entry((f.target, f.at.div_euclid(86_400))).or_default();
-                if *n >= caps.max_per_record_per_day {
-                    report.dropped += 1;
-                    continue;
-                }
-                if new_count >= caps.max_per_scan {
-                    report.dropped += 1;
-                    report.capped = true;
-                    continue;
-                }
-                *n += 1;
-                new_count += 1;
-            }
-            report.outcomes.push(f);
-        }
-        if dry_run || new_count == 0 {
-            return Ok(report);
-        }
-        let wc = wc.expect("made above unless a dry run");
-        let by_id: HashMap<&str, &Event> = questions.events.iter().map(|e| (e.id.as_str(), e)).collect();
-        let records: Vec<Record> = report
-            .outcomes
-            .iter()
-            .filter(|f| f.new)
-            .map(|f| memory.implicit_record(f, wc.identity.author_field(), &by_id))
-            .collect();
-        let n = records.len();
-        let message = format!(
-            "neo: implicit feedback from {exchanges} recall exchange{} ({n} outcome{})",
-            if exchanges == 1 { "" } else { "s" },
-            if n == 1 { "" } else { "s" }
-        );
-        report.memory_commit = memory.write_generated(records, message, &wc)?.commit;
-        Ok(report)
     }
 }
 

@@ -23,8 +23,11 @@ pub(crate) mod options;
 
 mod across;
 mod front;
+mod inspect;
+mod learn;
 mod live;
 mod recall;
+pub mod scopes;
 pub use live::{LiveKey, Refreshed};
 
 use crate::api::attempts::AttemptRequest;

@@ -1,10 +1,9 @@
 //! Use cases for sharing memory through git remotes: `sync` (fetch, merge, push with a lease)
 //! and `propose` (push local additions to a proposal branch for review in a pull request).
 //! Beneath it: where each scope lives and opening it (`scopes`), what a session does with whole
-//! scopes (`scope_ops`: sync per scope, working sessions), and the git hooks (`hooks`).
+//! scopes (what a session does with whole scopes is `session/scopes.rs`), and the git hooks (`hooks`).
 
 pub mod hooks;
-pub(crate) mod scope_ops;
 pub mod scopes;
 
 use crate::api::write::plan::{Destination, Planned, PlannedCommit, WritePlan};
