@@ -15,7 +15,7 @@
 mod common;
 
 use common::{git, median, ms, new_repo, who};
-use git_neo::api::curate::CurateOptions;
+use git_neo::api::learn::curate::CurateOptions;
 use git_neo::api::{Clock, Memory, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};

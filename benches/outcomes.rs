@@ -12,9 +12,10 @@
 mod common;
 
 use common::{git_with, median, ms};
-use git_neo::api::{Memory, WriteContext};
+use git_neo::api::Memory;
 use git_neo::outcomes::ScanOptions;
 use git_neo::record::Timestamp;
+use git_neo::store::WriteContext;
 use git_neo::store::{Store, StoreOptions};
 use std::path::Path;
 use std::process::Command;

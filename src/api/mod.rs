@@ -6,53 +6,43 @@
 
 use crate::error::{Error, Result};
 use crate::record::{self, FactType, Kind, Milli, Payload, Problem, Problems, Provenance, Record, RecordId};
-use crate::state::{self, State};
+use crate::state::{self, Entry, State};
 use crate::store::ObjectId;
-use crate::store::{Store, StrayEntry, WriteMode};
+use crate::store::{CommitInfo, Store, StrayEntry, WriteMode};
 use std::collections::HashMap;
 
-// One folder per concern; each use case has one home. The modules are also re-exported here by
-// name (`api::telemetry`, `api::scopes`), the paths callers have used.
+// One folder per concern; each use case has one home, named by its one path
+// (`api::learn::telemetry`).
 pub mod inspect;
 pub mod learn;
 pub mod recall;
 pub mod session;
 pub mod share;
+pub mod view;
 pub mod write;
 
-pub(crate) use inspect::export;
-pub use inspect::{changes, report, stats, verify};
-pub(crate) use learn::outcomes;
-pub use learn::{attempts, curate, feedback, lessons, telemetry};
-pub use recall::documents;
-pub(crate) use session::options;
-pub use share::{hooks, scopes};
-pub(crate) use write::{correct, import, proposals, purge, supersede};
-pub use write::{ingest, updates};
-
+// The facade's vocabulary: the `Session` a front end holds, and the requests it hands it and
+// the views it gets back, each defined in its concern and named here once for the front ends.
+// Code inside `api` names each by its concern's path, so that its dependencies show.
 pub use crate::config::DEFAULT_SERVER_MEMORY;
-pub use correct::{History, HistoryEvent, Rechecked, Repair};
-pub use session::{Clock, LiveKey, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
-
-pub use export::ExportedFact;
-pub use import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
-pub use outcomes::{Explanation, Step};
-pub use proposals::ReviewOutcome;
-pub use purge::PurgeOutcome;
+pub use inspect::export::ExportedFact;
+pub use learn::outcomes::{Explanation, Step};
 pub use session::scopes::{Promoted, Promotion};
-pub use supersede::{
-    no_similarity, AddPlan, CandidateFn, PlannedSupersession, Similarity, SimilarityCheck, SimilarityFn,
-    CARRY_OVER_BONUS, DEFAULT_THRESHOLD,
-};
+pub use session::{Clock, LiveKey, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
+pub use view::{LoggedCommit, RecordState, Reindexed, Status};
 pub use write::confirm::{Confirmation, Moved};
-pub use write::plan::{Applied, CommitView, Destination, PlanView, Planned, PlannedCommit, RecordView, WritePlan};
+pub use write::correct::{History, HistoryEvent, Rechecked, Repair};
+pub use write::import::{request_of, ForeignOutcome, ImportOutcome, Skipped};
+pub use write::plan::{CommitView, PlanView, RecordView};
+pub use write::proposals::ReviewOutcome;
+pub use write::purge::PurgeOutcome;
+pub use write::supersede::{PlannedSupersession, SimilarityCheck};
 pub use write::{AddOutcome, AddRequest, InitOutcome};
 
-pub use crate::state::{Entry, Status};
+pub use crate::store::Identity;
 /// For a front end's signal handler while the process ends: how many memory ref updates are
 /// under way, and the removal of their temporary files (async-signal-safe).
 pub use crate::store::{cleanup_tempfiles_signal_safe, ref_updates_in_flight};
-pub use crate::store::{CommitInfo, Identity, WriteContext};
 
 /// How many of the nearest candidates similarity supersession compares exactly.
 pub const SIMILARITY_SHORTLIST: usize = 8;
@@ -92,7 +82,7 @@ pub struct Memory {
     scope: crate::scope::Scope,
     /// The sections of the ingested documents and their vectors, kept between recalls of a warm
     /// session (see `documents.rs`).
-    documents: std::sync::Mutex<Option<documents::DocumentCache>>,
+    documents: std::sync::Mutex<Option<recall::documents::DocumentCache>>,
     /// Records this process wrote through [`Memory::apply`] and nobody has taken yet: a live
     /// session counts them as its own (`recall::pin`). Carried across reloads; drained by the
     /// session after each command or recall.
@@ -105,7 +95,7 @@ pub struct Shown {
     pub path: String,
     pub text: String,
     #[serde(flatten)]
-    pub entry: Entry,
+    pub entry: view::RecordState,
 }
 
 /// Filters for `list`.
@@ -249,7 +239,7 @@ impl Memory {
     /// A record's file text and derived state.
     pub fn show(&self, prefix: &str) -> Result<Shown> {
         let id = self.resolve("id", prefix)?;
-        let entry = self.state.entries[&id].clone();
+        let entry = view::RecordState::from(&self.state.entries[&id]);
         let blob = self
             .blobs
             .get(&id)

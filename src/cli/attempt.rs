@@ -2,7 +2,7 @@
 //! still holds.
 
 use super::Ctx;
-use git_neo::api::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
+use git_neo::api::learn::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
 use git_neo::record::Payload;
 use git_neo::Error;
 use std::io::IsTerminal;

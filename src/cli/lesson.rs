@@ -3,7 +3,7 @@
 //! and `restore` are the only commands that write a work-tree file, and they say so.
 
 use super::Ctx;
-use git_neo::api::lessons::{Edit, LessonStatus, LessonView, ProposeRequest, WorkTreeEdit};
+use git_neo::api::learn::lessons::{Edit, LessonStatus, LessonView, ProposeRequest, WorkTreeEdit};
 use git_neo::Error;
 
 #[derive(clap::Subcommand)]

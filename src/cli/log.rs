@@ -2,7 +2,7 @@
 //! `--markdown` renders each commit's changes semantically for a pull-request comment.
 
 use super::Ctx;
-use git_neo::api::CommitInfo;
+use git_neo::api::LoggedCommit;
 use git_neo::Error;
 
 #[derive(clap::Args)]
@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
-    let commits: Vec<CommitInfo> = ctx.session.log(args.range.as_deref(), args.max_count)?;
+    let commits: Vec<LoggedCommit> = ctx.session.log(args.range.as_deref(), args.max_count)?;
     if args.markdown {
         let mut rendered = Vec::new();
         for c in &commits {

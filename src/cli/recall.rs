@@ -1,7 +1,7 @@
 //! `git neo recall`, `git neo reindex` and `git neo model status`: semantic memory from the CLI.
 
 use super::Ctx;
-use git_neo::api::telemetry::Front;
+use git_neo::api::learn::telemetry::Front;
 use git_neo::api::{LiveKey, RecallQuery};
 use git_neo::embed::{FastEmbedder, ModelPaths};
 use git_neo::Error;
@@ -104,13 +104,13 @@ fn answer(
 }
 
 pub fn reindex(ctx: &mut Ctx) -> Result<(), Error> {
-    let (indexes, refresh) = ctx.session.reindex()?;
+    let reindexed = ctx.session.reindex()?;
     ctx.say_notices();
     if ctx.out.json {
-        ctx.out.json(&serde_json::json!({ "refresh": refresh, "stamp": indexes.stamp }));
+        ctx.out.json(&reindexed);
     } else {
-        let vectors = indexes.stamp.model.clone().unwrap_or_else(|| "none (lexical only)".into());
-        ctx.out.line(&format!("indexed {} records; vectors: {vectors}", indexes.stamp.records));
+        let vectors = reindexed.stamp.model.clone().unwrap_or_else(|| "none (lexical only)".into());
+        ctx.out.line(&format!("indexed {} records; vectors: {vectors}", reindexed.stamp.records));
     }
     Ok(())
 }

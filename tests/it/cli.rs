@@ -2,8 +2,9 @@
 //! ids resolve like git's, JSON everywhere, exit codes as documented.
 
 use crate::support::{json, stderr, stdout, Sandbox};
-use git_neo::api::{AddRequest, Memory, WriteContext};
+use git_neo::api::{AddRequest, Memory};
 use git_neo::record::Timestamp;
+use git_neo::store::WriteContext;
 use git_neo::store::{Identity, Store, StoreOptions};
 
 #[test]

@@ -3,9 +3,9 @@
 //! and the report opened in a real headless browser.
 
 use crate::support::Sandbox;
-use git_neo::api::curate::CurateOptions;
-use git_neo::api::telemetry::Front;
-use git_neo::api::{AddRequest, Clock, Entry, ListFilter, RecallQuery, Session, SessionOptions};
+use git_neo::api::learn::curate::CurateOptions;
+use git_neo::api::learn::telemetry::Front;
+use git_neo::api::{AddRequest, Clock, ListFilter, RecallQuery, RecordState, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::recall::LayerKind;
 use git_neo::record::{FactType, Kind, RecordId, Timestamp};
@@ -109,11 +109,11 @@ fn month_of_writes(corpus: &[serde_json::Value], m: usize, n: usize) -> Vec<AddR
 
 /// Every record of the session's memory with its derived state, by id.
 struct Held {
-    entries: HashMap<RecordId, Entry>,
+    entries: HashMap<RecordId, RecordState>,
 }
 
 impl Held {
-    fn iter(&self) -> impl Iterator<Item = &Entry> {
+    fn iter(&self) -> impl Iterator<Item = &RecordState> {
         self.entries.values()
     }
 }
@@ -131,7 +131,7 @@ fn import(s: &mut Session, reqs: &[AddRequest]) {
 /// is among the constraints and the first five facts.
 fn quality(s: &mut Session, queries: &[serde_json::Value]) -> f64 {
     let all = ListFilter { all: true, ..ListFilter::default() };
-    let entries: HashMap<RecordId, Entry> = s.list(&all).expect("list").into_iter().map(|e| (e.id, e)).collect();
+    let entries: HashMap<RecordId, RecordState> = s.list(&all).expect("list").into_iter().map(|e| (e.id, e)).collect();
     let by_key: HashMap<String, RecordId> = entries
         .values()
         .filter_map(|e| e.record.as_fact().and_then(|f| f.key.clone()).map(|k| (k, e.id)))

@@ -2,7 +2,8 @@
 //! de-duplicates and commits; `--dry-run` renders the same plan and writes nothing.
 
 use crate::support::{json, stderr, Sandbox};
-use git_neo::api::{AddRequest, Clock, Destination, ListFilter, Memory, Session, SessionOptions, WritePlan};
+use git_neo::api::write::plan::{Destination, WritePlan};
+use git_neo::api::{AddRequest, Clock, ListFilter, Memory, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::record::{Fact, FactType, Kind, Payload, Record, Timestamp};
 use git_neo::store::{Identity, Store, StoreOptions, WriteContext};

@@ -2,8 +2,9 @@
 //! configuration, fetched memory, and the bounded wait on a stale lock.
 
 use crate::support::{json, stderr, Sandbox};
-use git_neo::api::{AddRequest, Memory, WriteContext};
+use git_neo::api::{AddRequest, Memory};
 use git_neo::record::Timestamp;
+use git_neo::store::WriteContext;
 use git_neo::store::{Identity, Store, StoreOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};

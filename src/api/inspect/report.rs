@@ -4,7 +4,7 @@
 //! of the facts outcomes moved most, supersession chains, recall latency and hit rate from the
 //! local telemetry, and what the last curation did. Read-only.
 
-use crate::api::telemetry;
+use crate::api::learn::telemetry;
 use crate::error::Result;
 use crate::record::{Kind, Payload, RecordId};
 use crate::report::{Chart, CurationRow, Series, Version};
@@ -159,7 +159,7 @@ pub(crate) fn telemetry_charts(
         empty: telemetry_empty(on).into(),
     });
     if !events.is_empty() {
-        let stats = crate::api::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
+        let stats = crate::api::inspect::stats::Latency::of(events.iter().map(|e| e.latency_ms).collect());
         let hits = events.iter().filter(|e| e.hit()).count();
         summary.push((
             "recalls kept".into(),

@@ -1,7 +1,7 @@
 //! `git neo stats`: what the local retrieval telemetry says about recall, beside the size of
 //! every scope's memory. Read-only: nothing here writes.
 
-use crate::api::telemetry::Event;
+use crate::api::learn::telemetry::Event;
 use crate::record::RecordId;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};

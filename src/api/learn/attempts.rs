@@ -6,13 +6,13 @@
 //! with `--run` is executed only as given, through the caller-named shell, in the repository root,
 //! with a timeout; its output tail passes the secret filter (secrets are masked) before it is stored.
 
-use crate::api::{AddOutcome, Memory, WriteContext};
+use crate::api::{AddOutcome, Memory};
 use crate::error::{Error, Result};
 use crate::record::{
     self, AffectedFile, Attempt, Check, CheckResult, CheckSource, Kind, Milli, Outcome, Payload, Problem, Problems,
     Record, RecordId,
 };
-use crate::state::Entry;
+use crate::store::WriteContext;
 pub use crate::store::{freshness, Freshness};
 use serde::Serialize;
 use std::io::Read;
@@ -145,7 +145,7 @@ fn kill_group(child: &mut std::process::Child) {
 #[derive(Clone, Debug, Serialize)]
 pub struct AttemptView {
     #[serde(flatten)]
-    pub entry: Entry,
+    pub entry: crate::api::view::RecordState,
     pub freshness: Freshness,
     /// The remote-tracking ref the attempt was fetched from when this clone's memory does not
     /// hold it (never re-run, never latest).
@@ -289,7 +289,7 @@ impl Memory {
                 if a.task == task.trim() {
                     let freshness = freshness(self.store(), a.check.commit.as_deref(), &a.files)?;
                     let fetched_from = self.fetched_from(&e.id).map(str::to_string);
-                    out.push(AttemptView { entry: e.clone(), freshness, fetched_from });
+                    out.push(AttemptView { entry: crate::api::view::RecordState::from(e), freshness, fetched_from });
                 }
             }
         }

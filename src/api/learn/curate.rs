@@ -4,8 +4,8 @@
 //! held or waiting in review; then writes the plan in one commit through the normal write path,
 //! so `neo.mode=review` makes it a proposal).
 
-use crate::api::feedback::FeedbackReport;
-use crate::api::telemetry;
+use crate::api::learn::feedback::FeedbackReport;
+use crate::api::learn::telemetry;
 use crate::config::CurateSettings;
 use crate::curate::{Plan, DEMOTE, DEMOTE_SIGNAL};
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Supersession, SupersessionMethod, Timestamp};

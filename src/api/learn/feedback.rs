@@ -18,7 +18,7 @@
 //! (`neo.outcomes.maxPerScan` per run, `neo.outcomes.maxPerRecordPerDay`). Only facts of the
 //! project memory are scored, as with outcome detection.
 
-use crate::api::telemetry::{self, Event};
+use crate::api::learn::telemetry::{self, Event};
 use crate::api::Memory;
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use serde::Serialize;
@@ -320,7 +320,7 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::telemetry::{Candidates, Front, Returned};
+    use crate::api::learn::telemetry::{Candidates, Front, Returned};
 
     fn stood(events: &[Event]) -> Vec<usize> {
         Questions::new(events).stood()

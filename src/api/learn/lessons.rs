@@ -12,12 +12,13 @@
 //! `auto` applies an append-only patch as it is proposed, and leaves every other for review.
 //! A lesson that arrived by fetch is never applied automatically.
 
-use crate::api::{short_message, AddOutcome, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, Memory};
 use crate::config::{LessonsMode, LESSONS_MODE};
 use crate::error::{Error, Result};
 use crate::lesson;
 use crate::record::{Kind, Lesson, LessonChange, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use crate::state::{Entry, Status};
+use crate::store::WriteContext;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -108,7 +108,7 @@ impl Memory {
     }
 
     /// Cosine similarity of `record` to the current facts `is_candidate` accepts: by the index for
-    /// the nearest [`super::supersede::UPDATE_CANDIDATES`] (the frame rule's candidates, and the
+    /// the nearest [`crate::api::write::supersede::UPDATE_CANDIDATES`] (the frame rule's candidates, and the
     /// report), and exactly for at most [`SIMILARITY_SHORTLIST`] of them. The vector index ranks them with the record's indexed
     /// text ([`crate::index::vector_texts`], embedded once and remembered for the index's own
     /// catch-up). The index's vectors also hold type, scope and tags, which every candidate shares
@@ -120,9 +120,9 @@ impl Memory {
         indexes: &crate::index::Indexes,
         embedder: &mut dyn crate::embed::Embedder,
         record: &Record,
-        is_candidate: &super::supersede::CandidateFn<'_>,
-    ) -> Result<super::supersede::Similarity> {
-        use super::supersede::{Similarity, UPDATE_CANDIDATES};
+        is_candidate: &crate::api::write::supersede::CandidateFn<'_>,
+    ) -> Result<crate::api::write::supersede::Similarity> {
+        use crate::api::write::supersede::{Similarity, UPDATE_CANDIDATES};
         let top = |mut r: Vec<(RecordId, f32)>| {
             r.truncate(UPDATE_CANDIDATES);
             r
@@ -133,7 +133,7 @@ impl Memory {
         };
         let q = embedder.embed(std::slice::from_ref(&text)).map_err(embed_err)?.pop().unwrap_or_default();
         let threshold = match record.as_fact() {
-            Some(f) => self.store.supersede_threshold(f.fact_type, super::supersede::DEFAULT_THRESHOLD)?,
+            Some(f) => self.store.supersede_threshold(f.fact_type, crate::api::write::supersede::DEFAULT_THRESHOLD)?,
             None => 0.0,
         };
         // Only candidates that could reach the threshold are compared exactly; the nearest is

@@ -3,9 +3,10 @@
 //! Reading across scopes is recall's (`recall.rs`).
 
 use super::Warm;
-use crate::api::{AddOutcome, AddRequest, Session, WriteContext};
+use crate::api::{AddOutcome, AddRequest, Session};
 use crate::error::{Error, Result};
 use crate::scope::Scope;
+use crate::store::WriteContext;
 
 impl Session {
     /// The `--supersedes` ids of `req` that name a current fact of another scope (asked for
@@ -64,7 +65,7 @@ impl Session {
             return Ok(outcome);
         }
         let memory = self.memory()?;
-        let url = memory.store().remote_url(crate::api::scopes::REMOTE).unwrap_or_default();
+        let url = memory.store().remote_url(crate::api::share::scopes::REMOTE).unwrap_or_default();
         match crate::api::share::share_org(memory, wc) {
             Ok(proposal) => {
                 outcome.shared = Some(match proposal {
@@ -81,7 +82,7 @@ impl Session {
 impl Session {
     /// Ingest documents into the target scope's memory ([`Memory::ingest`]), then embed their
     /// new sections (with progress) so the first recall does not wait for it.
-    pub fn ingest(&mut self, targets: &[String]) -> Result<crate::api::ingest::IngestOutcome> {
+    pub fn ingest(&mut self, targets: &[String]) -> Result<crate::api::write::ingest::IngestOutcome> {
         let (memory, wc) = self.writing()?;
         let outcome = memory.ingest(targets, &wc)?;
         // Nothing new: every section was embedded when it was ingested (no model load). A dry

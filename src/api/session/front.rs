@@ -8,18 +8,17 @@
 //! for every front end alike. `tests/it/boundaries.rs` holds the front ends to it.
 
 use super::Session;
-use crate::api::attempts::AttemptView;
-use crate::api::changes::Changes;
-use crate::api::hooks::HookChange;
+use crate::api::inspect::changes::Changes;
+use crate::api::learn::attempts::AttemptView;
+use crate::api::share::hooks::HookChange;
 use crate::api::share::ProposeOutcome;
+use crate::api::view::{LoggedCommit, RecordState};
 use crate::api::{
     AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, PurgeOutcome, ReviewOutcome,
     Shown,
 };
 use crate::error::{Error, Result};
 use crate::record::RecordId;
-use crate::state::Entry;
-use crate::store::CommitInfo;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -61,9 +60,9 @@ impl Session {
     }
 
     /// The records of `ids` the target memory holds, with their derived state, in that order.
-    pub fn entries(&mut self, ids: &[RecordId]) -> Result<Vec<Entry>> {
+    pub fn entries(&mut self, ids: &[RecordId]) -> Result<Vec<RecordState>> {
         let state = self.memory()?.state();
-        Ok(ids.iter().filter_map(|id| state.entries.get(id).cloned()).collect())
+        Ok(ids.iter().filter_map(|id| state.entries.get(id).map(RecordState::from)).collect())
     }
 
     /// The one-line summary of each of `ids` in the target memory ("" for an id it does not
@@ -133,8 +132,8 @@ impl Session {
     }
 
     /// The records `filter` selects, in the order of the memory.
-    pub fn list(&mut self, filter: &ListFilter) -> Result<Vec<Entry>> {
-        Ok(self.memory()?.list(filter)?.into_iter().cloned().collect())
+    pub fn list(&mut self, filter: &ListFilter) -> Result<Vec<RecordState>> {
+        Ok(self.memory()?.list(filter)?.into_iter().map(RecordState::from).collect())
     }
 
     /// Every record only a fetched copy holds (not merged by `sync`), with the remote-tracking
@@ -144,8 +143,8 @@ impl Session {
     }
 
     /// Review-mode proposals waiting for `approve` or `reject`.
-    pub fn proposed(&mut self) -> Result<Vec<Entry>> {
-        self.memory()?.proposed()
+    pub fn proposed(&mut self) -> Result<Vec<RecordState>> {
+        Ok(self.memory()?.proposed()?.iter().map(RecordState::from).collect())
     }
 
     /// Move proposals onto the memory ref.
@@ -176,7 +175,7 @@ impl Session {
     }
 
     /// What `recheck` of `prefix` would run, and whether the command is new to this clone.
-    pub fn recheck_plan(&mut self, prefix: &str) -> Result<crate::api::attempts::RecheckPlan> {
+    pub fn recheck_plan(&mut self, prefix: &str) -> Result<crate::api::learn::attempts::RecheckPlan> {
         self.memory()?.recheck_plan(prefix)
     }
 
@@ -188,7 +187,7 @@ impl Session {
         shell: &Path,
         timeout: Duration,
         approved: bool,
-    ) -> Result<crate::api::attempts::Recheck> {
+    ) -> Result<crate::api::learn::attempts::Recheck> {
         let (memory, wc) = self.writing()?;
         memory.recheck(prefix, shell, timeout, approved, &wc)
     }
@@ -226,7 +225,11 @@ impl Session {
 
     /// The memory ref's commits, newest first, at most `limit`: all of them, or those in
     /// `<from>..<to>` (an empty `<to>` is the memory ref).
-    pub fn log(&mut self, range: Option<&str>, limit: usize) -> Result<Vec<CommitInfo>> {
+    pub fn log(&mut self, range: Option<&str>, limit: usize) -> Result<Vec<LoggedCommit>> {
+        Ok(self.commits(range, limit)?.into_iter().map(LoggedCommit::from).collect())
+    }
+
+    fn commits(&mut self, range: Option<&str>, limit: usize) -> Result<Vec<crate::store::CommitInfo>> {
         let memory = self.memory()?;
         let Some(range) = range else { return memory.log(limit) };
         let store = memory.store();
@@ -243,11 +246,11 @@ impl Session {
     }
 
     /// What one commit of the memory changed against its first parent.
-    pub fn changes_of(&mut self, commit: &CommitInfo) -> Result<Changes> {
+    pub fn changes_of(&mut self, commit: &LoggedCommit) -> Result<Changes> {
         let store = self.memory()?.store();
         let id = store.resolve_commit(&commit.commit)?;
         let parent = commit.parents.first().map(|p| store.resolve_commit(p)).transpose()?;
-        crate::api::changes::changes(store, parent, id)
+        crate::api::inspect::changes::changes(store, parent, id)
     }
 
     /// What changed in memory between two revisions (`to`: the memory ref by default).
@@ -255,7 +258,7 @@ impl Session {
         let store = self.store()?;
         let from = store.resolve_commit(from)?;
         let to = store.resolve_commit(to.unwrap_or(store.ref_name()))?;
-        crate::api::changes::changes(&store, Some(from), to)
+        crate::api::inspect::changes::changes(&store, Some(from), to)
     }
 
     /// Push the memory to a proposal branch of `remote` for review: the outcome, and the branch
@@ -270,11 +273,11 @@ impl Session {
 
     /// Install the project's git hooks that scan outcomes after commits and merges.
     pub fn install_hooks(&self) -> Result<Vec<HookChange>> {
-        crate::api::hooks::install(&self.project_store()?)
+        crate::api::share::hooks::install(&self.project_store()?)
     }
 
     /// Remove the hooks [`Session::install_hooks`] installed.
     pub fn uninstall_hooks(&self) -> Result<Vec<HookChange>> {
-        crate::api::hooks::uninstall(&self.project_store()?)
+        crate::api::share::hooks::uninstall(&self.project_store()?)
     }
 }

@@ -5,7 +5,7 @@ use crate::api::inspect::report::{
     chains, ended, last_curation, sample_times, telemetry_charts, trajectory, Life, CHAINS, SIZE_POINTS, TRAJECTORIES,
 };
 use crate::api::inspect::stats::{retrievals, Latency, Retrieved, ScopeSize, Stats};
-use crate::api::telemetry::{self};
+use crate::api::learn::telemetry::{self};
 use crate::api::Session;
 use crate::config::CurateSettings;
 use crate::error::Result;
@@ -130,8 +130,8 @@ impl Session {
     fn lesson_rows(&mut self, summary: &mut Vec<(String, String)>) -> Vec<crate::report::LessonRow> {
         let mut lessons = Vec::new();
         if let Ok(memory) = self.memory_of(&crate::scope::Scope::Project) {
-            let c = crate::api::lessons::counts(memory.state());
-            if c != crate::api::lessons::LessonCounts::default() {
+            let c = crate::api::learn::lessons::counts(memory.state());
+            if c != crate::api::learn::lessons::LessonCounts::default() {
                 summary.push((
                     "lessons".into(),
                     format!(

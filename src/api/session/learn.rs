@@ -1,13 +1,13 @@
 //! What a session learns from: curation of one scope and implicit feedback from recall
 //! telemetry (their plans and records are `crate::api::learn`'s).
 
-use crate::api::feedback::{self, FeedbackReport};
 use crate::api::learn::curate::{
     answers, curation_message, keep_last_curation, outcome_keys, plan_records, CurateOptions, CurateReport,
     CuratedLesson, LESSONS_FILE, SYNTHESIS_NOTE,
 };
+use crate::api::learn::feedback::{self, FeedbackReport};
 use crate::api::learn::feedback::{read_exchanges, Questions, Signal};
-use crate::api::telemetry::{self, Event};
+use crate::api::learn::telemetry::{self, Event};
 use crate::api::Session;
 use crate::config::CurateSettings;
 use crate::curate::{self, Inputs};
@@ -41,9 +41,9 @@ impl Session {
         let candidates = curate::lessons(memory.state(), &given);
         let mut out = Vec::new();
         for c in candidates {
-            let req = crate::api::lessons::ProposeRequest {
+            let req = crate::api::learn::lessons::ProposeRequest {
                 file: LESSONS_FILE.to_string(),
-                edit: crate::api::lessons::Edit::Append(c.text.clone()),
+                edit: crate::api::learn::lessons::Edit::Append(c.text.clone()),
                 because: c.because.clone(),
                 reason: Some(c.reason.clone()),
             };
@@ -88,7 +88,7 @@ impl Session {
             None
         };
         let scope_name = scope.to_string();
-        let retrievals = crate::api::stats::retrievals(&events, Some(&scope_name));
+        let retrievals = crate::api::inspect::stats::retrievals(&events, Some(&scope_name));
         let (answered, last_answered) = answers(&events, &stood, &scope_name);
         let now = self.now();
 

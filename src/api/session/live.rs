@@ -9,7 +9,8 @@
 //!   Every write made from the worktree counts as its own (the front end calls
 //!   [`Session::keep_own_writes`] after each command).
 
-use crate::api::{LivePin, Memory, Session};
+use crate::api::session::LivePin;
+use crate::api::{Memory, Session};
 use crate::error::{Error, Result};
 use crate::recall::pin::{self, Change, Pin, Stale};
 use crate::record::{Kind, Payload, RecordId, Timestamp};

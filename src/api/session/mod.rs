@@ -30,9 +30,11 @@ mod recall;
 pub mod scopes;
 pub use live::{LiveKey, Refreshed};
 
-use crate::api::attempts::AttemptRequest;
-use crate::api::verify::Report;
-use crate::api::{AddOutcome, AddRequest, CandidateFn, Explanation, History, Memory, Similarity, WriteContext};
+use crate::api::inspect::verify::Report;
+use crate::api::learn::attempts::AttemptRequest;
+use crate::api::write::supersede::CandidateFn;
+use crate::api::write::supersede::Similarity;
+use crate::api::{AddOutcome, AddRequest, Explanation, History, Memory};
 use crate::construct::{Hit, Library};
 use crate::embed::{self, Embedder, EmbedderChoice, NoEmbedder};
 use crate::error::{Error, Result};
@@ -41,12 +43,13 @@ use crate::outcomes::ScanReport;
 use crate::record::{Record, RecordId, Timestamp};
 use crate::scope::Scope;
 use crate::state::State;
+use crate::store::WriteContext;
 use crate::store::{Identity, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use crate::api::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
+pub use crate::api::session::options::{Clock, Notice, Progress, RecallQuery, SessionOptions};
 
 /// How many nearest records `Session::near_pairs` looks at for each record.
 pub const NEAR_NEIGHBOURS: usize = 10;
@@ -240,7 +243,7 @@ impl Warm {
     }
 
     /// The Construct library (see [`Session::library`]).
-    fn library(&mut self, places: &crate::api::scopes::Places) -> Result<&mut Library> {
+    fn library(&mut self, places: &crate::api::share::scopes::Places) -> Result<&mut Library> {
         if self.library.is_none() {
             let store = places.project().ok();
             let project = store.as_ref().and_then(|s| s.construct_dir());
@@ -263,7 +266,7 @@ impl Warm {
     /// Construct patterns for `query` (with its vector when recall already embedded it).
     fn construct_hits(
         &mut self,
-        places: &crate::api::scopes::Places,
+        places: &crate::api::share::scopes::Places,
         query: &str,
         query_vector: Option<&(String, Vec<f32>)>,
         k: usize,
@@ -328,7 +331,7 @@ impl Session {
     }
 
     /// Where this session's scopes are.
-    pub fn places(&self) -> crate::api::scopes::Places {
+    pub fn places(&self) -> crate::api::share::scopes::Places {
         self.opts.places()
     }
 
@@ -531,7 +534,7 @@ impl Session {
     }
 
     /// Delete the target scope's recall indexes and build them again.
-    pub fn reindex(&mut self) -> Result<(Indexes, Refresh)> {
+    pub fn reindex(&mut self) -> Result<crate::api::view::Reindexed> {
         let scope = self.target();
         self.memory()?;
         let part = self.parts.get_mut(&scope).expect("loaded above");
@@ -541,7 +544,11 @@ impl Session {
         warm.say_semantic_off();
         part.indexes = None;
         let Warm { embedder, progress, .. } = warm;
-        memory.reindex(reborrow(embedder), &mut |done, total| progress("embedding", done, total))
+        let (indexes, refresh) =
+            memory.reindex(reborrow(embedder), &mut |done, total| progress("embedding", done, total))?;
+        let stamp = indexes.stamp.clone();
+        part.indexes = Some((indexes, memory.tip_ids()));
+        Ok(crate::api::view::Reindexed { refresh, stamp })
     }
 
     /// Add a fact to the target scope, superseding by explicit id, by key, and (with the model)
@@ -610,8 +617,8 @@ impl Session {
     /// propose`); in `neo.lessons.mode=auto` an append-only one is applied at once.
     pub fn propose_lesson(
         &mut self,
-        req: &crate::api::lessons::ProposeRequest,
-    ) -> Result<crate::api::lessons::Proposed> {
+        req: &crate::api::learn::lessons::ProposeRequest,
+    ) -> Result<crate::api::learn::lessons::Proposed> {
         let (memory, wc) = self.writing()?;
         let record = memory.plan_lesson(req, &wc)?;
         let mut p = memory.propose_lesson(record, &wc)?;
@@ -645,18 +652,18 @@ impl Session {
     }
 
     /// Every lesson of the target memory, oldest first.
-    pub fn lessons(&mut self) -> Result<Vec<crate::api::lessons::LessonView>> {
+    pub fn lessons(&mut self) -> Result<Vec<crate::api::learn::lessons::LessonView>> {
         Ok(self.memory()?.lessons())
     }
 
     /// Apply a lesson to the work tree (`git neo lesson apply`).
-    pub fn apply_lesson(&mut self, id: &str) -> Result<crate::api::lessons::WorkTreeEdit> {
+    pub fn apply_lesson(&mut self, id: &str) -> Result<crate::api::learn::lessons::WorkTreeEdit> {
         let (memory, wc) = self.writing()?;
         memory.apply_lesson(id, &wc)
     }
 
     /// Restore the file a lesson changed (`git neo lesson restore`; only with `yes`).
-    pub fn restore_lesson(&mut self, id: &str, yes: bool) -> Result<crate::api::lessons::WorkTreeEdit> {
+    pub fn restore_lesson(&mut self, id: &str, yes: bool) -> Result<crate::api::learn::lessons::WorkTreeEdit> {
         let (memory, wc) = self.writing()?;
         memory.restore_lesson(id, yes, &wc)
     }
@@ -697,8 +704,8 @@ impl Session {
     /// no memory yet.
     pub fn verify(&mut self, range: Option<&str>) -> Result<Option<(String, Report)>> {
         let store = self.store()?;
-        let Some((name, tip, from)) = crate::api::verify::target(&store, range)? else { return Ok(None) };
-        let mut report = crate::api::verify::verify(&store, &name, tip, from, self.now())?;
+        let Some((name, tip, from)) = crate::api::inspect::verify::target(&store, range)? else { return Ok(None) };
+        let mut report = crate::api::inspect::verify::verify(&store, &name, tip, from, self.now())?;
         // Recall reads the remote-tracking copies too (what they alone hold, filtered): verify
         // checks every ref recall reads, and names the copy a problem is on.
         if range.is_none() {
@@ -706,7 +713,7 @@ impl Session {
                 if copy_tip == tip || copy == name {
                     continue;
                 }
-                let other = crate::api::verify::verify(&store, &copy, copy_tip, None, self.now())?;
+                let other = crate::api::inspect::verify::verify(&store, &copy, copy_tip, None, self.now())?;
                 for mut p in other.problems {
                     if report.problems.iter().any(|q| q.path == p.path && q.field == p.field && q.message == p.message)
                     {

@@ -58,8 +58,8 @@ pub struct SessionOptions {
 
 impl SessionOptions {
     /// Where this session's scopes are.
-    pub fn places(&self) -> crate::api::scopes::Places {
-        crate::api::scopes::Places {
+    pub fn places(&self) -> crate::api::share::scopes::Places {
+        crate::api::share::scopes::Places {
             dir: self.dir.clone(),
             git_dir: self.git_dir.clone(),
             ref_name: self.ref_name.clone(),
@@ -84,7 +84,7 @@ pub enum Notice {
     ScopeUnreadable { scope: String, why: String },
     /// The org cache is older than `neo.org.refreshMinutes` (or was never fetched): recall used
     /// it as it is. With `fetch`, this caller should start a fetch in the background (at most
-    /// one caller in [`crate::api::scopes::FETCH_CLAIM_SECS`] is told to).
+    /// one caller in [`crate::api::share::scopes::FETCH_CLAIM_SECS`] is told to).
     OrgStale { fetched: Option<Timestamp>, fetch: bool },
     /// The local retrieval telemetry could not be written (the recall itself succeeded).
     TelemetryFailed(String),
@@ -105,7 +105,7 @@ pub struct RecallQuery {
     /// A date, a UTC time, or a commit.
     pub as_of: Option<String>,
     /// The front end that asked, for local telemetry (`None`: not recorded, as for a warm-up).
-    pub front: Option<crate::api::telemetry::Front>,
+    pub front: Option<crate::api::learn::telemetry::Front>,
     /// Read every session of the clone, not only the one current in this worktree (without a
     /// scope asked for: sessions belong to the worktree that started them, so another agent's
     /// scratch notes neither show up nor shadow the project's facts here).

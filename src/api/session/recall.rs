@@ -27,7 +27,7 @@ impl Session {
             None => {
                 let places = self.places();
                 let project = self.memory_of(&Scope::Project)?.store();
-                let here = crate::api::scopes::session_named_in(project.git_dir());
+                let here = crate::api::share::scopes::session_named_in(project.git_dir());
                 let mut scopes = places.readable_from(project)?;
                 scopes.retain(|s| match s {
                     Scope::Session(name) => all_sessions || here.as_deref() == Some(name.as_str()),
@@ -59,7 +59,7 @@ impl Session {
         let Some(store) = self.parts.get(&Scope::Org).and_then(|p| p.memory.as_ref()).map(|m| m.store()) else {
             return Ok(());
         };
-        if let Some(why) = crate::api::scopes::refused(store) {
+        if let Some(why) = crate::api::share::scopes::refused(store) {
             self.warm.notices.push(Notice::ScopeUnreadable { scope: "org".into(), why });
         }
         // The project's config (read already: its memory is loaded for every recall).
@@ -72,10 +72,10 @@ impl Session {
             Some(v) => crate::config::parse_u64(crate::config::ORG_REFRESH_MINUTES, &v)?,
             None => crate::config::DEFAULT_ORG_REFRESH_MINUTES,
         };
-        let fetched = crate::api::scopes::last_fetch(store);
+        let fetched = crate::api::share::scopes::last_fetch(store);
         let old = fetched.is_none_or(|t| self.now().0 - t.0 > minutes as i64 * 60);
         if minutes > 0 && old {
-            let fetch = crate::api::scopes::claim_fetch(store);
+            let fetch = crate::api::share::scopes::claim_fetch(store);
             self.warm.notices.push(Notice::OrgStale { fetched, fetch });
         }
         Ok(())
@@ -138,7 +138,7 @@ impl Session {
     /// ([`construct::for_recall`]).
     ///
     /// A recall a front end asked for (`q.front`) is kept in the local telemetry (see
-    /// [`crate::api::telemetry`]) unless `neo.telemetry` is off.
+    /// [`crate::api::learn::telemetry`]) unless `neo.telemetry` is off.
     pub fn recall(&mut self, q: &RecallQuery) -> Result<Recall> {
         let started = std::time::Instant::now();
         let result = self.recall_now(q)?;
@@ -152,8 +152,13 @@ impl Session {
     }
 
     /// Append one recall to the project's telemetry, when it is on.
-    fn keep_telemetry(&mut self, front: crate::api::telemetry::Front, r: &Recall, latency_ms: f64) -> Result<()> {
-        use crate::api::telemetry::{append, Candidates, Event, Returned, Settings};
+    fn keep_telemetry(
+        &mut self,
+        front: crate::api::learn::telemetry::Front,
+        r: &Recall,
+        latency_ms: f64,
+    ) -> Result<()> {
+        use crate::api::learn::telemetry::{append, Candidates, Event, Returned, Settings};
         let (caches, settings) = match self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
             Some(m) => (m.store().caches(), Settings::from_config(&|k| m.store().config_value(k))?),
             None => {
@@ -325,7 +330,7 @@ fn documents(
         query,
         query_vector.map(|(_, v)| v.as_slice()),
         reborrow(embedder),
-        crate::api::documents::DOCUMENT_SECTIONS,
+        crate::api::recall::documents::DOCUMENT_SECTIONS,
         &mut |done, total| progress("embedding documents", done, total),
     )
 }

@@ -1,7 +1,7 @@
 //! What a session does with whole scopes: sync each scope through its own remote, working
 //! sessions (start, promote, drop), and the report `git neo scopes` prints.
 
-use crate::api::scopes::{self, ScopeInfo};
+use crate::api::share::scopes::{self, ScopeInfo};
 use crate::api::share::{self, SyncOutcome};
 use crate::api::{AddOutcome, AddRequest, Session};
 use crate::error::{Error, Result};
@@ -155,7 +155,7 @@ impl Session {
             .project()?
             .worktrees()
             .into_iter()
-            .map(|(root, git_dir)| (root, crate::api::scopes::session_named_in(&git_dir)))
+            .map(|(root, git_dir)| (root, crate::api::share::scopes::session_named_in(&git_dir)))
             .collect();
         let mut out = Vec::new();
         for s in places.readable()? {

@@ -7,11 +7,11 @@ pub mod hooks;
 pub mod scopes;
 
 use crate::api::write::plan::{Destination, Planned, PlannedCommit, WritePlan};
-use crate::api::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 pub use crate::store::MergeKind;
 use crate::store::ObjectId;
+use crate::store::WriteContext;
 use crate::store::{Push, Store};
 use serde::Serialize;
 
@@ -310,9 +310,9 @@ pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId, now: crate::re
         }
     }
     let name = format!("refs/remotes/{remote}/{}", store.branch()?);
-    let report = super::verify::verify(store, &name, tip, None, now)?;
+    let report = crate::api::inspect::verify::verify(store, &name, tip, None, now)?;
     if report.is_clean() {
-        return super::scopes::set_refused(store, None);
+        return scopes::set_refused(store, None);
     }
     let first = &report.problems[0];
     let why = format!(
@@ -325,7 +325,7 @@ pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId, now: crate::re
         first.message
     );
     store.forget_fetched(remote, tip)?;
-    super::scopes::set_refused(store, Some(&why))?;
+    scopes::set_refused(store, Some(&why))?;
     Err(Error::Integrity(why))
 }
 
@@ -336,10 +336,10 @@ pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Optio
     match memory.store().write_mode() {
         WriteMode::Review => publish_proposals(memory, ctx),
         WriteMode::Auto => {
-            sync_checked(memory.store(), Some(super::scopes::REMOTE), ctx, &|s, t| {
-                verify_fetched(s, super::scopes::REMOTE, t, ctx.now)
+            sync_checked(memory.store(), Some(scopes::REMOTE), ctx, &|s, t| {
+                verify_fetched(s, scopes::REMOTE, t, ctx.now)
             })?;
-            super::scopes::stamp_fetch(memory.store())?;
+            scopes::stamp_fetch(memory.store())?;
             Ok(None)
         }
         WriteMode::Off => Ok(None),
@@ -351,10 +351,10 @@ pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Optio
 /// pushed; a pull request moves proposals into it).
 pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOutcome> {
     use crate::store::WriteMode;
-    let remote = super::scopes::REMOTE;
+    let remote = scopes::REMOTE;
     if memory.store().write_mode() == WriteMode::Auto {
         let outcome = sync_checked(memory.store(), Some(remote), ctx, &|s, t| verify_fetched(s, remote, t, ctx.now))?;
-        super::scopes::stamp_fetch(memory.store())?;
+        scopes::stamp_fetch(memory.store())?;
         return Ok(outcome);
     }
     let store = memory.store();
@@ -367,7 +367,7 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
         let (kind, new) = store.merge_into_local(t, &format!("{remote}/{branch}"), &ctx.identity, ctx.now)?;
         (merge, tip) = (kind, Some(new));
     }
-    super::scopes::stamp_fetch(store)?;
+    scopes::stamp_fetch(store)?;
     let received = added_records(store, before, tip)?;
     let proposal = publish_proposals(memory, ctx)?;
     Ok(SyncOutcome {
@@ -387,7 +387,7 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
 /// (`neo-memory-proposals/<who>-<first id>`) built on the org's memory, so a pull request shows
 /// exactly those records; once pushed they leave the local proposals. `None` when none wait.
 pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
-    let remote = super::scopes::REMOTE;
+    let remote = scopes::REMOTE;
     let proposals = memory.ensure_proposals()?;
     let Some(first) = proposals.state.order.first().copied() else { return Ok(None) };
     let mut records = Vec::new();

@@ -8,12 +8,13 @@
 //! lines were rewritten, widened to the lines that replaced them (the answer says which, so the
 //! person can check those lines).
 
-use crate::api::{short_message, AddOutcome, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, Memory};
 use crate::error::{Error, Result};
 use crate::outcomes::diff;
 use crate::record::{Anchor, Kind, Milli, Outcome, Payload, Problems, Record};
 use crate::state::{Status, CONFIRMED};
 use crate::store::ObjectId;
+use crate::store::WriteContext;
 use serde::Serialize;
 
 /// Where one anchor went.

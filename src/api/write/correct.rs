@@ -1,10 +1,11 @@
 //! Corrections: marking records outdated, reverting a supersession, an outdated mark or a
 //! forget (each by appending a record), and the history of a record or key.
 
-use crate::api::{short_message, AddOutcome, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, Memory};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
 use crate::state::{Entry, Status};
+use crate::store::WriteContext;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -241,7 +241,7 @@ impl ImportDecider {
                 }
             };
             if let (crate::frame::Relation::Update, Some(u)) =
-                crate::api::updates::judge_framed(id, &old, &old_frame, &bucket.frame)
+                crate::api::write::updates::judge_framed(id, &old, &old_frame, &bucket.frame)
             {
                 planned.push(crate::api::PlannedSupersession {
                     old: id,
@@ -317,8 +317,9 @@ impl Memory {
             };
             if req.confidence.is_none() && !planned.is_empty() {
                 let carried = planned.iter().map(|p| decider.confidence(&self.state, p.old)).max().unwrap_or(0);
-                valid =
-                    valid.with_confidence(crate::record::Milli((carried + crate::api::CARRY_OVER_BONUS.0).min(1000)));
+                valid = valid.with_confidence(crate::record::Milli(
+                    (carried + crate::api::write::supersede::CARRY_OVER_BONUS.0).min(1000),
+                ));
             }
             let id = valid.id();
             seen.insert(key, id);

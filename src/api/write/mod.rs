@@ -17,7 +17,8 @@ pub(crate) mod purge;
 pub(crate) mod supersede;
 pub mod updates;
 
-use crate::api::{default_confidence, no_similarity, short_message, Memory, PlannedSupersession, SimilarityCheck};
+use crate::api::write::supersede::no_similarity;
+use crate::api::{default_confidence, short_message, Memory, PlannedSupersession, SimilarityCheck};
 use crate::error::{Error, Result};
 use crate::record::{
     self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
@@ -89,10 +90,10 @@ pub struct AddOutcome {
     pub similarity: Option<SimilarityCheck>,
     /// Current facts this one may update, below the automatic rules: confirm with `--supersedes`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub possible_updates: Vec<super::updates::PossibleUpdate>,
+    pub possible_updates: Vec<updates::PossibleUpdate>,
     /// Every candidate the frame rule judged (for evaluation; not part of the output).
     #[serde(skip)]
-    pub judged: Vec<super::updates::PossibleUpdate>,
+    pub judged: Vec<updates::PossibleUpdate>,
     /// True when this was a dry run and nothing was written.
     pub dry_run: bool,
     /// In a dry run, the plan that was not applied: its ref, expected tip, commits and records.

@@ -14,17 +14,18 @@
 //! as the new fact, so a reader never sees one without the other.
 
 use crate::api::write::plan::{Planned, Valid};
-use crate::api::{short_message, AddOutcome, AddRequest, Memory, WriteContext};
+use crate::api::{short_message, AddOutcome, AddRequest, Memory};
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod};
 use crate::state::{Entry, Status};
+use crate::store::WriteContext;
 use serde::Serialize;
 use std::collections::BTreeSet;
 
 /// The cosine similarity at which a fact of the same type and scope is superseded, by default.
 pub const DEFAULT_THRESHOLD: f32 = 0.85;
 
-pub use crate::api::updates::{PossibleUpdate, UPDATE_CANDIDATES};
+pub use crate::api::write::updates::{PossibleUpdate, UPDATE_CANDIDATES};
 
 /// The frame rule's decision for `fact` over the valid facts about the same thing that
 /// `is_candidate` admits, newest first: the updates it applies (none when `frame_on` is false),
@@ -46,13 +47,15 @@ pub(crate) fn frame_step(
             // The same thing in another area: areas are kept apart (as keys and similarity keep
             // them), so it is never replaced automatically; the writer is told it exists.
             let other_area = entry.record.as_fact().filter(|f| f.scope != fact.scope).map(|f| f.scope.clone());
-            if let (Some(area), (_, Some(mut u))) = (other_area, crate::api::updates::judge(id, &old, &fact.subject)) {
+            if let (Some(area), (_, Some(mut u))) =
+                (other_area, crate::api::write::updates::judge(id, &old, &fact.subject))
+            {
                 u.why = format!("the same thing in area {area:?} ({}); areas are kept apart", u.why);
                 maybe.push(u);
             }
             continue;
         }
-        match crate::api::updates::judge(id, &old, &fact.subject) {
+        match crate::api::write::updates::judge(id, &old, &fact.subject) {
             (crate::frame::Relation::Update, Some(u)) if frame_on => sure.push(u),
             (crate::frame::Relation::Update | crate::frame::Relation::MaybeUpdate, Some(u)) => maybe.push(u),
             _ => {}
@@ -545,8 +548,9 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use crate::api::write::plan::CHECKS;
-    use crate::api::{AddRequest, Memory, WriteContext};
+    use crate::api::{AddRequest, Memory};
     use crate::record::Timestamp;
+    use crate::store::WriteContext;
     use crate::store::{Identity, Store, StoreOptions};
 
     fn checks() -> usize {
