@@ -16,7 +16,7 @@ mod common;
 
 use common::{git, median, ms, new_repo, who};
 use git_neo::api::learn::curate::CurateOptions;
-use git_neo::api::{Clock, Memory, Session, SessionOptions};
+use git_neo::api::{Clock, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::record::{Fact, FactType, Kind, Milli, Payload, Provenance, Record, Timestamp};
 use git_neo::store::{Store, StoreOptions};
@@ -103,9 +103,10 @@ fn run(name: &str, corpus: &[(String, String, String)]) {
     let mut plan = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
-        let m = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+        let snapshot = Store::discover(&repo, StoreOptions::default()).expect("store").load().expect("load");
+        let folded = git_neo::state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
         load.push(t.elapsed());
-        assert_eq!(m.state().entries.len(), N);
+        assert_eq!(folded.entries.len(), N);
         let mut s = session();
         let t = Instant::now();
         let r = s.curate(CurateOptions { dry_run: true, include_constraints: false }).expect("dry run");

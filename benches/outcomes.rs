@@ -12,10 +12,8 @@
 mod common;
 
 use common::{git_with, median, ms};
-use git_neo::api::Memory;
-use git_neo::outcomes::ScanOptions;
+use git_neo::api::{Clock, Session, SessionOptions};
 use git_neo::record::Timestamp;
-use git_neo::store::WriteContext;
 use git_neo::store::{Store, StoreOptions};
 use std::path::Path;
 use std::process::Command;
@@ -37,8 +35,6 @@ fn main() {
         .output()
         .expect("fixture");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let who = common::who();
-    let ctx = WriteContext::new(who, Timestamp(1_780_000_000));
     let store = Store::discover(&repo, StoreOptions::default()).expect("store");
     let tip = store.resolve_commit("HEAD").expect("HEAD");
     let root = store.first_parent_chain(tip, None, usize::MAX).expect("chain")[0].id;
@@ -47,17 +43,23 @@ fn main() {
     let mut scans = Vec::new();
     let mut found = 0;
     for _ in 0..3 {
-        let mut memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-        let opts = ScanOptions {
-            branch: "main".into(),
-            tip,
-            since: Some(root),
-            max_per_scan: usize::MAX,
-            max_per_record_per_day: u32::MAX,
-            survive_commits: ScanOptions::DEFAULT_SURVIVE_COMMITS,
-        };
+        // Every outcome of the history in one scan from the root: no caps.
+        let mut session = Session::new(SessionOptions {
+            dir: repo.clone(),
+            git_dir: None,
+            ref_name: None,
+            identity: Some(common::who()),
+            clock: Clock::Fixed(Timestamp(1_780_000_000)),
+            embedder: git_neo::embed::EmbedderChoice::Off,
+            scope: None,
+            data_dir: None,
+            config: vec![
+                format!("neo.outcomes.maxPerScan={}", u32::MAX),
+                format!("neo.outcomes.maxPerRecordPerDay={}", u32::MAX),
+            ],
+        });
         let t = Instant::now();
-        let report = memory.outcomes(&opts, &ctx).expect("scan");
+        let report = session.outcomes(Some("main"), Some(&root.to_string())).expect("scan");
         scans.push(t.elapsed());
         found = report.outcomes.len();
     }

@@ -12,7 +12,6 @@
 mod common;
 
 use common::{cache_root, fact, git, median, ms, W};
-use git_neo::api::Memory;
 use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
 use git_neo::recall::Request;
 use git_neo::record::{Kind, Timestamp};
@@ -79,6 +78,13 @@ fn mcp_recall_p50(repo: &Path, queries: &[String]) -> Duration {
     let _ = child.kill();
     let _ = child.wait();
     median(lat)
+}
+
+/// The fold of the memory `store` holds and its tips (commit ids).
+fn fold(store: &Store) -> (git_neo::state::State, Vec<String>) {
+    let snapshot = store.load().expect("load");
+    let tips = snapshot.tips.iter().map(|(_, c)| c.to_string()).collect();
+    (git_neo::state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record))), tips)
 }
 
 fn main() {
@@ -169,10 +175,19 @@ fn main() {
         }
         git(&repo, &["repack", "-adq"], None);
         git(&repo, &["prune-packed"], None);
-        let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+        let (state, tips) = fold(&store);
 
         let t = Instant::now();
-        let (indexes, _) = memory.reindex(Some(&mut embedder), &mut |_, _| {}).expect("rebuild");
+        let (indexes, _) = git_neo::index::Indexes::open(
+            &store.index_dir(),
+            &state,
+            &tips,
+            &|_| None,
+            Some(&mut embedder),
+            true,
+            &mut |_, _| {},
+        )
+        .expect("rebuild");
         let rebuild = t.elapsed();
 
         // In-process recall with the query embedded beforehand.
@@ -199,7 +214,7 @@ fn main() {
                     pin: None,
                 };
                 let found = git_neo::recall::Found { lexical: lex, vector: vec, semantic: true, ..Default::default() };
-                let mut ranked = git_neo::recall::rank(memory.state(), &req, found);
+                let mut ranked = git_neo::recall::rank(&state, &req, found);
                 let mut budget = git_neo::recall::Budget::new(req.budget);
                 let mut layers = git_neo::recall::Layers::default();
                 for kind in git_neo::recall::LayerKind::ALL {
@@ -245,9 +260,28 @@ fn main() {
 
         // Incremental catch-up after one new record (must not rebuild).
         store.write_records(&[bench_fact(n + 1)], "neo: add", &who, Timestamp(1_780_000_000), false).expect("write");
-        let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
+        let (state, new_tips) = fold(&store);
+        // The records the one new commit added, from its tree diff (as a session catches up).
+        let added_since = |old: &[String]| -> Option<Vec<git_neo::record::RecordId>> {
+            let ([old], [new]) = (old, new_tips.as_slice()) else { return None };
+            let (old, new) = (store.resolve_commit(old).ok()?, store.resolve_commit(new).ok()?);
+            let changes = store.diff_trees(Some(store.tree_of(old).ok()?), Some(store.tree_of(new).ok()?)).ok()?;
+            changes
+                .iter()
+                .map(|c| c.path.rsplit('/').next()?.strip_suffix(".md").and_then(git_neo::record::RecordId::from_hex))
+                .collect()
+        };
         let t = Instant::now();
-        let (_, refresh) = memory.open_indexes(Some(&mut embedder), &mut |_, _| {}).expect("catch up");
+        let (_, refresh) = git_neo::index::Indexes::open(
+            &store.index_dir(),
+            &state,
+            &new_tips,
+            &added_since,
+            Some(&mut embedder),
+            true,
+            &mut |_, _| {},
+        )
+        .expect("catch up");
         let catch_up = t.elapsed();
         assert!(matches!(refresh, git_neo::index::Refresh::CaughtUp { added: 1, .. }), "{refresh:?}");
 

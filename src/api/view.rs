@@ -49,6 +49,29 @@ impl From<&crate::state::Entry> for RecordState {
     }
 }
 
+/// A record's file and its derived state, for `show`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Shown {
+    pub path: String,
+    pub text: String,
+    #[serde(flatten)]
+    pub entry: RecordState,
+}
+
+/// Filters for `list`.
+#[derive(Clone, Debug, Default)]
+pub struct ListFilter {
+    pub kind: Option<String>,
+    pub fact_type: Option<String>,
+    /// Only facts and attempts with this area label.
+    pub area: Option<String>,
+    pub tag: Option<String>,
+    /// Include retracted, superseded and outdated records.
+    pub all: bool,
+    /// Only valid records flagged as needing review.
+    pub needs_review: bool,
+}
+
 /// One commit on the memory ref, for `log`.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoggedCommit {

@@ -2,7 +2,7 @@
 //! still holds.
 
 use super::Ctx;
-use git_neo::api::learn::attempts::{AttemptRequest, CheckSpec, DEFAULT_TIMEOUT};
+use git_neo::api::{AttemptRequest, CheckSpec, DEFAULT_CHECK_TIMEOUT};
 use git_neo::record::Payload;
 use git_neo::Error;
 use std::io::IsTerminal;
@@ -36,7 +36,7 @@ pub struct AttemptArgs {
     #[arg(long)]
     run: Option<String>,
     /// Timeout for --run, in seconds.
-    #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = DEFAULT_CHECK_TIMEOUT.as_secs())]
     timeout: u64,
     /// A free-form area label (default: the scope's name).
     #[arg(long)]
@@ -65,7 +65,7 @@ pub struct RecheckArgs {
     /// An attempt id (prefix), or a task id (its latest attempt with a check command).
     target: String,
     /// Timeout in seconds.
-    #[arg(long, default_value_t = DEFAULT_TIMEOUT.as_secs())]
+    #[arg(long, default_value_t = DEFAULT_CHECK_TIMEOUT.as_secs())]
     timeout: u64,
     /// Run the check even if this clone never ran it before (it is printed first either way).
     #[arg(long)]

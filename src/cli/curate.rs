@@ -2,8 +2,8 @@
 //! `git neo feedback` (implicit feedback from the recall telemetry, as outcome records).
 
 use super::Ctx;
-use git_neo::api::learn::curate::{CurateOptions, CurateReport};
-use git_neo::api::learn::feedback::FeedbackReport;
+use git_neo::api::FeedbackReport;
+use git_neo::api::{CurateOptions, CurateReport};
 use git_neo::Error;
 
 #[derive(clap::Args)]

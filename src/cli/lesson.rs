@@ -3,7 +3,7 @@
 //! and `restore` are the only commands that write a work-tree file, and they say so.
 
 use super::Ctx;
-use git_neo::api::learn::lessons::{Edit, LessonStatus, LessonView, ProposeRequest, WorkTreeEdit};
+use git_neo::api::{LessonEdit, LessonRequest, LessonStatus, LessonView, WorkTreeEdit};
 use git_neo::Error;
 
 #[derive(clap::Subcommand)]
@@ -88,17 +88,17 @@ fn propose(ctx: &mut Ctx, a: ProposeArgs) -> Result<(), Error> {
         because.push(ctx.session.resolve_id("because", b)?);
     }
     let edit = match (a.append, a.from, a.replace, a.with) {
-        (Some(text), None, None, None) => Edit::Append(text),
+        (Some(text), None, None, None) => LessonEdit::Append(text),
         (None, Some(from), None, None) => {
             let (text, id) = ctx.session.lesson_text_of(&from)?;
             because.insert(0, id);
-            Edit::Append(text)
+            LessonEdit::Append(text)
         }
-        (None, None, Some(old), Some(new)) => Edit::Replace { old, new },
+        (None, None, Some(old), Some(new)) => LessonEdit::Replace { old, new },
         _ => return Err(Error::invalid("lesson", "say it with --append TEXT, --from ID, or --replace OLD --with NEW")),
     };
     because.dedup();
-    let req = ProposeRequest { file: a.file, edit, because, reason: a.reason };
+    let req = LessonRequest { file: a.file, edit, because, reason: a.reason };
     let p = ctx.session.dry_run(a.dry_run, |s| s.propose_lesson(&req))?;
     if ctx.out.json {
         ctx.out.json(&p);

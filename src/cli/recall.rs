@@ -1,7 +1,7 @@
 //! `git neo recall`, `git neo reindex` and `git neo model status`: semantic memory from the CLI.
 
 use super::Ctx;
-use git_neo::api::learn::telemetry::Front;
+use git_neo::api::Front;
 use git_neo::api::{LiveKey, RecallQuery};
 use git_neo::embed::{FastEmbedder, ModelPaths};
 use git_neo::Error;

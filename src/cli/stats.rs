@@ -2,7 +2,7 @@
 //! is) and the size of every scope's memory against its curation cap.
 
 use super::Ctx;
-use git_neo::api::inspect::stats::Retrieved;
+use git_neo::api::Retrieved;
 use git_neo::Error;
 
 pub fn run(ctx: &mut Ctx) -> Result<(), Error> {

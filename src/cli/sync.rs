@@ -2,8 +2,8 @@
 //! its own: `--scope user|org`).
 
 use super::Ctx;
-use git_neo::api::share::MergeKind;
-use git_neo::api::share::SyncOutcome;
+use git_neo::api::MergeKind;
+use git_neo::api::SyncOutcome;
 use git_neo::Error;
 
 #[derive(clap::Args)]

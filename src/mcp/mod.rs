@@ -15,8 +15,8 @@ pub mod tools;
 #[allow(clippy::disallowed_methods)]
 pub mod transport;
 
-use git_neo::api::learn::attempts::{AttemptRequest, CheckSpec};
 use git_neo::api::{AddRequest, RecallQuery, Session};
+use git_neo::api::{AttemptRequest, CheckSpec};
 use git_neo::Error;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -205,7 +205,7 @@ impl Warm {
             types: a.types,
             area: a.area,
             as_of: a.as_of,
-            front: Some(git_neo::api::learn::telemetry::Front::Mcp),
+            front: Some(git_neo::api::Front::Mcp),
             all_sessions: a.all_sessions,
         };
         // The tool's argument is `types`; the library names the field of one value `type`.
@@ -333,7 +333,7 @@ impl Warm {
     }
 
     fn lessons(&mut self, a: tools::LessonsArgs) -> ToolResult {
-        use git_neo::api::learn::lessons::{Edit, ProposeRequest};
+        use git_neo::api::{LessonEdit, LessonRequest};
         match a.action.as_str() {
             "list" => {
                 Reply::of(&serde_json::json!({ "action": "listed", "lessons": self.session.lessons().map_err(err)? }))
@@ -349,9 +349,9 @@ impl Warm {
                     }
                     _ => return Err("error: propose takes text or from (one of them)".into()),
                 };
-                let req = ProposeRequest {
+                let req = LessonRequest {
                     file: a.file.unwrap_or_else(|| "AGENTS.md".into()),
-                    edit: Edit::Append(text),
+                    edit: LessonEdit::Append(text),
                     because,
                     reason: None,
                 };

@@ -2,10 +2,9 @@
 //! ids resolve like git's, JSON everywhere, exit codes as documented.
 
 use crate::support::{json, stderr, stdout, Sandbox};
-use git_neo::api::{AddRequest, Memory};
+use git_neo::api::{AddRequest, Clock, Session, SessionOptions};
 use git_neo::record::Timestamp;
-use git_neo::store::WriteContext;
-use git_neo::store::{Identity, Store, StoreOptions};
+use git_neo::store::Identity;
 
 #[test]
 fn bad_input_names_the_field_exits_non_zero_and_leaves_the_ref_unchanged() {
@@ -115,17 +114,23 @@ fn ids_resolve_by_unique_prefix_and_ambiguity_lists_candidates() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     // Find two subjects whose records (as the CLI will write them) share a 4-digit prefix.
-    let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-    let wc = WriteContext::new(
-        Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
-        Timestamp::parse(crate::support::NOW).expect("time"),
-    );
+    let mut session = Session::new(SessionOptions {
+        dir: repo.clone(),
+        git_dir: None,
+        ref_name: None,
+        identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
+        clock: Clock::Fixed(Timestamp::parse(crate::support::NOW).expect("time")),
+        embedder: git_neo::embed::EmbedderChoice::Off,
+        scope: None,
+        data_dir: None,
+        config: Vec::new(),
+    });
     let mut by_prefix = std::collections::HashMap::new();
     let (a, b) = (0..100_000)
         .find_map(|i| {
             let subject = format!("fact number {i}");
             let req = AddRequest { fact_type: "pattern".into(), subject: subject.clone(), ..AddRequest::default() };
-            let id = memory.prepare_fact(&req, &wc).expect("valid").encode().0.to_hex();
+            let id = session.add(&req, true).expect("a dry run").id.to_hex();
             by_prefix.insert(id[..4].to_string(), subject.clone()).map(|other| (other, subject))
         })
         .expect("a 4-digit collision within 100k candidates");

@@ -2,11 +2,10 @@
 //! de-duplicates and commits; `--dry-run` renders the same plan and writes nothing.
 
 use crate::support::{json, stderr, Sandbox};
-use git_neo::api::write::plan::{Destination, WritePlan};
-use git_neo::api::{AddRequest, Clock, ListFilter, Memory, Session, SessionOptions};
+use git_neo::api::{AddRequest, Clock, ListFilter, Session, SessionOptions};
 use git_neo::embed::EmbedderChoice;
 use git_neo::record::{Fact, FactType, Kind, Payload, Record, Timestamp};
-use git_neo::store::{Identity, Store, StoreOptions, WriteContext};
+use git_neo::store::{Identity, Store, StoreOptions};
 use std::path::Path;
 
 fn ada() -> Identity {
@@ -148,39 +147,4 @@ fn the_session_writes_for_real_again_after_a_dry_run() {
     let real = s.forget(&id, "replaced").expect("forget");
     assert!(real.commit.is_some() && real.plan.is_none(), "{real:?}");
     assert_eq!(real.id, dry.id, "the plan and the write differ");
-}
-
-#[test]
-fn apply_filters_every_record_and_leaves_out_what_is_stored() {
-    let sb = Sandbox::new();
-    let repo = sb.repo("r");
-    let ctx = WriteContext::new(ada(), Timestamp(1_772_366_400));
-    let mut memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-    let good = memory.prepare_fact(&request("Builds run on two cores"), &ctx).expect("fact");
-    memory.apply(WritePlan::one(Destination::ByMode, "neo: add {id}".into(), vec![good.clone()]), &ctx).expect("apply");
-    let tip = sb.tip(&repo);
-
-    // Stored already: planned, marked present, and no commit is made.
-    let again = WritePlan::one(Destination::ByMode, "neo: add {id}".into(), vec![good.clone()]);
-    let dry = memory.apply(again.clone(), &WriteContext { dry_run: true, ..ctx.clone() }).expect("dry");
-    let view = dry.dry_run.expect("a rendered plan");
-    assert!(view.commits[0].records[0].present, "{view:?}");
-    assert!(view.commits[0].message.starts_with("neo: add "), "{view:?}");
-    let applied = memory.apply(again, &ctx).expect("apply again");
-    assert_eq!((applied.added, applied.commits.len()), (0, 0), "{applied:?}");
-    assert_eq!(sb.tip(&repo), tip);
-
-    // Two bad records in one plan: both are named, nothing is written, the good one neither.
-    let mut no_subject = good.clone();
-    if let Payload::Fact(f) = &mut no_subject.payload {
-        f.subject = String::new();
-    }
-    let mut leaky = memory.prepare_fact(&request("Tokens live in the vault"), &ctx).expect("fact");
-    leaky.body = format!("use {}{}\n", "ghp_", "abcdefghijklmnopqrstuvwxyz0123456789AB");
-    let fresh = memory.prepare_fact(&request("Releases are tagged vX.Y.Z"), &ctx).expect("fact");
-    let bad = WritePlan::one(Destination::ByMode, "m".into(), vec![fresh, no_subject, leaky]);
-    let err = memory.apply(bad, &ctx).expect_err("refused").to_string();
-    assert!(err.contains("record 2") && err.contains("subject"), "{err}");
-    assert!(err.contains("record 3"), "{err}");
-    assert_eq!(sb.tip(&repo), tip, "a refused plan wrote something");
 }

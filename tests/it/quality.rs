@@ -2,11 +2,9 @@
 //! vector-only and hybrid ranking with the real model. Hybrid must beat both; floors are pinned.
 
 use crate::support::Sandbox;
-use git_neo::api::Memory;
 use git_neo::embed::{Embedder, FastEmbedder, ModelPaths};
 use git_neo::recall::{metrics, rank_flat, Mode};
 use git_neo::record::{Payload, RecordId, Timestamp};
-use git_neo::store::{Store, StoreOptions};
 use std::collections::HashMap;
 
 pub fn model_root() -> std::path::PathBuf {
@@ -25,9 +23,9 @@ fn hybrid_beats_lexical_and_vector_on_the_fixture() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     sb.neo_ok(&repo, &["import", fixture.join("facts.jsonl").to_str().expect("utf-8")]);
-    let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-    let by_key: HashMap<String, RecordId> = memory
-        .state()
+    let fold = crate::support::fold_of(&repo);
+    let state = &fold.1;
+    let by_key: HashMap<String, RecordId> = state
         .iter()
         .filter_map(|e| match &e.record.payload {
             Payload::Fact(f) => f.key.clone().map(|k| (k, e.id)),
@@ -36,7 +34,7 @@ fn hybrid_beats_lexical_and_vector_on_the_fixture() {
         .collect();
     assert_eq!(by_key.len(), 62);
     let mut embedder = FastEmbedder::load(&paths).expect("load the model");
-    let (indexes, _) = memory.open_indexes(Some(&mut embedder), &mut |_, _| {}).expect("indexes");
+    let indexes = crate::support::indexes_of(&fold, &mut embedder);
     let queries: Vec<serde_json::Value> = std::fs::read_to_string(fixture.join("queries.jsonl"))
         .expect("queries")
         .lines()
@@ -52,7 +50,7 @@ fn hybrid_beats_lexical_and_vector_on_the_fixture() {
         let v = embedder.embed(std::slice::from_ref(&text)).expect("embed").remove(0);
         let vector = indexes.search_vectors(&v, 50).expect("vector");
         for (name, mode) in [("lexical", Mode::Lexical), ("vector", Mode::Vector), ("hybrid", Mode::Hybrid)] {
-            ranked.entry(name).or_default().push(rank_flat(memory.state(), &lexical, &vector, mode, now));
+            ranked.entry(name).or_default().push(rank_flat(state, &lexical, &vector, mode, now));
         }
         expected.push(
             q["expected"]
@@ -92,9 +90,9 @@ fn passages_find_answers_deep_inside_long_records() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     sb.neo_ok(&repo, &["import", fixture.join("records.jsonl").to_str().expect("utf-8")]);
-    let memory = Memory::load(Store::discover(&repo, StoreOptions::default()).expect("store")).expect("load");
-    let by_key: HashMap<String, RecordId> = memory
-        .state()
+    let fold = crate::support::fold_of(&repo);
+    let state = &fold.1;
+    let by_key: HashMap<String, RecordId> = state
         .iter()
         .filter_map(|e| match &e.record.payload {
             Payload::Fact(f) => f.key.clone().map(|k| (k, e.id)),
@@ -103,13 +101,13 @@ fn passages_find_answers_deep_inside_long_records() {
         .collect();
     assert!(by_key.len() >= 40, "at least 40 long records");
     let mut embedder = FastEmbedder::load(&paths).expect("load the model");
-    let (indexes, _) = memory.open_indexes(Some(&mut embedder), &mut |_, _| {}).expect("indexes");
+    let indexes = crate::support::indexes_of(&fold, &mut embedder);
     // Before passages: one vector per record, of its subject and body (the model reads the start).
     let ids: Vec<RecordId> = by_key.values().copied().collect();
     let whole: Vec<String> = ids
         .iter()
         .map(|id| {
-            let e = &memory.state().entries[id];
+            let e = &state.entries[id];
             format!("{}\n{}", e.record.summary(), e.record.body.trim_end())
         })
         .collect();
@@ -131,8 +129,8 @@ fn passages_find_answers_deep_inside_long_records() {
         before.push(single.into_iter().map(|(_, id)| id).collect::<Vec<_>>());
         let vector = indexes.search_vectors(&v, 50).expect("vector");
         let lexical = indexes.search_lexical(&text, 50).expect("lexical");
-        after.push(rank_flat(memory.state(), &lexical, &vector, Mode::Vector, now));
-        hybrid.push(rank_flat(memory.state(), &lexical, &vector, Mode::Hybrid, now));
+        after.push(rank_flat(state, &lexical, &vector, Mode::Vector, now));
+        hybrid.push(rank_flat(state, &lexical, &vector, Mode::Hybrid, now));
         expected.push(vec![by_key[q["expected"][0].as_str().expect("key")]]);
     }
     let (b, a, h) = (metrics(&before, &expected, 5), metrics(&after, &expected, 5), metrics(&hybrid, &expected, 5));

@@ -2,15 +2,25 @@
 //! configuration, fetched memory, and the bounded wait on a stale lock.
 
 use crate::support::{json, stderr, Sandbox};
-use git_neo::api::{AddRequest, Memory};
+use git_neo::api::{AddRequest, Clock, Session, SessionOptions};
 use git_neo::record::Timestamp;
-use git_neo::store::WriteContext;
-use git_neo::store::{Identity, Store, StoreOptions};
+use git_neo::store::Identity;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-fn ctx() -> WriteContext {
-    WriteContext::new(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }, Timestamp(1_772_366_400))
+/// A session writing as Ada at a fixed time, with no model.
+fn session(repo: &Path) -> Session {
+    Session::new(SessionOptions {
+        dir: repo.to_path_buf(),
+        git_dir: None,
+        ref_name: None,
+        identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
+        clock: Clock::Fixed(Timestamp(1_772_366_400)),
+        embedder: git_neo::embed::EmbedderChoice::Off,
+        scope: None,
+        data_dir: None,
+        config: Vec::new(),
+    })
 }
 
 fn fact(subject: &str) -> AddRequest {
@@ -22,10 +32,6 @@ fn fact(subject: &str) -> AddRequest {
     }
 }
 
-fn open(repo: &Path) -> Memory {
-    Memory::load(Store::discover(repo, StoreOptions::default()).expect("open the store")).expect("load memory")
-}
-
 #[test]
 fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     let sb = Sandbox::new();
@@ -35,8 +41,8 @@ fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     let head_before = sb.git(&repo, &["rev-parse", "HEAD"]);
     let index_before = std::fs::read(repo.join(".git/index")).expect("read index");
 
-    let mut mem = open(&repo);
-    let added = mem.add(&fact("Use the builder"), &ctx()).expect("add");
+    let mut mem = session(&repo);
+    let added = mem.add(&fact("Use the builder"), false).expect("add");
     let hex = added.id.to_hex();
 
     let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"]);
@@ -61,9 +67,9 @@ fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
 
     // A second write adds to the same tree; the history has two commits with FORMAT kept.
-    mem.add(&fact("Keep modules small"), &ctx()).expect("second add");
+    mem.add(&fact("Keep modules small"), false).expect("second add");
     assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]), "2");
-    assert_eq!(open(&repo).state().entries.len(), 2);
+    assert_eq!(crate::support::fold_of(&repo).1.entries.len(), 2);
 }
 
 #[test]
@@ -213,9 +219,9 @@ fn a_large_write_lands_as_one_pack_that_git_and_a_fresh_reader_accept() {
     let fsck = sb.git_output(&repo, &["fsck", "--full", "--no-dangling"]);
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
     assert_eq!(sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory", "facts"]).lines().count(), 500);
-    let m = open(&repo);
-    assert_eq!(m.state().entries.len(), 500);
-    assert!(m.state().iter().any(|e| e.record.body.trim() == "x".repeat(499)));
+    let (_, state, _) = crate::support::fold_of(&repo);
+    assert_eq!(state.entries.len(), 500);
+    assert!(state.iter().any(|e| e.record.body.trim() == "x".repeat(499)));
     // The same records again: nothing new, so no second pack.
     let lines2: String = lines.lines().take(100).map(|l| format!("{l}\n")).collect();
     std::fs::write(sb.path("again.jsonl"), lines2).expect("write import file");

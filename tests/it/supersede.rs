@@ -617,10 +617,9 @@ fn the_indexed_score_never_falls_far_below_the_subject_and_body_score() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     sb.neo_ok(&repo, &["import", fixture.to_str().expect("utf-8")]);
-    let store = git_neo::store::Store::discover(&repo, git_neo::store::StoreOptions::default()).expect("store");
-    let memory = git_neo::api::Memory::load(store).expect("load");
+    let (_, state, _) = crate::support::fold_of(&repo);
     let facts: Vec<&git_neo::record::Record> =
-        memory.state().iter().filter(|e| e.record.as_fact().is_some()).map(|e| &e.record).collect();
+        state.iter().filter(|e| e.record.as_fact().is_some()).map(|e| &e.record).collect();
     let indexed: Vec<String> =
         facts.iter().map(|r| git_neo::index::vector_texts(r).into_iter().next().expect("a passage")).collect();
     let own: Vec<String> = facts.iter().map(|r| format!("{}\n{}", r.summary(), r.body.trim_end())).collect();
@@ -640,9 +639,9 @@ fn the_indexed_score_never_falls_far_below_the_subject_and_body_score() {
     eprintln!("{pairs} same-type pairs: subject-and-body score exceeds the indexed score by at most {worst:.3}");
     assert!(pairs >= 100, "enough pairs to say something: {pairs}");
     assert!(
-        worst <= git_neo::api::SIMILARITY_MARGIN,
+        worst <= git_neo::api::write::SIMILARITY_MARGIN,
         "the margin {} is too small: {worst}",
-        git_neo::api::SIMILARITY_MARGIN
+        git_neo::api::write::SIMILARITY_MARGIN
     );
 }
 

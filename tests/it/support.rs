@@ -179,3 +179,25 @@ pub fn assert_snapshot(name: &str, actual: &str) {
         );
     }
 }
+
+/// The fold of `repo`'s memory and the tips it was read from, read below the session (for the
+/// tests that measure ranking and the indexes themselves).
+pub fn fold_of(repo: &Path) -> (git_neo::store::Store, git_neo::state::State, Vec<String>) {
+    let store = git_neo::store::Store::discover(repo, git_neo::store::StoreOptions::default()).expect("store");
+    let snapshot = store.load().expect("load the memory");
+    let tips = snapshot.tips.iter().map(|(_, c)| c.to_string()).collect();
+    let state = git_neo::state::fold(snapshot.records.into_iter().map(|r| (r.id, r.record)));
+    (store, state, tips)
+}
+
+/// Build the recall indexes of a fold (`fold_of`) with `embedder`.
+pub fn indexes_of(
+    fold: &(git_neo::store::Store, git_neo::state::State, Vec<String>),
+    embedder: &mut dyn git_neo::embed::Embedder,
+) -> git_neo::index::Indexes {
+    let (store, state, tips) = fold;
+    let (indexes, _) =
+        git_neo::index::Indexes::open(&store.index_dir(), state, tips, &|_| None, Some(embedder), true, &mut |_, _| {})
+            .expect("indexes");
+    indexes
+}

@@ -2,7 +2,7 @@
 //! nobody is locked in, and a round trip writes nothing new) or as a markdown handbook grouped
 //! by type.
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::markdown::md;
 use crate::record::{FactType, Payload, RecordId, Timestamp};
 use crate::state::{Entry, Status};

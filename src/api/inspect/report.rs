@@ -89,7 +89,11 @@ pub(crate) fn chains(state: &State, limit: usize) -> Vec<Vec<Version>> {
 /// A fact's confidence on the code's calendar: each counted step at its evidence's commit, the
 /// start at the commit the fact was anchored at (a fact recorded today about an old checkout has
 /// a history of years, not of the hours since it was written).
-pub(crate) fn trajectory(memory: &crate::api::Memory, e: &crate::state::Entry, subject: &str) -> Result<Series> {
+pub(crate) fn trajectory(
+    memory: &crate::api::memory::Memory,
+    e: &crate::state::Entry,
+    subject: &str,
+) -> Result<Series> {
     // On the code's calendar: each step at its evidence's commit, the start at
     // the commit the fact was anchored at (a fact recorded today about an old
     // checkout has a history of years, not of the hours since it was written).

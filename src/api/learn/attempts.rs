@@ -6,7 +6,8 @@
 //! with `--run` is executed only as given, through the caller-named shell, in the repository root,
 //! with a timeout; its output tail passes the secret filter (secrets are masked) before it is stored.
 
-use crate::api::{AddOutcome, Memory};
+use crate::api::memory::Memory;
+use crate::api::write::AddOutcome;
 use crate::error::{Error, Result};
 use crate::record::{
     self, AffectedFile, Attempt, Check, CheckResult, CheckSource, Kind, Milli, Outcome, Payload, Problem, Problems,
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 /// Bytes of command output kept (the tail).
 pub const OUTPUT_TAIL_BYTES: usize = 4000;
 /// Default timeout for `--run`.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// How an attempt's check is given.
 #[derive(Clone, Debug)]

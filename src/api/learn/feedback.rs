@@ -19,7 +19,7 @@
 //! project memory are scored, as with outcome detection.
 
 use crate::api::learn::telemetry::{self, Event};
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};

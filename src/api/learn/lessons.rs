@@ -12,7 +12,9 @@
 //! `auto` applies an append-only patch as it is proposed, and leaves every other for review.
 //! A lesson that arrived by fetch is never applied automatically.
 
-use crate::api::{short_message, AddOutcome, Memory};
+use crate::api::memory::short_message;
+use crate::api::memory::Memory;
+use crate::api::write::AddOutcome;
 use crate::config::{LessonsMode, LESSONS_MODE};
 use crate::error::{Error, Result};
 use crate::lesson;
@@ -28,7 +30,7 @@ pub const RESTORED: &str = "restored";
 
 /// What a proposed lesson does to its file.
 #[derive(Clone, Debug)]
-pub enum Edit {
+pub enum LessonEdit {
     /// Add this text to git-neo's section of lessons (append-only).
     Append(String),
     /// Replace the first occurrence of `old` with `new` (a rewrite: always reviewed).
@@ -37,10 +39,10 @@ pub enum Edit {
 
 /// A lesson to propose.
 #[derive(Clone, Debug)]
-pub struct ProposeRequest {
+pub struct LessonRequest {
     /// The instruction file, repository-relative.
     pub file: String,
-    pub edit: Edit,
+    pub edit: LessonEdit,
     /// The records it rests on.
     pub because: Vec<RecordId>,
     /// Why, in one line (default: the lesson's text).
@@ -280,11 +282,11 @@ impl Memory {
     }
 
     /// The lesson record for `req`, made against the file as it is now (nothing written).
-    pub fn plan_lesson(&self, req: &ProposeRequest, ctx: &WriteContext) -> Result<Record> {
+    pub fn plan_lesson(&self, req: &LessonRequest, ctx: &WriteContext) -> Result<Record> {
         let root = self.work_root()?;
         let original = read_target(&root, &req.file)?;
         let (after, change, text) = match &req.edit {
-            Edit::Append(text) => {
+            LessonEdit::Append(text) => {
                 let line = lesson::one_line(text);
                 if line.is_empty() {
                     return Err(Error::invalid("append", "is empty; say the lesson in a sentence"));
@@ -294,7 +296,7 @@ impl Memory {
                 }
                 (lesson::append(&original, &line), LessonChange::Append, line)
             }
-            Edit::Replace { old, new } => {
+            LessonEdit::Replace { old, new } => {
                 if old.is_empty() || !original.contains(old.as_str()) {
                     return Err(Error::invalid(
                         "replace",

@@ -2,7 +2,7 @@
 //! commit per scan) and `git neo explain` (how a confidence came to be). Detection itself is
 //! [`crate::outcomes`]; this module owns the scan's lock, its cursor file and the write.
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::error::{Error, Result};
 use crate::outcomes::{detect, key, Detection, Found, ScanOptions, ScanReport, ScanState, MAX_COMMITS};
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};

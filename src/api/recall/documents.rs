@@ -3,7 +3,7 @@
 //! `.git/neo/documents.json` by model and section hash (a section is embedded once until its
 //! text changes); without a model, sections are matched by the query's words.
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::recall::DocumentSection;
@@ -22,6 +22,9 @@ const EXCERPT_CHARS: usize = 600;
 
 /// What a warm memory keeps between recalls: the sections of the current documents (read from
 /// their blobs once per set of sources) and the vectors (read from disk once).
+/// Where a warm session keeps one memory's [`DocumentCache`] (beside its indexes).
+pub type DocumentSlot = std::sync::Mutex<Option<DocumentCache>>;
+
 pub struct DocumentCache {
     /// The memory's tips when the sources were last listed: while they stay, nothing is scanned.
     tips: Vec<String>,
@@ -53,6 +56,15 @@ fn words(s: &str) -> HashSet<String> {
 /// A section of a current document, with its source, path and text.
 type SectionText = (crate::record::RecordId, String, crate::record::Section, String);
 
+/// Keep `cache` for the next recall of this memory.
+fn keep_vectors(slot: &DocumentSlot, cache: VectorCache) -> Arc<VectorCache> {
+    let cache = Arc::new(cache);
+    if let Some(c) = slot.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        c.vectors = Some(cache.clone());
+    }
+    cache
+}
+
 fn key(s: &crate::record::Section) -> String {
     format!("{}:{}", s.hash, s.heading)
 }
@@ -60,9 +72,9 @@ fn key(s: &crate::record::Section) -> String {
 impl Memory {
     /// Every section of the project's current documents with its text, read from the blobs
     /// (once per set of current sources).
-    fn section_texts(&self) -> Arc<Vec<SectionText>> {
+    fn section_texts(&self, slot: &DocumentSlot) -> Arc<Vec<SectionText>> {
         let tips = self.tip_ids();
-        let mut held = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = slot.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = held.as_ref().filter(|c| c.tips == tips) {
             return c.sections.clone();
         }
@@ -99,12 +111,13 @@ impl Memory {
     /// embedded (those missing, in batches, reporting `progress(done, total)`) and saved.
     fn document_vectors(
         &self,
+        slot: &DocumentSlot,
         sections: &[SectionText],
         e: &mut dyn Embedder,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Arc<VectorCache>> {
         let path = self.store.caches().document_vectors();
-        let held = self.documents.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.vectors.clone());
+        let held = slot.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.vectors.clone());
         let mut cache: VectorCache = match held.filter(|c| c.model == e.model_id()) {
             Some(c) if sections.iter().all(|s| c.vectors.contains_key(&key(&s.2))) => return Ok(c),
             Some(c) => (*c).clone(),
@@ -117,7 +130,7 @@ impl Memory {
         let missing: Vec<usize> =
             (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
         if missing.is_empty() {
-            return Ok(self.keep_vectors(cache));
+            return Ok(keep_vectors(slot, cache));
         }
         let total = missing.len();
         for (done, chunk) in missing.chunks(64).enumerate() {
@@ -137,23 +150,19 @@ impl Memory {
         let bytes = serde_json::to_vec(&cache).map_err(|e| Error::invalid("documents", e.to_string()))?;
         // A cache: failing to save it costs an embedding next time, nothing more.
         let _ = std::fs::write(&path, bytes);
-        Ok(self.keep_vectors(cache))
-    }
-
-    /// Keep `cache` for the next recall of this memory.
-    fn keep_vectors(&self, cache: VectorCache) -> Arc<VectorCache> {
-        let cache = Arc::new(cache);
-        if let Some(c) = self.documents.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            c.vectors = Some(cache.clone());
-        }
-        cache
+        Ok(keep_vectors(slot, cache))
     }
 
     /// Embed the sections of the current documents that have no cached vector yet (what
     /// `git neo ingest` does after writing, so the first recall does not wait for it).
-    pub fn embed_documents(&self, e: &mut dyn Embedder, progress: &mut dyn FnMut(usize, usize)) -> Result<usize> {
-        let sections = self.section_texts();
-        let cache = self.document_vectors(&sections, e, progress)?;
+    pub fn embed_documents(
+        &self,
+        slot: &DocumentSlot,
+        e: &mut dyn Embedder,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<usize> {
+        let sections = self.section_texts(slot);
+        let cache = self.document_vectors(slot, &sections, e, progress)?;
         Ok(cache.vectors.len())
     }
 
@@ -161,19 +170,20 @@ impl Memory {
     /// when the model embedded it), at most `k`, best first.
     pub fn document_hits(
         &self,
+        slot: &DocumentSlot,
         query: &str,
         query_vector: Option<&[f32]>,
         embedder: Option<&mut dyn Embedder>,
         k: usize,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Vec<DocumentSection>> {
-        let sections = self.section_texts();
+        let sections = self.section_texts(slot);
         if sections.is_empty() {
             return Ok(Vec::new());
         }
         let mut scored: Vec<(f32, usize)> = match (query_vector, embedder) {
             (Some(q), Some(e)) => {
-                let cache = self.document_vectors(&sections, e, progress)?;
+                let cache = self.document_vectors(slot, &sections, e, progress)?;
                 sections
                     .iter()
                     .enumerate()

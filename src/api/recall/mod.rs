@@ -4,7 +4,9 @@
 
 pub mod documents;
 
-use crate::api::{Memory, SIMILARITY_MARGIN, SIMILARITY_SHORTLIST};
+use crate::api::memory::Memory;
+use crate::api::write::supersede::SIMILARITY_MARGIN;
+use crate::api::write::supersede::SIMILARITY_SHORTLIST;
 use crate::error::{Error, Result};
 use crate::record::{Payload, Record, RecordId, Timestamp};
 use crate::state::State;
@@ -161,7 +163,7 @@ impl Memory {
 }
 
 /// One scope's memory and its open indexes, for a recall over several scopes.
-pub struct Part<'a> {
+pub(crate) struct Part<'a> {
     pub scope: crate::scope::Scope,
     pub memory: &'a Memory,
     pub indexes: &'a crate::index::Indexes,
@@ -275,7 +277,7 @@ fn by_query(
 /// merged, the query embedded with `embedder` when every part has vectors, a weak first pass
 /// expanded once, and every candidate's similarity to the query as asked. `state` is the fold
 /// of every part's records (the expansion reads its feedback records there).
-pub fn candidates(
+pub(crate) fn candidates(
     parts: &[Part<'_>],
     state: &State,
     req: &crate::recall::Request,
@@ -325,7 +327,7 @@ pub fn candidates(
 /// matched, the scope a single scope's answer came from, memory a fetch brought and nobody
 /// merged, and whether each attempt's check still applies (told against the first part's
 /// repository, the project's) and where its task stands now.
-pub fn annotate(
+pub(crate) fn annotate(
     parts: &[Part<'_>],
     state: &State,
     passages: &std::collections::HashMap<RecordId, usize>,
@@ -376,7 +378,7 @@ pub fn annotate(
 
 /// The records only a fetched copy of `parts` holds (not merged): never the newer of two
 /// conflicting facts.
-pub fn fetched(parts: &[Part<'_>]) -> Option<std::sync::Arc<std::collections::HashSet<RecordId>>> {
+pub(crate) fn fetched(parts: &[Part<'_>]) -> Option<std::sync::Arc<std::collections::HashSet<RecordId>>> {
     let fetched: std::collections::HashSet<RecordId> =
         parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
     (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched))

@@ -3,7 +3,9 @@
 //! Reading across scopes is recall's (`recall.rs`).
 
 use super::Warm;
-use crate::api::{AddOutcome, AddRequest, Session};
+use crate::api::session::Session;
+use crate::api::write::AddOutcome;
+use crate::api::write::AddRequest;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
 use crate::store::WriteContext;
@@ -15,7 +17,7 @@ impl Session {
     pub(super) fn foreign_supersessions(
         &mut self,
         req: &AddRequest,
-    ) -> Result<(Vec<crate::api::PlannedSupersession>, AddRequest)> {
+    ) -> Result<(Vec<crate::api::write::supersede::PlannedSupersession>, AddRequest)> {
         let target = self.target();
         let mut local = req.clone();
         local.supersedes.clear();
@@ -40,7 +42,7 @@ impl Session {
                 }
             }
             match found {
-                Some((scope, old, subject)) => foreign.push(crate::api::PlannedSupersession {
+                Some((scope, old, subject)) => foreign.push(crate::api::write::supersede::PlannedSupersession {
                     old,
                     old_scope: Some(scope.to_string()),
                     subject,
@@ -92,10 +94,12 @@ impl Session {
         }
         self.warm.ensure_embedder(&self.opts.embedder);
         let scope = self.target();
-        let memory = self.parts.get(&scope).and_then(|p| p.memory.as_ref()).expect("loaded by writing()");
+        let part = self.parts.get(&scope).expect("loaded by writing()");
+        let memory = part.memory.as_ref().expect("loaded by writing()");
         let Warm { embedder, progress, .. } = &mut self.warm;
         if let Some(e) = embedder.as_deref_mut() {
-            memory.embed_documents(e, &mut |done, total| progress("embedding documents", done, total))?;
+            memory
+                .embed_documents(&part.documents, e, &mut |done, total| progress("embedding documents", done, total))?;
         }
         Ok(outcome)
     }

@@ -9,14 +9,19 @@
 
 use super::Session;
 use crate::api::inspect::changes::Changes;
+use crate::api::inspect::export::ExportedFact;
 use crate::api::learn::attempts::AttemptView;
 use crate::api::share::hooks::HookChange;
 use crate::api::share::ProposeOutcome;
+use crate::api::view::ListFilter;
+use crate::api::view::Shown;
 use crate::api::view::{LoggedCommit, RecordState};
-use crate::api::{
-    AddRequest, ExportedFact, ForeignOutcome, ImportOutcome, InitOutcome, ListFilter, PurgeOutcome, ReviewOutcome,
-    Shown,
-};
+use crate::api::write::import::ForeignOutcome;
+use crate::api::write::import::ImportOutcome;
+use crate::api::write::proposals::ReviewOutcome;
+use crate::api::write::purge::PurgeOutcome;
+use crate::api::write::AddRequest;
+use crate::api::write::InitOutcome;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 use std::collections::HashMap;

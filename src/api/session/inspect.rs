@@ -6,7 +6,7 @@ use crate::api::inspect::report::{
 };
 use crate::api::inspect::stats::{retrievals, Latency, Retrieved, ScopeSize, Stats};
 use crate::api::learn::telemetry::{self};
-use crate::api::Session;
+use crate::api::session::Session;
 use crate::config::CurateSettings;
 use crate::error::Result;
 use crate::record::{Kind, Payload, Timestamp};

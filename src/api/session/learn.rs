@@ -8,7 +8,7 @@ use crate::api::learn::curate::{
 use crate::api::learn::feedback::{self, FeedbackReport};
 use crate::api::learn::feedback::{read_exchanges, Questions, Signal};
 use crate::api::learn::telemetry::{self, Event};
-use crate::api::Session;
+use crate::api::session::Session;
 use crate::config::CurateSettings;
 use crate::curate::{self, Inputs};
 use crate::error::Result;
@@ -41,9 +41,9 @@ impl Session {
         let candidates = curate::lessons(memory.state(), &given);
         let mut out = Vec::new();
         for c in candidates {
-            let req = crate::api::learn::lessons::ProposeRequest {
+            let req = crate::api::learn::lessons::LessonRequest {
                 file: LESSONS_FILE.to_string(),
-                edit: crate::api::learn::lessons::Edit::Append(c.text.clone()),
+                edit: crate::api::learn::lessons::LessonEdit::Append(c.text.clone()),
                 because: c.because.clone(),
                 reason: Some(c.reason.clone()),
             };

@@ -9,8 +9,9 @@
 //!   Every write made from the worktree counts as its own (the front end calls
 //!   [`Session::keep_own_writes`] after each command).
 
+use crate::api::memory::Memory;
 use crate::api::session::LivePin;
-use crate::api::{Memory, Session};
+use crate::api::session::Session;
 use crate::error::{Error, Result};
 use crate::recall::pin::{self, Change, Pin, Stale};
 use crate::record::{Kind, Payload, RecordId, Timestamp};

@@ -32,9 +32,13 @@ pub use live::{LiveKey, Refreshed};
 
 use crate::api::inspect::verify::Report;
 use crate::api::learn::attempts::AttemptRequest;
+use crate::api::learn::outcomes::Explanation;
+use crate::api::memory::Memory;
+use crate::api::write::correct::History;
 use crate::api::write::supersede::CandidateFn;
 use crate::api::write::supersede::Similarity;
-use crate::api::{AddOutcome, AddRequest, Explanation, History, Memory};
+use crate::api::write::AddOutcome;
+use crate::api::write::AddRequest;
 use crate::construct::{Hit, Library};
 use crate::embed::{self, Embedder, EmbedderChoice, NoEmbedder};
 use crate::error::{Error, Result};
@@ -87,6 +91,8 @@ type Slot = Option<(Indexes, Vec<String>)>;
 struct Part {
     memory: Option<Memory>,
     indexes: Slot,
+    /// The sections of the memory's ingested documents and their vectors, kept between recalls.
+    documents: crate::api::recall::documents::DocumentSlot,
 }
 
 /// Records of several scopes folded together (a supersession named across scopes applies).
@@ -617,7 +623,7 @@ impl Session {
     /// propose`); in `neo.lessons.mode=auto` an append-only one is applied at once.
     pub fn propose_lesson(
         &mut self,
-        req: &crate::api::learn::lessons::ProposeRequest,
+        req: &crate::api::learn::lessons::LessonRequest,
     ) -> Result<crate::api::learn::lessons::Proposed> {
         let (memory, wc) = self.writing()?;
         let record = memory.plan_lesson(req, &wc)?;
@@ -677,7 +683,7 @@ impl Session {
 
     /// Re-read every automatic supersession with today's update rule and revert those it would
     /// not make (`dry_run`: only say which).
-    pub fn repair(&mut self, dry_run: bool) -> Result<crate::api::Repair> {
+    pub fn repair(&mut self, dry_run: bool) -> Result<crate::api::write::correct::Repair> {
         let (memory, wc) = self.writing()?;
         memory.repair(dry_run, &wc)
     }

@@ -1,4 +1,4 @@
-//! What a front end hands a [`crate::api::Session`] and gets back besides results: the options it
+//! What a front end hands a [`crate::api::session::Session`] and gets back besides results: the options it
 //! read from its flags and environment (as plain data), the clock, a recall as strings, and the
 //! notices a person should be told.
 

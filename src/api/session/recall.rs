@@ -6,8 +6,11 @@
 //! freshness) is `crate::api::recall`'s.
 
 use super::{reborrow, Union, Warm};
+use crate::api::memory::Memory;
 use crate::api::recall::Part;
-use crate::api::{Memory, Notice, RecallQuery, Session};
+use crate::api::session::Notice;
+use crate::api::session::RecallQuery;
+use crate::api::session::Session;
 use crate::config::RecallSettings;
 use crate::construct;
 use crate::error::{Error, Result};
@@ -145,7 +148,7 @@ impl Session {
         if let Some(front) = q.front {
             let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             if let Err(e) = self.keep_telemetry(front, &result, latency_ms) {
-                self.warm.notices.push(crate::api::Notice::TelemetryFailed(e.to_string()));
+                self.warm.notices.push(crate::api::session::Notice::TelemetryFailed(e.to_string()));
             }
         }
         Ok(result)
@@ -268,7 +271,7 @@ impl Session {
         for kind in LayerKind::ALL {
             let layer = match kind {
                 LayerKind::Documents => {
-                    let project = parts.get(&Scope::Project).and_then(|p| p.memory.as_ref());
+                    let project = parts.get(&Scope::Project);
                     Layer::Sections(budget.fit(kind, documents(project, &req.query, ranked.query_vector(), warm)?))
                 }
                 LayerKind::Construct => {
@@ -319,14 +322,17 @@ fn as_of(memory: &Memory, value: Option<&str>) -> Result<Option<Timestamp>> {
 
 /// The project's documents' sections that match best (none without the project's memory).
 fn documents(
-    project: Option<&Memory>,
+    project: Option<&super::Part>,
     query: &str,
     query_vector: Option<&(String, Vec<f32>)>,
     warm: &mut Warm,
 ) -> Result<Vec<DocumentSection>> {
-    let Some(project) = project else { return Ok(Vec::new()) };
+    let Some((memory, slot)) = project.and_then(|p| Some((p.memory.as_ref()?, &p.documents))) else {
+        return Ok(Vec::new());
+    };
     let Warm { embedder, progress, .. } = warm;
-    project.document_hits(
+    memory.document_hits(
+        slot,
         query,
         query_vector.map(|(_, v)| v.as_slice()),
         reborrow(embedder),

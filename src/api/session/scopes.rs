@@ -1,9 +1,11 @@
 //! What a session does with whole scopes: sync each scope through its own remote, working
 //! sessions (start, promote, drop), and the report `git neo scopes` prints.
 
+use crate::api::session::Session;
 use crate::api::share::scopes::{self, ScopeInfo};
 use crate::api::share::{self, SyncOutcome};
-use crate::api::{AddOutcome, AddRequest, Session};
+use crate::api::write::AddOutcome;
+use crate::api::write::AddRequest;
 use crate::error::{Error, Result};
 use crate::record::{Fact, Kind, Payload, RecordId};
 use crate::scope::{self, Scope};

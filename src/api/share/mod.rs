@@ -331,7 +331,7 @@ pub fn verify_fetched(store: &Store, remote: &str, tip: ObjectId, now: crate::re
 
 /// Share what was just written to the org memory: in review mode, push the waiting proposals as
 /// a proposal branch; in auto mode, sync (fetch, verify, merge, push with a lease).
-pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
+pub(crate) fn share_org(memory: &mut crate::api::memory::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
     use crate::store::WriteMode;
     match memory.store().write_mode() {
         WriteMode::Review => publish_proposals(memory, ctx),
@@ -349,7 +349,7 @@ pub fn share_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Optio
 /// Sync the org memory: fetch and verify, merge into the cache, then push (auto mode) or push
 /// the waiting proposals as a proposal branch (review mode: the memory branch itself is never
 /// pushed; a pull request moves proposals into it).
-pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOutcome> {
+pub(crate) fn sync_org(memory: &mut crate::api::memory::Memory, ctx: &WriteContext) -> Result<SyncOutcome> {
     use crate::store::WriteMode;
     let remote = scopes::REMOTE;
     if memory.store().write_mode() == WriteMode::Auto {
@@ -386,7 +386,10 @@ pub fn sync_org(memory: &mut super::Memory, ctx: &WriteContext) -> Result<SyncOu
 /// Push the review-mode proposals waiting in the org cache as one proposal branch
 /// (`neo-memory-proposals/<who>-<first id>`) built on the org's memory, so a pull request shows
 /// exactly those records; once pushed they leave the local proposals. `None` when none wait.
-pub fn publish_proposals(memory: &mut super::Memory, ctx: &WriteContext) -> Result<Option<ProposeOutcome>> {
+pub(crate) fn publish_proposals(
+    memory: &mut crate::api::memory::Memory,
+    ctx: &WriteContext,
+) -> Result<Option<ProposeOutcome>> {
     let remote = scopes::REMOTE;
     let proposals = memory.ensure_proposals()?;
     let Some(first) = proposals.state.order.first().copied() else { return Ok(None) };

@@ -8,7 +8,9 @@
 //! lines were rewritten, widened to the lines that replaced them (the answer says which, so the
 //! person can check those lines).
 
-use crate::api::{short_message, AddOutcome, Memory};
+use crate::api::memory::short_message;
+use crate::api::memory::Memory;
+use crate::api::write::AddOutcome;
 use crate::error::{Error, Result};
 use crate::outcomes::diff;
 use crate::record::{Anchor, Kind, Milli, Outcome, Payload, Problems, Record};

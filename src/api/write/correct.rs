@@ -1,7 +1,9 @@
 //! Corrections: marking records outdated, reverting a supersession, an outdated mark or a
 //! forget (each by appending a record), and the history of a record or key.
 
-use crate::api::{short_message, AddOutcome, Memory};
+use crate::api::memory::short_message;
+use crate::api::memory::Memory;
+use crate::api::write::AddOutcome;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
 use crate::state::{Entry, Status};

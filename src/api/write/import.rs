@@ -1,7 +1,9 @@
 //! Import: many fact requests validated first, then written in batches, duplicates skipped.
 
 use super::plan;
-use crate::api::{short_message, AddRequest, Memory};
+use crate::api::memory::short_message;
+use crate::api::memory::Memory;
+use crate::api::write::AddRequest;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Problem, Problems, Record, RecordId};
 use crate::state::{self, State, Status};
@@ -23,7 +25,7 @@ pub struct ImportOutcome {
     /// Current facts the imported ones replaced (by key, or by the frame rule), as `add` reports
     /// them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub superseded: Vec<crate::api::PlannedSupersession>,
+    pub superseded: Vec<crate::api::write::supersede::PlannedSupersession>,
     /// Requests left out because they were invalid (only with `skip_invalid`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
@@ -175,7 +177,7 @@ impl ImportDecider {
         bucket: Option<&Bucket>,
         req: &AddRequest,
         frame_on: bool,
-    ) -> Vec<crate::api::PlannedSupersession> {
+    ) -> Vec<crate::api::write::supersede::PlannedSupersession> {
         use crate::record::SupersessionMethod;
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         let mut planned = Vec::new();
@@ -198,7 +200,7 @@ impl ImportDecider {
                 .filter(|(id, _)| self.current(state, id))
                 .collect();
             for (old, subject) in ids {
-                planned.push(crate::api::PlannedSupersession {
+                planned.push(crate::api::write::supersede::PlannedSupersession {
                     old,
                     old_scope: None,
                     subject,
@@ -243,7 +245,7 @@ impl ImportDecider {
             if let (crate::frame::Relation::Update, Some(u)) =
                 crate::api::write::updates::judge_framed(id, &old, &old_frame, &bucket.frame)
             {
-                planned.push(crate::api::PlannedSupersession {
+                planned.push(crate::api::write::supersede::PlannedSupersession {
                     old: id,
                     old_scope: None,
                     subject: old,
@@ -331,7 +333,7 @@ impl Memory {
             for p in planned {
                 decider.supersede(p.old);
                 let sup = self.supersession_record(
-                    &crate::api::PlannedSupersession {
+                    &crate::api::write::supersede::PlannedSupersession {
                         reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()),
                         ..p.clone()
                     },

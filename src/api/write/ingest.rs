@@ -6,7 +6,7 @@
 //! its blob, a deleted one is marked outdated, never dropped); facts citing a section whose text
 //! changed are then flagged for review by the fold.
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::error::{Error, Result};
 use crate::record::{Kind, LineRange, Payload, Record, RecordId, Section, Source, Supersession, SupersessionMethod};
 use crate::store::{ObjectId, WriteContext};

@@ -15,16 +15,31 @@ pub mod plan;
 pub(crate) mod proposals;
 pub(crate) mod purge;
 pub(crate) mod supersede;
+/// The margin similarity supersession compares exactly within (measured; a test keeps it true).
+pub use supersede::SIMILARITY_MARGIN;
 pub mod updates;
 
+use crate::api::memory::short_message;
+use crate::api::memory::Memory;
+#[cfg(test)]
 use crate::api::write::supersede::no_similarity;
-use crate::api::{default_confidence, short_message, Memory, PlannedSupersession, SimilarityCheck};
+use crate::api::write::supersede::{PlannedSupersession, SimilarityCheck};
 use crate::error::{Error, Result};
 use crate::record::{
     self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
     RecordId, Relation, RelationType, Retraction, Timestamp,
 };
 use crate::store::{WriteContext, WriteMode};
+
+/// The initial confidence for a provenance when none is given: what the code's structure shows is
+/// surest, what someone observed is likely, what was inferred is a hypothesis.
+pub fn default_confidence(p: Provenance) -> Milli {
+    match p {
+        Provenance::Structural => Milli(800),
+        Provenance::Observed => Milli(700),
+        Provenance::Inferred => Milli(500),
+    }
+}
 
 /// A request to add a fact. Strings are parsed and validated here so that every problem is
 /// reported at once, each naming its field.
@@ -341,7 +356,8 @@ impl Memory {
     /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
     /// written again: its id is returned with `deduplicated: true`. Supersession runs by explicit
     /// id and by key; similarity needs a model, so [`Memory::plan_add`] with a similarity function
-    /// is the full path.
+    /// is the full path (the tests' add without a model).
+    #[cfg(test)]
     pub fn add(&mut self, req: &AddRequest, ctx: &WriteContext) -> Result<AddOutcome> {
         let plan = self.plan_add(req, ctx, &mut no_similarity("no embedding model was given"))?;
         self.apply_add(plan, ctx)

@@ -18,7 +18,7 @@
 //! is the same plan, filtered and de-duplicated, and rendered ([`PlanView`]) instead of committed.
 //! Telemetry records what recall showed, not writes, so no write step touches it.
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::error::{Error, Result};
 use crate::record::{self, Kind, Problem, Problems, Record, RecordId};
 use crate::store::{ObjectId, Store, WriteContext, WriteMode};
@@ -448,4 +448,61 @@ pub(crate) fn apply_to_store(store: &Store, plan: &WritePlan, ctx: &WriteContext
     }
     let (commits, added) = commit_groups(store, &groups, ctx, plan.create, &mut |_, _| {})?;
     Ok(Applied { ids, added, commits, ..Applied::default() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::write::AddRequest;
+    use crate::record::{Payload, Timestamp};
+    use crate::store::{Identity, StoreOptions};
+
+    fn request(subject: &str) -> AddRequest {
+        AddRequest { fact_type: "decision".into(), subject: subject.into(), ..AddRequest::default() }
+    }
+
+    #[test]
+    // A test repository is made with git itself, as the store's own tests make theirs.
+    #[allow(clippy::disallowed_methods)]
+    fn apply_filters_every_record_and_leaves_out_what_is_stored() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
+        assert!(init.expect("git init").success());
+        let tip = || Store::discover(dir.path(), StoreOptions::default()).expect("store").local_tip().expect("tip");
+        let ctx = WriteContext::new(
+            Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },
+            Timestamp(1_772_366_400),
+        );
+        let mut memory =
+            Memory::load(Store::discover(dir.path(), StoreOptions::default()).expect("store")).expect("load");
+        let good = memory.prepare_fact(&request("Builds run on two cores"), &ctx).expect("fact");
+        memory
+            .apply(WritePlan::one(Destination::ByMode, "neo: add {id}".into(), vec![good.clone()]), &ctx)
+            .expect("apply");
+        let landed = tip();
+
+        // Stored already: planned, marked present, and no commit is made.
+        let again = WritePlan::one(Destination::ByMode, "neo: add {id}".into(), vec![good.clone()]);
+        let dry = memory.apply(again.clone(), &WriteContext { dry_run: true, ..ctx.clone() }).expect("dry");
+        let view = dry.dry_run.expect("a rendered plan");
+        assert!(view.commits[0].records[0].present, "{view:?}");
+        assert!(view.commits[0].message.starts_with("neo: add "), "{view:?}");
+        let applied = memory.apply(again, &ctx).expect("apply again");
+        assert_eq!((applied.added, applied.commits.len()), (0, 0), "{applied:?}");
+        assert_eq!(tip(), landed);
+
+        // Two bad records in one plan: both are named, nothing is written, the good one neither.
+        let mut no_subject = good.clone();
+        if let Payload::Fact(f) = &mut no_subject.payload {
+            f.subject = String::new();
+        }
+        let mut leaky = memory.prepare_fact(&request("Tokens live in the vault"), &ctx).expect("fact");
+        leaky.body = format!("use {}{}\n", "ghp_", "abcdefghijklmnopqrstuvwxyz0123456789AB");
+        let fresh = memory.prepare_fact(&request("Releases are tagged vX.Y.Z"), &ctx).expect("fact");
+        let bad = WritePlan::one(Destination::ByMode, "m".into(), vec![fresh, no_subject, leaky]);
+        let err = memory.apply(bad, &ctx).expect_err("refused").to_string();
+        assert!(err.contains("record 2") && err.contains("subject"), "{err}");
+        assert!(err.contains("record 3"), "{err}");
+        assert_eq!(tip(), landed, "a refused plan wrote something");
+    }
 }

@@ -1,7 +1,7 @@
 //! Review mode: the proposals ref, and approving or rejecting what waits in it.
 
 use super::plan;
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::error::{Error, Result};
 use crate::record::{Record, RecordId};
 use crate::state::Entry;

@@ -1,6 +1,6 @@
 //! Purge: the one history-rewriting operation, for leaked secrets (docs/security.md).
 
-use crate::api::Memory;
+use crate::api::memory::Memory;
 use crate::error::{Error, Result};
 use crate::record::{self, Problem, Problems, Record, RecordId};
 use crate::state;
