@@ -176,6 +176,45 @@ impl Error {
     pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
         Error::Invalid(Problems(vec![crate::record::Problem::new(field, message)]))
     }
+
+    /// [`Error::invalid`] with the command-line advice that fixes it (see
+    /// [`crate::record::Problem::hint`]).
+    pub fn invalid_with_hint(field: impl Into<String>, message: impl Into<String>, hint: impl Into<String>) -> Error {
+        Error::Invalid(Problems(vec![crate::record::Problem::new(field, message).with_hint(hint)]))
+    }
+
+    /// What went wrong without the command-line advice ("run `git neo sync`", "pass --yes"):
+    /// what a front end with verbs of its own (MCP) shows, adding its own where it has them.
+    pub fn plain(&self) -> String {
+        match self {
+            Error::Invalid(p) => p.0.iter().map(crate::record::Problem::plain).collect::<Vec<_>>().join("\n"),
+            Error::NotFound { field, prefix } => format!("{field}: no record id starts with {prefix:?}"),
+            Error::PushRefused { remote, reason, said } => {
+                format!("{remote} refused the push of the memory {reason}; it said:\n{said}\nnothing was pushed")
+            }
+            Error::NotShared { id, scope, why } => {
+                format!("{scope} memory: record {id} is kept in the local copy but was not shared: {why}")
+            }
+            Error::ImportInterrupted { landed, total, source } => {
+                format!("{}\n{landed} of {total} records landed before this", source.plain())
+            }
+            other => other.to_string(),
+        }
+    }
+
+    /// This error with the problems about `from` said to be about `to` (a front end whose
+    /// argument has another name than the library's field).
+    pub fn renamed_field(self, from: &str, to: &str) -> Error {
+        match self {
+            Error::Invalid(mut p) => {
+                for problem in p.0.iter_mut().filter(|p| p.field == from) {
+                    problem.field = to.to_string();
+                }
+                Error::Invalid(p)
+            }
+            other => other,
+        }
+    }
 }
 
 /// Shorthand for results in this crate.

@@ -132,9 +132,21 @@ impl Memory {
         match self.resolve(field, prefix) {
             Ok(id) => Some(id),
             Err(e) => {
-                let msg = e.to_string();
-                let msg = msg.strip_prefix(&format!("{field}: ")).unwrap_or(&msg).to_string();
-                problems.push(Problem::new(field, msg));
+                problems.push(match e {
+                    Error::NotFound { field, prefix } => {
+                        Problem::new(field, format!("no record id starts with {prefix:?}"))
+                            .with_hint("run `git neo list --all` to see ids")
+                    }
+                    Error::Ambiguous { field, prefix, candidates } => Problem::new(
+                        field,
+                        format!(
+                            "the id prefix {prefix:?} is ambiguous; it matches:\n{}\ngive more digits",
+                            candidates.join("\n")
+                        ),
+                    ),
+                    Error::Invalid(mut p) if p.0.len() == 1 => p.0.remove(0),
+                    other => Problem::new(field, other.plain()),
+                });
                 None
             }
         }

@@ -93,8 +93,10 @@ fn args<T: DeserializeOwned>(tool: &str, raw: Option<serde_json::Map<String, ser
         .map_err(|e| format!("invalid arguments for {tool}: {e}; see the tool's input schema"))
 }
 
+/// An error as an MCP client reads it: what went wrong, without the command line's advice
+/// (`git neo …`, `--yes`), which names verbs this front end does not have.
 fn err(e: Error) -> String {
-    format!("error: {e}")
+    format!("error: {}", e.plain())
 }
 
 fn json(v: &serde_json::Value) -> String {
@@ -209,9 +211,8 @@ impl Warm {
             all_sessions: a.all_sessions,
         };
         // The tool's argument is `types`; the library names the field of one value `type`.
-        let result = self
-            .in_scope(a.scope.as_deref(), |s| s.recall(&query))
-            .map_err(|e| e.replacen("error: type:", "error: types:", 1))?;
+        let result =
+            self.in_scope(a.scope.as_deref(), |s| s.recall(&query).map_err(|e| e.renamed_field("type", "types")))?;
         // Notices have no reader here; a stale org cache is still fetched for the next call.
         if self.session.take_notices().iter().any(|n| matches!(n, git_neo::api::Notice::OrgStale { fetch: true, .. })) {
             (self.fetch_org)(self.session.dir());

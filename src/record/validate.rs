@@ -55,19 +55,38 @@ pub fn tag_of(text: &str) -> Option<String> {
 pub struct Problem {
     /// The field, as named in front matter (`subject`, `anchors[0].path`, `file` for the whole file).
     pub field: String,
-    /// What is wrong and how to fix it.
+    /// What is wrong and how to fix it, in the library's own terms.
     pub message: String,
+    /// What to run on the command line to fix it (`git neo revert …`, `--all`): the CLI shows
+    /// it after the message, a front end with other verbs (MCP) leaves it out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl Problem {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Problem {
-        Problem { field: field.into(), message: message.into() }
+        Problem { field: field.into(), message: message.into(), hint: None }
+    }
+
+    /// This problem with the command-line advice `hint`.
+    pub fn with_hint(self, hint: impl Into<String>) -> Problem {
+        Problem { hint: Some(hint.into()), ..self }
+    }
+
+    /// The field and message without the command-line advice.
+    pub fn plain(&self) -> String {
+        format!("{}: {}", self.field, self.message)
     }
 }
 
+/// The field, the message and the command-line advice: what the CLI shows.
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        write!(f, "{}: {}", self.field, self.message)?;
+        match &self.hint {
+            Some(h) => write!(f, "; {h}"),
+            None => Ok(()),
+        }
     }
 }
 

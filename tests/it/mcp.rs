@@ -255,6 +255,31 @@ fn invalid_calls_are_tool_errors_and_write_nothing() {
     assert!(unknown["error"]["message"].as_str().is_some_and(|m| m.contains("drop_table")), "{unknown}");
 }
 
+/// The command line says what to run to fix a mistake (`git neo revert …`, `git neo list --all`);
+/// a client of the MCP server has tools, not those commands, and reads what went wrong alone.
+#[test]
+fn errors_reach_a_client_without_the_command_lines_advice() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let id = sb.neo_ok(&repo, &["add", "-t", "pattern", "-s", "Keep functions short"]);
+    sb.neo_ok(&repo, &["forget", &id, "--reason", "wrong"]);
+    let outdated = sb.neo(&repo, &["outdated", &id, "--reason", "x"]);
+    assert_eq!(outdated.status.code(), Some(1));
+    assert!(crate::support::stderr(&outdated).contains("`git neo revert "), "{}", crate::support::stderr(&outdated));
+    let missing = sb.neo(&repo, &["forget", "0000000000", "--reason", "x"]);
+    assert!(crate::support::stderr(&missing).contains("`git neo list --all`"), "{}", crate::support::stderr(&missing));
+
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "none")]);
+    for (tool, args, needle) in [
+        ("mark_outdated", j!({"id": &id, "reason": "x"}), "is forgotten"),
+        ("forget", j!({"id": "0000000000", "reason": "x"}), "no record id starts with"),
+    ] {
+        let (is_error, text) = c.call(tool, args);
+        assert!(is_error && text.contains(needle), "{tool}: {text}");
+        assert!(!text.contains("git neo") && !text.contains("--"), "{tool}: no command-line advice: {text}");
+    }
+}
+
 #[test]
 fn replies_are_bounded_and_say_when_they_were_cut() {
     let sb = Sandbox::new();

@@ -326,13 +326,14 @@ impl Memory {
                                 && matches!(&e.record.payload, Payload::Attempt(a) if a.task == prefix.trim())
                         });
                         return Err(match fetched {
-                            Some(f) => Error::invalid(
+                            Some(f) => Error::invalid_with_hint(
                                 "id",
                                 format!(
-                                    "task {} has no attempt with a check in this clone's memory; its only ones were fetched from {} and are never run here (review them, merge with `git neo sync`, then recheck)",
+                                    "task {} has no attempt with a check in this clone's memory; its only ones were fetched from {} and are never run here",
                                     prefix.trim(),
                                     self.fetched_from(&f.id).unwrap_or("a remote")
                                 ),
+                                "review them, merge with `git neo sync`, then recheck",
                             ),
                             None => e,
                         });
@@ -341,12 +342,13 @@ impl Memory {
             }
         };
         if let Some(from) = self.fetched_from(&original) {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
                 format!(
-                    "attempt {} was fetched from {from} and is not in this clone's memory: its check is never run here (review it, merge with `git neo sync`, then recheck)",
+                    "attempt {} was fetched from {from} and is not in this clone's memory: its check is never run here",
                     original.short()
                 ),
+                "review it, merge with `git neo sync`, then recheck",
             ));
         }
         let Payload::Attempt(old) = &self.state().entries[&original].record.payload else {
@@ -375,13 +377,14 @@ impl Memory {
     ) -> Result<Recheck> {
         let plan = self.recheck_plan(prefix)?;
         if !plan.known && !approved {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "yes",
                 format!(
-                    "the check of attempt {} is new to this clone and was not run: `{}`; read it, then run again with --yes to run it",
+                    "the check of attempt {} is new to this clone and was not run: `{}`",
                     plan.attempt.short(),
                     crate::display::escape(&plan.command)
                 ),
+                "read it, then run again with --yes to run it",
             ));
         }
         let original = plan.attempt;

@@ -386,7 +386,11 @@ impl Memory {
         let id = self.resolve("id", prefix)?;
         let e = &self.state.entries[&id];
         let l = e.record.as_lesson().ok_or_else(|| {
-            Error::invalid("id", format!("{} is a {}, not a lesson (`git neo lesson list`)", id.short(), e.record.kind))
+            Error::invalid_with_hint(
+                "id",
+                format!("{} is a {}, not a lesson", id.short(), e.record.kind),
+                "`git neo lesson list` lists them",
+            )
         })?;
         if e.status == Status::Retracted {
             return Err(Error::invalid(
@@ -397,12 +401,10 @@ impl Memory {
         // A lesson only a fetched copy holds is a stranger's text: it reaches the agents'
         // instructions only after it was reviewed and merged like any memory change.
         if let Some(remote) = self.remote_only.get(&id) {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
-                format!(
-                    "lesson {} arrived by fetch ({remote}) and is not merged; review it (`git neo diff`) and merge it with `git neo sync` first",
-                    id.short()
-                ),
+                format!("lesson {} arrived by fetch ({remote}) and is not merged", id.short()),
+                "review it (`git neo diff`) and merge it with `git neo sync` first",
             ));
         }
         if let Err(why) = lesson::check(l, &e.record.body) {

@@ -76,11 +76,10 @@ impl Session {
     /// pushes waiting proposals instead of its memory branch. A session is local to this clone.
     pub fn sync(&mut self, remote: Option<&str>) -> Result<SyncOutcome> {
         match self.target() {
-            Scope::Session(name) => Err(Error::invalid(
+            Scope::Session(name) => Err(Error::invalid_with_hint(
                 "scope",
-                format!(
-                    "session:{name} lives only in this clone; `git neo session promote {name}` moves its facts to a shared scope"
-                ),
+                format!("session:{name} lives only in this clone"),
+                format!("`git neo session promote {name}` moves its facts to a shared scope"),
             )),
             Scope::Org => {
                 let (memory, wc) = self.writing()?;
@@ -184,9 +183,10 @@ impl Session {
         }
         let from = Scope::Session(name.to_string());
         if self.places().project()?.refs_with_prefix(&from.session_ref().unwrap_or_default())?.is_empty() {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "session",
-                format!("there is no session {name:?}; `git neo session list` shows them"),
+                format!("there is no session {name:?}"),
+                "`git neo session list` shows them",
             ));
         }
         let requests: Vec<(RecordId, AddRequest)> = {

@@ -288,12 +288,10 @@ pub fn propose(store: &Store, remote: Option<&str>, name: Option<&str>, ctx: &Wr
     }
     match store.push_with_lease(&remote, local, &format!("refs/heads/{proposal}"), None)? {
         Push::Done => Ok(ProposeOutcome { remote, branch: proposal, records, pushed: true }),
-        Push::Rejected(why) => Err(Error::invalid(
+        Push::Rejected(why) => Err(Error::invalid_with_hint(
             "name",
-            format!(
-                "the remote already has a branch {proposal} ({}); choose another --name",
-                why.lines().last().unwrap_or("").trim()
-            ),
+            format!("the remote already has a branch {proposal} ({})", why.lines().last().unwrap_or("").trim()),
+            "choose another --name",
         )),
     }
 }

@@ -60,14 +60,10 @@ impl Memory {
             ));
         }
         if entry.status != Status::Valid {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
-                format!(
-                    "{} is {}; confirm the fact that holds now (`git neo history {}`)",
-                    target.short(),
-                    entry.status.as_str(),
-                    target.short()
-                ),
+                format!("{} is {}", target.short(), entry.status.as_str()),
+                format!("confirm the fact that holds now (`git neo history {}`)", target.short()),
             ));
         }
         let head = self.store.head_commit()?.ok_or_else(|| {
@@ -81,13 +77,10 @@ impl Memory {
             for a in &current {
                 match self.follow(a, head)? {
                     Some((to, how)) => moved.push(Moved { from: a.spec(), to: to.spec(), how }),
-                    None => problems.push(crate::record::Problem::new(
-                        "anchor",
-                        format!(
-                            "{} is not at HEAD any more; name where the code is now with --anchor PATH[:START-END]",
-                            a.path
-                        ),
-                    )),
+                    None => problems.push(
+                        crate::record::Problem::new("anchor", format!("{} is not at HEAD any more", a.path))
+                            .with_hint("name where the code is now with --anchor PATH[:START-END]"),
+                    ),
                 }
             }
         } else {

@@ -18,20 +18,17 @@ impl Memory {
         let target = self.resolve("id", prefix)?;
         let entry = &self.state.entries[&target];
         if !matches!(entry.record.kind, Kind::Fact | Kind::Attempt) {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
-                format!(
-                    "{} is a {}; only facts and attempts can be outdated (`git neo revert` undoes a {})",
-                    target.short(),
-                    entry.record.kind,
-                    entry.record.kind
-                ),
+                format!("{} is a {}; only facts and attempts can be outdated", target.short(), entry.record.kind),
+                format!("`git neo revert` undoes a {}", entry.record.kind),
             ));
         }
         if let Some(by) = entry.retracted_by {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
-                format!("{} is forgotten (by {}); `git neo revert {}` first", target.short(), by.short(), by.short()),
+                format!("{} is forgotten (by {})", target.short(), by.short()),
+                format!("`git neo revert {}` first", by.short()),
             ));
         }
         let summary = entry.record.summary();
@@ -61,14 +58,14 @@ impl Memory {
             Payload::Supersession(s) => vec![s.old],
             Payload::Retraction(r) => vec![r.target],
             _ => {
-                return Err(Error::invalid(
+                return Err(Error::invalid_with_hint(
                     "id",
                     format!(
-                        "{} is a {}; revert takes a supersession or retraction id (see `git neo history {}`)",
+                        "{} is a {}; revert takes a supersession or retraction id",
                         target.short(),
-                        entry.record.kind,
-                        target.short()
+                        entry.record.kind
                     ),
+                    format!("see `git neo history {}`", target.short()),
                 ))
             }
         };
@@ -139,11 +136,10 @@ impl Memory {
             .collect();
         if seeds.is_empty() {
             let id = self.resolve("id", what).map_err(|e| match e {
-                Error::NotFound { .. } | Error::Invalid(_) => Error::invalid(
+                Error::NotFound { .. } | Error::Invalid(_) => Error::invalid_with_hint(
                     "id",
-                    format!(
-                        "{what:?} is neither a record id (prefix) nor the key of any fact; see `git neo list --all`"
-                    ),
+                    format!("{what:?} is neither a record id (prefix) nor the key of any fact"),
+                    "see `git neo list --all`",
                 ),
                 other => other,
             })?;

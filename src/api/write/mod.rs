@@ -201,10 +201,10 @@ impl Memory {
             match found {
                 Some(e) => e.id,
                 None => {
-                    problems.push(Problem::new(
-                        field,
-                        format!("no ingested document is at {path:?}; run `git neo ingest {path}` first"),
-                    ));
+                    problems.push(
+                        Problem::new(field, format!("no ingested document is at {path:?}"))
+                            .with_hint(format!("run `git neo ingest {path}` first")),
+                    );
                     return None;
                 }
             }

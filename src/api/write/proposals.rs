@@ -32,9 +32,10 @@ impl Memory {
             return Ok(proposals.state.order.clone());
         }
         if prefixes.is_empty() {
-            return Err(Error::invalid(
+            return Err(Error::invalid_with_hint(
                 "id",
-                "name the proposals to act on (ids from `git neo list --proposed`), or pass --all",
+                "name the proposals to act on",
+                "their ids are in `git neo list --proposed`; or pass --all",
             ));
         }
         prefixes.iter().map(|p| proposals.resolve("id", p)).collect()

@@ -366,10 +366,10 @@ impl Memory {
             let e = &self.state.entries[&id];
             match (e.record.kind, e.status) {
                 (Kind::Fact, Status::Valid) => explicit.push(id),
-                (Kind::Fact, Status::Retracted) => problems.push(Problem::new(
-                    "supersedes",
-                    format!("{} is forgotten; `git neo revert` its retraction first, or add without it", id.short()),
-                )),
+                (Kind::Fact, Status::Retracted) => problems.push(
+                    Problem::new("supersedes", format!("{} is forgotten", id.short()))
+                        .with_hint("`git neo revert` its retraction first, or add without it"),
+                ),
                 (Kind::Fact, status) => problems.push(Problem::new(
                     "supersedes",
                     format!(
@@ -379,14 +379,17 @@ impl Memory {
                         e.superseded_by.first().map(|n| format!(" (by {})", n.short())).unwrap_or_default()
                     ),
                 )),
-                (kind, _) => problems.push(Problem::new(
-                    "supersedes",
-                    format!(
-                        "{} is a{} {kind}, not a fact; use `git neo outdated` to correct it",
-                        id.short(),
-                        if kind == Kind::Attempt || kind == Kind::Outcome { "n" } else { "" }
-                    ),
-                )),
+                (kind, _) => problems.push(
+                    Problem::new(
+                        "supersedes",
+                        format!(
+                            "{} is a{} {kind}, not a fact",
+                            id.short(),
+                            if kind == Kind::Attempt || kind == Kind::Outcome { "n" } else { "" }
+                        ),
+                    )
+                    .with_hint("use `git neo outdated` to correct it"),
+                ),
             }
         }
         explicit
