@@ -2,7 +2,7 @@
 //! read from, and what only a fetched copy holds. Loading, resolving ids, and the reads every
 //! concern shares (show, list, log); each concern adds its own use cases in its folder.
 
-use crate::api::view::{self, ListFilter, Shown};
+use crate::api::view::{self, ListFilter, ShownRecord};
 use crate::error::{Error, Result};
 use crate::record::{self, FactType, Kind, Payload, Problem, Problems, Record, RecordId};
 use crate::state::{self, Entry, State, Status};
@@ -153,7 +153,7 @@ impl Memory {
     }
 
     /// A record's file text and derived state.
-    pub fn show(&self, prefix: &str) -> Result<Shown> {
+    pub fn show(&self, prefix: &str) -> Result<ShownRecord> {
         let id = self.resolve("id", prefix)?;
         let entry = view::RecordState::from(&self.state.entries[&id]);
         let blob = self
@@ -164,7 +164,7 @@ impl Memory {
         let bytes = self.store.read_blob(blob)?;
         let text =
             String::from_utf8(bytes).map_err(|_| Error::Integrity(format!("record {} is not UTF-8", id.short())))?;
-        Ok(Shown { path: Record::path(entry.record.kind, &id), text, entry })
+        Ok(ShownRecord { path: Record::path(entry.record.kind, &id), text, entry })
     }
 
     /// Entries matching `filter`, in fold order (oldest first).

@@ -30,7 +30,7 @@ pub use learn::telemetry::Front;
 pub use session::scopes::{Promoted, Promotion};
 pub use session::{Clock, LiveKey, LivePin, Notice, RecallQuery, Refreshed, Session, SessionOptions};
 pub use share::{MergeKind, SyncOutcome};
-pub use view::{ListFilter, LoggedCommit, RecordState, Reindexed, Shown, Status};
+pub use view::{ListFilter, LoggedCommit, RecordState, Reindexed, ShownRecord, Status};
 pub use write::confirm::{Confirmation, Moved};
 pub use write::correct::{History, HistoryEvent, Rechecked, Repair};
 pub use write::import::{request_of, ForeignOutcome, ImportOutcome, Skipped};

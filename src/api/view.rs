@@ -51,7 +51,7 @@ impl From<&crate::state::Entry> for RecordState {
 
 /// A record's file and its derived state, for `show`.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Shown {
+pub struct ShownRecord {
     pub path: String,
     pub text: String,
     #[serde(flatten)]

@@ -321,7 +321,7 @@ fn write_foreign(ctx: &mut Ctx, args: &Args, foreign: git_neo::foreign::Foreign)
 }
 
 /// A request and, for an instruction file, why it has its type.
-type Request = (AddRequest, Option<String>);
+type TaggedRequest = (AddRequest, Option<String>);
 
 /// The write requests for an instruction file: one per candidate, tagged with the format and the
 /// file, anchored to its lines when the file is in the project's work tree.
@@ -330,7 +330,7 @@ fn instruction_requests(
     format: git_neo::instructions::Format,
     file: &std::path::Path,
     text: &str,
-) -> Result<Vec<Request>, Error> {
+) -> Result<Vec<TaggedRequest>, Error> {
     let project = matches!(ctx.session.target(), git_neo::scope::Scope::Project);
     let work = ctx.session.work_dir().ok().flatten();
     let rel = match (project, work, file.canonicalize().ok()) {
@@ -386,7 +386,7 @@ fn as_line(r: &AddRequest) -> serde_json::Value {
 fn write(
     ctx: &mut Ctx,
     args: &Args,
-    requests: Vec<Request>,
+    requests: Vec<TaggedRequest>,
     lines: Vec<usize>,
     mut skipped: Vec<SkippedLine>,
 ) -> Result<(), Error> {

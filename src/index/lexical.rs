@@ -131,7 +131,14 @@ fn lowercase(word: &str) -> String {
 /// One index term: its byte span in the text, its word position (every term of one word shares
 /// it), its text, and whether it is derived (a stem, an identifier part, a compound) rather than
 /// the word as written.
-pub type IndexTerm = (usize, usize, usize, String, bool);
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexTerm {
+    pub from: usize,
+    pub to: usize,
+    pub position: usize,
+    pub text: String,
+    pub derived: bool,
+}
 
 /// Which terms [`analyse`] yields.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -146,9 +153,10 @@ fn push(out: &mut Vec<IndexTerm>, span: (usize, usize), position: usize, term: S
     if term.len() > MAX_WORD || is_stop(&term) {
         return;
     }
-    let repeated = out.iter().rev().take_while(|t| t.2 == position).any(|t| t.4 == derived && t.3 == term);
+    let repeated =
+        out.iter().rev().take_while(|t| t.position == position).any(|t| t.derived == derived && t.text == term);
     if !repeated {
-        out.push((span.0, span.1, position, term, derived));
+        out.push(IndexTerm { from: span.0, to: span.1, position, text: term, derived });
     }
 }
 
@@ -191,7 +199,7 @@ fn analyse(text: &str, what: Yield) -> Vec<IndexTerm> {
         let joined = n > 0 && matches!(&text[words[n - 1].1..from], "::" | "_" | "__");
         compound_from = if joined { compound_from.or(Some(n - 1)) } else { None };
         if what == Yield::Words {
-            out.push((from, to, position, lower, false));
+            out.push(IndexTerm { from, to, position, text: lower, derived: false });
             position += 1;
             continue;
         }
@@ -199,7 +207,7 @@ fn analyse(text: &str, what: Yield) -> Vec<IndexTerm> {
         // length is the words' count as in `text`; then an identifier's parts and their stems.
         let stemmed = if lower.chars().all(char::is_alphabetic) { stem(&lower) } else { lower.clone() };
         if what == Yield::Both {
-            out.push((from, to, position, lower, false));
+            out.push(IndexTerm { from, to, position, text: lower, derived: false });
         }
         push(&mut out, (from, to), position, stemmed, true);
         for part in identifier_parts(word) {
@@ -241,7 +249,7 @@ impl Tokenizer for NeoTokenizer {
 impl TokenStream for Terms {
     fn advance(&mut self) -> bool {
         match self.terms.next() {
-            Some((from, to, position, text, _)) => {
+            Some(IndexTerm { from, to, position, text, .. }) => {
                 self.token = Token { offset_from: from, offset_to: to, position, text, position_length: 1 };
                 true
             }
@@ -459,8 +467,8 @@ impl Lexical {
         });
         let clauses: Vec<(Occur, Box<dyn Query>)> = terms(query)
             .into_iter()
-            .filter(|t| seen.insert((t.3.clone(), t.4)))
-            .map(|(_, _, _, text, derived)| {
+            .filter(|t| seen.insert((t.text.clone(), t.derived)))
+            .map(|IndexTerm { text, derived, .. }| {
                 let field = if derived { self.derived } else { self.text };
                 let q: Box<dyn Query> =
                     Box::new(TermQuery::new(Term::from_field_text(field, &text), IndexRecordOption::WithFreqs));
@@ -493,7 +501,7 @@ mod tests {
     /// (words as written, derived terms).
     fn words(text: &str) -> (Vec<String>, Vec<String>) {
         let t = terms(text);
-        let of = |d: bool| t.iter().filter(|t| t.4 == d).map(|t| t.3.clone()).collect();
+        let of = |d: bool| t.iter().filter(|t| t.derived == d).map(|t| t.text.clone()).collect();
         (of(false), of(true))
     }
 
@@ -516,17 +524,21 @@ mod tests {
             words("how was it done, does it")
         );
         for text in ["Small commits", "parse_config parseConfig", "std::io::stdout", "how was it done"] {
-            let only: Vec<(usize, String)> = analyse(text, Yield::Words).into_iter().map(|t| (t.2, t.3)).collect();
+            let only: Vec<(usize, String)> =
+                analyse(text, Yield::Words).into_iter().map(|t| (t.position, t.text)).collect();
             let both = terms(text);
-            let words: Vec<(usize, String)> = both.iter().filter(|t| !t.4).map(|t| (t.2, t.3.clone())).collect();
+            let words: Vec<(usize, String)> =
+                both.iter().filter(|t| !t.derived).map(|t| (t.position, t.text.clone())).collect();
             assert_eq!(only, words, "the words field's tokenizer yields the same words at the same positions");
-            let derived: Vec<(usize, String)> = both.iter().filter(|t| t.4).map(|t| (t.2, t.3.clone())).collect();
-            let alone: Vec<(usize, String)> = analyse(text, Yield::Derived).into_iter().map(|t| (t.2, t.3)).collect();
+            let derived: Vec<(usize, String)> =
+                both.iter().filter(|t| t.derived).map(|t| (t.position, t.text.clone())).collect();
+            let alone: Vec<(usize, String)> =
+                analyse(text, Yield::Derived).into_iter().map(|t| (t.position, t.text)).collect();
             assert_eq!(alone, derived, "the derived field's tokenizer yields the same derived terms");
         }
         // Every term of a word shares its position; the next word takes the next one.
         let t = terms("parseConfig now");
-        assert!(t[..5].iter().all(|t| t.2 == 0) && t[5].2 == 1, "{t:?}");
+        assert!(t[..5].iter().all(|t| t.position == 0) && t[5].position == 1, "{t:?}");
     }
 
     fn index(docs: &[&str]) -> Lexical {

@@ -37,7 +37,7 @@ const REFRESH_HINT: &str = "Call the refresh tool to take it in.";
 pub const DEFAULT_BUDGET: usize = 4_000;
 
 /// The session (memory, model, indexes, Construct) kept warm between calls.
-struct Warm {
+struct Kept {
     session: Session,
     /// Starts a fetch of a stale org cache in the background (the CLI's; this server spawns nothing).
     fetch_org: FetchOrg,
@@ -51,7 +51,7 @@ pub type FetchOrg = fn(&std::path::Path);
 /// handle ([`NeoServer::for_client`]), all of them reading one warm memory.
 #[derive(Clone)]
 pub struct NeoServer {
-    warm: Arc<Mutex<Warm>>,
+    warm: Arc<Mutex<Kept>>,
     live: Arc<Mutex<Option<git_neo::api::LivePin>>>,
 }
 
@@ -182,7 +182,7 @@ fn fit(mut v: serde_json::Value) -> serde_json::Value {
     v
 }
 
-impl Warm {
+impl Kept {
     /// Run `f` on the scope a call names (the session goes back to the project afterwards).
     fn in_scope<T>(
         &mut self,
@@ -392,7 +392,7 @@ impl Warm {
 impl NeoServer {
     /// A server over `session`, its first client session started now.
     pub fn new(session: Session, fetch_org: FetchOrg) -> NeoServer {
-        let server = NeoServer { warm: Arc::new(Mutex::new(Warm { session, fetch_org })), live: Arc::default() };
+        let server = NeoServer { warm: Arc::new(Mutex::new(Kept { session, fetch_org })), live: Arc::default() };
         server.begin();
         server
     }

@@ -186,7 +186,7 @@ impl Budget {
 
 /// One shown entry of a layer, as telemetry and annotations see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct LayerEntry {
     pub layer: LayerKind,
     /// A record's full hex id, or a pattern's name.
     pub id: String,
@@ -296,18 +296,22 @@ impl Recall {
     }
 
     /// Every shown entry of every layer, in the order shown.
-    pub fn entries(&self) -> Vec<Entry> {
+    pub fn entries(&self) -> Vec<LayerEntry> {
         let mut out = Vec::new();
         for layer in LayerKind::ALL {
             match self.layers.get(layer) {
-                Layer::Sections(sections) => {
-                    out.extend(sections.iter().map(|d| Entry { layer, id: d.source.to_hex(), scope: "project".into() }))
-                }
-                Layer::Patterns(patterns) => {
-                    out.extend(patterns.iter().map(|h| Entry { layer, id: h.name.clone(), scope: "construct".into() }))
-                }
+                Layer::Sections(sections) => out.extend(sections.iter().map(|d| LayerEntry {
+                    layer,
+                    id: d.source.to_hex(),
+                    scope: "project".into(),
+                })),
+                Layer::Patterns(patterns) => out.extend(patterns.iter().map(|h| LayerEntry {
+                    layer,
+                    id: h.name.clone(),
+                    scope: "construct".into(),
+                })),
                 Layer::Records(items) => {
-                    out.extend(items.iter().map(|i| Entry { layer, id: i.id.to_hex(), scope: i.scope.clone() }))
+                    out.extend(items.iter().map(|i| LayerEntry { layer, id: i.id.to_hex(), scope: i.scope.clone() }))
                 }
             }
         }

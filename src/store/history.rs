@@ -67,8 +67,8 @@ impl Store {
                 continue;
             }
             let path = format!("{prefix}{name}");
-            let tree = |v: Option<&(Entry, ObjectId)>| v.filter(|(k, _)| *k == Entry::Tree).map(|(_, id)| *id);
-            let blob = |v: Option<&(Entry, ObjectId)>| v.filter(|(k, _)| *k == Entry::Blob).map(|(_, id)| *id);
+            let tree = |v: Option<&(NodeKind, ObjectId)>| v.filter(|(k, _)| *k == NodeKind::Tree).map(|(_, id)| *id);
+            let blob = |v: Option<&(NodeKind, ObjectId)>| v.filter(|(k, _)| *k == NodeKind::Blob).map(|(_, id)| *id);
             if tree(x).is_some() || tree(y).is_some() {
                 self.diff_files_into(tree(x), tree(y), &format!("{path}/"), out)?;
             }
@@ -79,7 +79,7 @@ impl Store {
         Ok(())
     }
 
-    fn file_map(&self, tree: Option<ObjectId>) -> Result<BTreeMap<String, (Entry, ObjectId)>> {
+    fn file_map(&self, tree: Option<ObjectId>) -> Result<BTreeMap<String, (NodeKind, ObjectId)>> {
         let mut map = BTreeMap::new();
         if let Some(t) = tree {
             let tree = self.repo.find_tree(t).git(|| format!("reading tree {t}"))?;
@@ -87,11 +87,11 @@ impl Store {
                 let e = e.git(|| format!("decoding tree {t}"))?;
                 let mode = e.mode();
                 let kind = if mode.is_tree() {
-                    Entry::Tree
+                    NodeKind::Tree
                 } else if mode.is_blob() {
-                    Entry::Blob
+                    NodeKind::Blob
                 } else {
-                    Entry::Other
+                    NodeKind::Other
                 };
                 map.insert(e.filename().to_string(), (kind, e.oid().to_owned()));
             }
@@ -237,7 +237,7 @@ pub struct FileDiff {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Entry {
+enum NodeKind {
     Tree,
     Blob,
     Other,

@@ -23,7 +23,12 @@ pub const LATENCY_POINTS: usize = 300;
 pub const HIT_RATE_DAYS: usize = 90;
 
 /// A fact's life: its scope, its type, when it was written and when it stopped being current.
-pub(crate) type Life = (String, String, i64, Option<i64>);
+pub(crate) struct Life {
+    pub(crate) scope: String,
+    pub(crate) fact_type: String,
+    pub(crate) start: i64,
+    pub(crate) end: Option<i64>,
+}
 
 /// When a fact stopped being current: the earliest record that superseded, outdated or forgot it.
 pub(crate) fn ended(e: &Entry, state: &State) -> Option<i64> {

@@ -54,7 +54,13 @@ fn words(s: &str) -> HashSet<String> {
 }
 
 /// A section of a current document, with its source, path and text.
-type SectionText = (crate::record::RecordId, String, crate::record::Section, String);
+/// One section of a current document, with its text read from the document's blob.
+struct SectionText {
+    source: crate::record::RecordId,
+    path: String,
+    section: crate::record::Section,
+    body: String,
+}
 
 /// Keep `cache` for the next recall of this memory.
 fn keep_vectors(slot: &DocumentSlot, cache: VectorCache) -> Arc<VectorCache> {
@@ -101,7 +107,7 @@ impl Memory {
             for sec in &s.sections {
                 let (a, b) = (sec.lines.start as usize, sec.lines.end as usize);
                 let body = lines.get(a.saturating_sub(1)..b.min(lines.len())).unwrap_or_default().join("\n");
-                sections.push((*id, s.path.clone(), sec.clone(), body));
+                sections.push(SectionText { source: *id, path: s.path.clone(), section: sec.clone(), body });
             }
         }
         sections
@@ -119,7 +125,7 @@ impl Memory {
         let path = self.store.caches().document_vectors();
         let held = slot.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|c| c.vectors.clone());
         let mut cache: VectorCache = match held.filter(|c| c.model == e.model_id()) {
-            Some(c) if sections.iter().all(|s| c.vectors.contains_key(&key(&s.2))) => return Ok(c),
+            Some(c) if sections.iter().all(|s| c.vectors.contains_key(&key(&s.section))) => return Ok(c),
             Some(c) => (*c).clone(),
             None => std::fs::read(&path)
                 .ok()
@@ -128,21 +134,21 @@ impl Memory {
                 .unwrap_or_else(|| VectorCache { model: e.model_id().to_string(), ..VectorCache::default() }),
         };
         let missing: Vec<usize> =
-            (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].2))).collect();
+            (0..sections.len()).filter(|&i| !cache.vectors.contains_key(&key(&sections[i].section))).collect();
         if missing.is_empty() {
             return Ok(keep_vectors(slot, cache));
         }
         let total = missing.len();
         for (done, chunk) in missing.chunks(64).enumerate() {
             let texts: Vec<String> =
-                chunk.iter().map(|&i| format!("{}\n{}", sections[i].2.heading, sections[i].3)).collect();
+                chunk.iter().map(|&i| format!("{}\n{}", sections[i].section.heading, sections[i].body)).collect();
             let vectors = e.embed(&texts).map_err(crate::index::IndexError::Embed)?;
             for (&i, v) in chunk.iter().zip(vectors) {
-                cache.vectors.insert(key(&sections[i].2), v);
+                cache.vectors.insert(key(&sections[i].section), v);
             }
             progress(((done + 1) * 64).min(total), total);
         }
-        let live: HashSet<String> = sections.iter().map(|s| key(&s.2)).collect();
+        let live: HashSet<String> = sections.iter().map(|s| key(&s.section)).collect();
         cache.vectors.retain(|k, _| live.contains(k));
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -187,7 +193,7 @@ impl Memory {
                 sections
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, s)| cache.vectors.get(&key(&s.2)).map(|v| (crate::embed::cosine(q, v), i)))
+                    .filter_map(|(i, s)| cache.vectors.get(&key(&s.section)).map(|v| (crate::embed::cosine(q, v), i)))
                     .filter(|(score, _)| *score >= MIN_DOCUMENT_SIMILARITY)
                     .collect()
             }
@@ -197,7 +203,7 @@ impl Memory {
                     .iter()
                     .enumerate()
                     .filter_map(|(i, s)| {
-                        let have = words(&format!("{}\n{}", s.2.heading, s.3));
+                        let have = words(&format!("{}\n{}", s.section.heading, s.body));
                         let share = want.iter().filter(|w| have.contains(*w)).count() as f64 / want.len().max(1) as f64;
                         (share >= MIN_WORD_SHARE && !want.is_empty()).then_some((share as f32, i))
                     })
@@ -207,14 +213,14 @@ impl Memory {
         // A table of contents names every section's words: it is shown only when no section of
         // its document matched itself.
         let answered: HashSet<crate::record::RecordId> =
-            scored.iter().filter(|(_, i)| !is_contents(&sections[*i].3)).map(|(_, i)| sections[*i].0).collect();
-        scored.retain(|(_, i)| !(is_contents(&sections[*i].3) && answered.contains(&sections[*i].0)));
+            scored.iter().filter(|(_, i)| !is_contents(&sections[*i].body)).map(|(_, i)| sections[*i].source).collect();
+        scored.retain(|(_, i)| !(is_contents(&sections[*i].body) && answered.contains(&sections[*i].source)));
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         Ok(scored
             .into_iter()
             .take(k)
             .map(|(score, i)| {
-                let (source, path, sec, body) = &sections[i];
+                let SectionText { source, path, section: sec, body } = &sections[i];
                 let mut excerpt: String = body.chars().take(EXCERPT_CHARS).collect();
                 if excerpt.len() < body.len() {
                     excerpt.push('…');

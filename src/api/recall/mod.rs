@@ -163,7 +163,7 @@ impl Memory {
 }
 
 /// One scope's memory and its open indexes, for a recall over several scopes.
-pub(crate) struct Part<'a> {
+pub(crate) struct Source<'a> {
     pub scope: crate::scope::Scope,
     pub memory: &'a Memory,
     pub indexes: &'a crate::index::Indexes,
@@ -180,26 +180,26 @@ fn merge_hits<T: Copy>(lists: Vec<Vec<(RecordId, f32, T)>>, limit: usize) -> Vec
 }
 
 /// Both candidate lists, and what expanded them.
-type Candidates = (Vec<(RecordId, f32)>, Vec<(RecordId, f32, usize)>, Option<crate::recall::expand::Expansion>);
+type Expanded = (Vec<(RecordId, f32)>, Vec<(RecordId, f32, usize)>, Option<crate::recall::expand::Expansion>);
 
 /// The candidate lists again, expanded once, when the first pass is weak
 /// ([`crate::recall::expand`]): the lexical query gains words of the vector side's best records,
 /// the query vector moves towards the lexical side's best records' vectors. One more lexical and
 /// one more vector query, no embedding.
 fn expand(
-    parts: &[Part<'_>],
+    parts: &[Source<'_>],
     state: &State,
     req: &crate::recall::Request,
     query_vector: &[f32],
     lexical: Vec<(RecordId, f32)>,
     vector: Vec<(RecordId, f32, usize)>,
-) -> Result<Candidates> {
+) -> Result<Expanded> {
     use crate::recall::expand as x;
     let pairs: Vec<(RecordId, f32)> = vector.iter().map(|(id, s, _)| (*id, *s)).collect();
     let query = req.query.as_str();
     let Some(reason) = x::weak(req.expand, &lexical, &pairs) else { return Ok((lexical, vector, None)) };
     let words = |text: &str| -> Vec<String> {
-        crate::index::lexical::terms(text).into_iter().filter(|t| !t.4).map(|t| t.3).collect()
+        crate::index::lexical::terms(text).into_iter().filter(|t| !t.derived).map(|t| t.text).collect()
     };
     let texts: Vec<Vec<String>> = vector
         .iter()
@@ -241,7 +241,7 @@ fn expand(
 }
 
 /// A vector candidate: record, cosine similarity, the passage that matched best.
-type Hit = (RecordId, f32, usize);
+type VectorHit = (RecordId, f32, usize);
 
 /// Every candidate's similarity to the query as asked, read from the stored vectors in one pass
 /// over each index (no search, no model call): the lexical candidates the vector search did not
@@ -251,12 +251,12 @@ type Hit = (RecordId, f32, usize);
 /// records, and scoring by it ranked them above what the query means (SciFact train nDCG@10
 /// 0.7189 scored by the moved vector, docs/recall.md).
 fn by_query(
-    parts: &[Part<'_>],
+    parts: &[Source<'_>],
     query: &[f32],
-    vector: Vec<Hit>,
+    vector: Vec<VectorHit>,
     lexical: &[(RecordId, f32)],
     rescore: bool,
-) -> (Vec<Hit>, Vec<Hit>) {
+) -> (Vec<VectorHit>, Vec<VectorHit>) {
     let in_vector: std::collections::HashSet<RecordId> = vector.iter().map(|v| v.0).collect();
     let mut ids: Vec<RecordId> = if rescore { vector.iter().map(|v| v.0).collect() } else { Vec::new() };
     ids.extend(lexical.iter().map(|l| l.0).filter(|id| !in_vector.contains(id)));
@@ -278,7 +278,7 @@ fn by_query(
 /// expanded once, and every candidate's similarity to the query as asked. `state` is the fold
 /// of every part's records (the expansion reads its feedback records there).
 pub(crate) fn candidates(
-    parts: &[Part<'_>],
+    parts: &[Source<'_>],
     state: &State,
     req: &crate::recall::Request,
     embedder: Option<&mut dyn crate::embed::Embedder>,
@@ -328,7 +328,7 @@ pub(crate) fn candidates(
 /// merged, and whether each attempt's check still applies (told against the first part's
 /// repository, the project's) and where its task stands now.
 pub(crate) fn annotate(
-    parts: &[Part<'_>],
+    parts: &[Source<'_>],
     state: &State,
     passages: &std::collections::HashMap<RecordId, usize>,
     out: &mut crate::recall::Recall,
@@ -378,7 +378,7 @@ pub(crate) fn annotate(
 
 /// The records only a fetched copy of `parts` holds (not merged): never the newer of two
 /// conflicting facts.
-pub(crate) fn fetched(parts: &[Part<'_>]) -> Option<std::sync::Arc<std::collections::HashSet<RecordId>>> {
+pub(crate) fn fetched(parts: &[Source<'_>]) -> Option<std::sync::Arc<std::collections::HashSet<RecordId>>> {
     let fetched: std::collections::HashSet<RecordId> =
         parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
     (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched))

@@ -14,7 +14,7 @@ use crate::api::learn::attempts::AttemptView;
 use crate::api::share::hooks::HookChange;
 use crate::api::share::ProposeOutcome;
 use crate::api::view::ListFilter;
-use crate::api::view::Shown;
+use crate::api::view::ShownRecord;
 use crate::api::view::{LoggedCommit, RecordState};
 use crate::api::write::import::ForeignOutcome;
 use crate::api::write::import::ImportOutcome;
@@ -132,7 +132,7 @@ impl Session {
     }
 
     /// A record's file and derived state.
-    pub fn show(&mut self, prefix: &str) -> Result<Shown> {
+    pub fn show(&mut self, prefix: &str) -> Result<ShownRecord> {
         self.memory()?.show(prefix)
     }
 

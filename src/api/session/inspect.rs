@@ -23,7 +23,7 @@ impl Session {
         let events = if tel.on { telemetry::read(&project.caches()) } else { Vec::new() };
         let mut summary: Vec<(String, String)> = Vec::new();
 
-        // Lifetimes of every fact of every scope: (scope, type, start, end).
+        // Lifetimes of every fact of every scope.
         let mut lives: Vec<Life> = Vec::new();
         let mut trajectories: Vec<(usize, Series)> = Vec::new();
         let mut all_chains: Vec<Vec<Version>> = Vec::new();
@@ -34,7 +34,12 @@ impl Session {
             for e in state.iter() {
                 let Some(f) = e.record.as_fact() else { continue };
                 current += usize::from(e.status == Status::Valid);
-                lives.push((scope.to_string(), f.fact_type.to_string(), e.record.created_at.0, ended(e, state)));
+                lives.push(Life {
+                    scope: scope.to_string(),
+                    fact_type: f.fact_type.to_string(),
+                    start: e.record.created_at.0,
+                    end: ended(e, state),
+                });
                 let counted = e.outcomes.len();
                 if counted > 0 {
                     trajectories.push((counted, trajectory(memory, e, &f.subject)?));
@@ -46,21 +51,21 @@ impl Session {
         }
 
         let mut charts = Vec::new();
-        let t0 = lives.iter().map(|l| l.2).min();
+        let t0 = lives.iter().map(|l| l.start).min();
         // Current facts stay current until now: the axis runs to the report's time.
-        let t1 = lives.iter().flat_map(|l| [Some(l.2), l.3]).flatten().max().map(|t| t.max(now.0));
+        let t1 = lives.iter().flat_map(|l| [Some(l.start), l.end]).flatten().max().map(|t| t.max(now.0));
         // No fact yet: the charts are there, empty, saying so (never an axis from 1970).
         let times = match (t0, t1) {
             (Some(t0), Some(t1)) => sample_times(t0, t1, SIZE_POINTS),
             _ => Vec::new(),
         };
         let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
-            lives.iter().filter(|l| keep(l) && l.2 <= t && l.3.is_none_or(|end| end > t)).count() as f64
+            lives.iter().filter(|l| keep(l) && l.start <= t && l.end.is_none_or(|end| end > t)).count() as f64
         };
         let types: Vec<String> =
-            lives.iter().map(|l| l.1.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            lives.iter().map(|l| l.fact_type.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let scopes: Vec<String> =
-            lives.iter().map(|l| l.0.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            lives.iter().map(|l| l.scope.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let no_facts = "No facts yet: they appear here once `git neo add` or `git neo import` writes some.";
         charts.push(Chart {
             id: "size-type".into(),
@@ -72,7 +77,7 @@ impl Session {
                 .iter()
                 .map(|ty| Series {
                     name: ty.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.1 == ty, t))).collect(),
+                    points: times.iter().map(|&t| (t, count(&|l| &l.fact_type == ty, t))).collect(),
                 })
                 .collect(),
             empty: no_facts.into(),
@@ -87,7 +92,7 @@ impl Session {
                 .iter()
                 .map(|sc| Series {
                     name: sc.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.0 == sc, t))).collect(),
+                    points: times.iter().map(|&t| (t, count(&|l| &l.scope == sc, t))).collect(),
                 })
                 .collect(),
             empty: no_facts.into(),

@@ -7,7 +7,7 @@
 
 use super::{reborrow, Union, Warm};
 use crate::api::memory::Memory;
-use crate::api::recall::Part;
+use crate::api::recall::Source;
 use crate::api::session::Notice;
 use crate::api::session::RecallQuery;
 use crate::api::session::Session;
@@ -222,11 +222,11 @@ impl Session {
 
         // The candidates every scope's indexes offer, ranked on the fold of the scopes.
         let Session { parts, union, warm, opts, .. } = self;
-        let sources: Vec<Part<'_>> = scopes
+        let sources: Vec<Source<'_>> = scopes
             .iter()
             .map(|s| {
                 let p = &parts[s];
-                Part {
+                Source {
                     scope: s.clone(),
                     memory: p.memory.as_ref().expect("read by recall_scopes"),
                     indexes: &p.indexes.as_ref().expect("refreshed above").0,

@@ -83,7 +83,7 @@ pub enum DaemonCommand {
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
-enum Request {
+enum Message {
     Run(RunRequest),
     Status,
     Stop,
@@ -333,7 +333,7 @@ pub fn try_run(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Resu
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.set_write_timeout(Some(timeout));
     let colour = std::io::stdout().is_terminal() && env("NO_COLOR").is_none_or(|v| v.is_empty());
-    let request = Request::Run(RunRequest {
+    let request = Message::Run(RunRequest {
         version: version(),
         argv: argv.to_vec(),
         cwd,
@@ -444,7 +444,7 @@ pub fn run(ctx: &mut Ctx, cmd: DaemonCommand) -> Result<(), Error> {
             let stop = matches!(cmd, DaemonCommand::Stop);
             let answer = UnixStream::connect(&socket).and_then(|mut s| {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-                send(&mut s, if stop { &Request::Stop } else { &Request::Status })?;
+                send(&mut s, if stop { &Message::Stop } else { &Message::Status })?;
                 receive::<Response>(&s)
             });
             let status = match answer {

@@ -22,7 +22,7 @@
 //! - A session is dropped and read afresh when what it does not notice by itself changes: git
 //!   config (the repository's, the user's) and the project's Construct patterns.
 
-use super::{receive, send, user_id, version, work_tree, Held, Request, Response, RunRequest, Status};
+use super::{receive, send, user_id, version, work_tree, Held, Message, Response, RunRequest, Status};
 use crate::cli::{embedder_choice, execute, session_options, Cli, Ctx, Env};
 use git_neo::api::Session;
 use git_neo::embed::{self, EmbedderChoice};
@@ -194,14 +194,14 @@ fn exit_when_idle(shared: Arc<Shared>, socket: PathBuf, idle: Duration) {
 fn connection(mut stream: UnixStream, jobs: &std::sync::mpsc::Sender<Job>, shared: &Shared) {
     let _ = stream.set_read_timeout(Some(CLIENT_IO));
     let _ = stream.set_write_timeout(Some(CLIENT_IO));
-    let response = match receive::<Request>(&stream) {
-        Ok(Request::Status) => Response::Status(Box::new(status(shared))),
-        Ok(Request::Stop) => {
+    let response = match receive::<Message>(&stream) {
+        Ok(Message::Status) => Response::Status(Box::new(status(shared))),
+        Ok(Message::Stop) => {
             let _ = send(&mut stream, &Response::Stopping);
             let _ = jobs.send(Job::Stop);
             return;
         }
-        Ok(Request::Run(request)) => {
+        Ok(Message::Run(request)) => {
             let (answer, answered) = std::sync::mpsc::channel();
             match jobs.send(Job::Run(request, answer)).ok().and_then(|()| answered.recv().ok()) {
                 Some(r) => r,
@@ -278,7 +278,7 @@ struct Key {
 }
 
 /// One repository held warm.
-struct Warm {
+struct WarmRepo {
     key: Key,
     session: Session,
     seen: Fingerprint,
@@ -293,7 +293,7 @@ struct Executor {
     choice: EmbedderChoice,
     /// The loaded model, lent to every session (`Err`: why there is none).
     model: Result<embed::Shared, embed::NoEmbedder>,
-    warm: Vec<Warm>,
+    warm: Vec<WarmRepo>,
     budget: u64,
     shared: Arc<Shared>,
     /// The heap in use after the last command (asked once per command: glibc walks its free
@@ -435,7 +435,7 @@ impl Executor {
                 if let Ok(budget) = session.server_memory() {
                     self.budget = budget;
                 }
-                Warm { key: key.clone(), session, seen, last: Instant::now(), bytes: 0, commands: 0 }
+                WarmRepo { key: key.clone(), session, seen, last: Instant::now(), bytes: 0, commands: 0 }
             }
         };
         if let Ok(m) = &self.model {
@@ -620,7 +620,7 @@ mod tests {
         };
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let (mut client, server) = UnixStream::pair().expect("a socket pair");
-        send(&mut client, &Request::Status).expect("send");
+        send(&mut client, &Message::Status).expect("send");
         connection(server, &jobs, &shared);
         match receive::<Response>(&client) {
             Ok(Response::Status(s)) => assert_eq!((s.commands, s.pid), (3, std::process::id())),
@@ -629,7 +629,7 @@ mod tests {
         assert!(queue.try_recv().is_err(), "a status request is not queued");
 
         let (mut client, server) = UnixStream::pair().expect("a socket pair");
-        send(&mut client, &Request::Run(request(version()))).expect("send");
+        send(&mut client, &Message::Run(request(version()))).expect("send");
         let shared = Arc::new(shared);
         let handler = {
             let shared = shared.clone();
