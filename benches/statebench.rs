@@ -165,7 +165,7 @@ fn add(
     supersedes: Vec<String>,
 ) -> git_neo::api::AddOutcome {
     let req = AddRequest { area: scope, supersedes, body: body.into(), ..request(fact_type, subject) };
-    s.add(&req, false).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
+    s.add(&req).unwrap_or_else(|e| panic!("add {subject:?}: {e}"))
 }
 
 /// A request for a fact of `fact_type` saying `subject`: no key, no id, nothing else set.

@@ -143,7 +143,7 @@ pub fn run(ctx: &mut Ctx, args: Args) -> Result<(), Error> {
         created_at: None,
         sources: args.sources,
     };
-    let outcome = ctx.session.add(&req, args.dry_run)?;
+    let outcome = ctx.session.dry_run(args.dry_run, |s| s.add(&req))?;
     ctx.say_notices();
     if ctx.out.json {
         ctx.out.json(&outcome);

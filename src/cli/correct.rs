@@ -164,7 +164,7 @@ pub fn history(ctx: &mut Ctx, args: HistoryArgs) -> Result<(), Error> {
 }
 
 pub fn repair(ctx: &mut Ctx, args: RepairArgs) -> Result<(), Error> {
-    let r = ctx.session.repair(args.dry_run)?;
+    let r = ctx.session.dry_run(args.dry_run, |s| s.repair())?;
     if ctx.out.json {
         ctx.out.json(&r);
         return Ok(());

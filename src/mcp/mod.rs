@@ -253,7 +253,7 @@ impl Kept {
             created_at: None,
             sources: a.sources,
         };
-        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.add(&req, a.dry_run))?)
+        Reply::of(&self.in_scope(a.scope.as_deref(), |s| s.dry_run(a.dry_run, |s| s.add(&req)))?)
     }
 
     fn record_attempt(&mut self, a: tools::AttemptArgs) -> ToolResult {

@@ -130,7 +130,7 @@ fn ids_resolve_by_unique_prefix_and_ambiguity_lists_candidates() {
         .find_map(|i| {
             let subject = format!("fact number {i}");
             let req = AddRequest { fact_type: "pattern".into(), subject: subject.clone(), ..AddRequest::default() };
-            let id = session.add(&req, true).expect("a dry run").id.to_hex();
+            let id = session.dry_run(true, |s| s.add(&req)).expect("a dry run").id.to_hex();
             by_prefix.insert(id[..4].to_string(), subject.clone()).map(|other| (other, subject))
         })
         .expect("a 4-digit collision within 100k candidates");

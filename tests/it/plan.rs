@@ -130,7 +130,7 @@ fn the_session_writes_for_real_again_after_a_dry_run() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     let mut s = session(&repo);
-    let added = s.add(&request("Search uses tantivy"), false).expect("add");
+    let added = s.add(&request("Search uses tantivy")).expect("add");
     let id = added.id.to_hex();
 
     let dry = s.dry_run(true, |s| s.forget(&id, "replaced")).expect("dry forget");

@@ -42,7 +42,7 @@ fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     let index_before = std::fs::read(repo.join(".git/index")).expect("read index");
 
     let mut mem = session(&repo);
-    let added = mem.add(&fact("Use the builder"), false).expect("add");
+    let added = mem.add(&fact("Use the builder")).expect("add");
     let hex = added.id.to_hex();
 
     let files = sb.git(&repo, &["ls-tree", "-r", "--name-only", "refs/heads/neo-memory"]);
@@ -67,7 +67,7 @@ fn writes_a_fan_out_tree_with_format_a_commit_and_a_reflog_and_nothing_else() {
     assert!(fsck.status.success(), "fsck: {}", stderr(&fsck));
 
     // A second write adds to the same tree; the history has two commits with FORMAT kept.
-    mem.add(&fact("Keep modules small"), false).expect("second add");
+    mem.add(&fact("Keep modules small")).expect("second add");
     assert_eq!(sb.git(&repo, &["rev-list", "--count", "refs/heads/neo-memory"]), "2");
     assert_eq!(crate::support::fold_of(&repo).1.entries.len(), 2);
 }

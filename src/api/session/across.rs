@@ -42,16 +42,16 @@ impl Session {
                 }
             }
             match found {
-                Some((scope, old, subject)) => foreign.push(crate::api::write::supersede::PlannedSupersession {
-                    old,
-                    old_scope: Some(scope.to_string()),
-                    subject,
-                    method: crate::record::SupersessionMethod::Explicit,
-                    score: None,
-                    reason: req.reason.clone().unwrap_or_else(|| {
+                Some((scope, old, subject)) => {
+                    let why = req.reason.clone().unwrap_or_else(|| {
                         format!("replaced explicitly, across scopes (a fact of the {scope} memory)")
-                    }),
-                }),
+                    });
+                    let method = crate::record::SupersessionMethod::Explicit;
+                    foreign.push(
+                        crate::api::write::supersede::PlannedSupersession::new(old, subject, method, why)
+                            .in_scope(scope.to_string()),
+                    )
+                }
                 // Not found anywhere: the write path says so, naming the field.
                 None => local.supersedes.push(prefix.clone()),
             }

@@ -558,15 +558,15 @@ impl Session {
     }
 
     /// Add a fact to the target scope, superseding by explicit id, by key, and (with the model)
-    /// by similarity to the current facts of the same type and area there. `dry_run` decides
-    /// everything and writes nothing. The model and indexes are opened only when a similarity
-    /// comparison is needed. A write to the org memory is shared at once (see `Session::share`).
-    pub fn add(&mut self, req: &AddRequest, dry_run: bool) -> Result<AddOutcome> {
+    /// by similarity to the current facts of the same type and area there. In a dry run
+    /// ([`Session::dry_run`]) it decides everything and writes nothing. The model and indexes are
+    /// opened only when a similarity comparison is needed. A write to the org memory is shared at
+    /// once (see `Session::share`).
+    pub fn add(&mut self, req: &AddRequest) -> Result<AddOutcome> {
         let scope = self.target();
         let (foreign, local) = self.foreign_supersessions(req)?;
         let req = &local;
-        let (_, mut wc) = self.writing()?;
-        wc.dry_run |= dry_run;
+        let (_, wc) = self.writing()?;
         let part = self.parts.get_mut(&scope).expect("loaded by writing()");
         let memory = part.memory.as_mut().expect("loaded by writing()");
         let slot = &mut part.indexes;
@@ -682,10 +682,10 @@ impl Session {
     }
 
     /// Re-read every automatic supersession with today's update rule and revert those it would
-    /// not make (`dry_run`: only say which).
-    pub fn repair(&mut self, dry_run: bool) -> Result<crate::api::write::correct::Repair> {
+    /// not make (in a dry run, [`Session::dry_run`], only say which).
+    pub fn repair(&mut self) -> Result<crate::api::write::correct::Repair> {
         let (memory, wc) = self.writing()?;
-        memory.repair(dry_run, &wc)
+        memory.repair(&wc)
     }
 
     /// The whole chain around a record or key.

@@ -206,7 +206,7 @@ impl Session {
         let mut facts = Vec::new();
         let mut failed = None;
         for (id, req) in requests {
-            match self.add(&req, false) {
+            match self.add(&req) {
                 Ok(outcome) => facts.push(Promoted { from: id, outcome }),
                 Err(e) => {
                     failed = Some(e);

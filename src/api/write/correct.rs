@@ -299,7 +299,8 @@ impl Memory {
     /// retraction each, all in one commit) those it would not make: a frame supersession the
     /// frame rule no longer makes, a similarity one between statements of different identities.
     /// Explicit and key supersessions are the writer's own and are left alone.
-    pub fn repair(&mut self, dry_run: bool, ctx: &WriteContext) -> Result<Repair> {
+    pub fn repair(&mut self, ctx: &WriteContext) -> Result<Repair> {
+        let dry_run = ctx.dry_run;
         let mut found = Vec::new();
         for e in self.state.iter() {
             let Payload::Supersession(s) = &e.record.payload else { continue };

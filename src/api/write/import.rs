@@ -3,6 +3,7 @@
 use super::plan;
 use crate::api::memory::short_message;
 use crate::api::memory::Memory;
+use crate::api::write::supersede::PlannedSupersession;
 use crate::api::write::AddRequest;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Problem, Problems, Record, RecordId};
@@ -200,14 +201,8 @@ impl ImportDecider {
                 .filter(|(id, _)| self.current(state, id))
                 .collect();
             for (old, subject) in ids {
-                planned.push(crate::api::write::supersede::PlannedSupersession {
-                    old,
-                    old_scope: None,
-                    subject,
-                    method: SupersessionMethod::Key,
-                    score: None,
-                    reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
-                });
+                let why = reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`"));
+                planned.push(PlannedSupersession::new(old, subject, SupersessionMethod::Key, why));
             }
         }
         // Failures and reviews are events: a second one about the same thing is another event.
@@ -245,14 +240,8 @@ impl ImportDecider {
             if let (crate::frame::Relation::Update, Some(u)) =
                 crate::api::write::updates::judge_framed(id, &old, &old_frame, &bucket.frame)
             {
-                planned.push(crate::api::write::supersede::PlannedSupersession {
-                    old: id,
-                    old_scope: None,
-                    subject: old,
-                    method: SupersessionMethod::Frame,
-                    score: None,
-                    reason: reason.map(str::to_string).unwrap_or_else(|| u.reason()),
-                });
+                let why = reason.map(str::to_string).unwrap_or_else(|| u.reason());
+                planned.push(PlannedSupersession::new(id, old, SupersessionMethod::Frame, why));
             }
         }
         planned
@@ -333,7 +322,7 @@ impl Memory {
             for p in planned {
                 decider.supersede(p.old);
                 let sup = self.supersession_record(
-                    &crate::api::write::supersede::PlannedSupersession {
+                    &PlannedSupersession {
                         reason: reqs_reason.map(str::to_string).unwrap_or(p.reason.clone()),
                         ..p.clone()
                     },

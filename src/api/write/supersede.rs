@@ -120,6 +120,23 @@ pub struct PlannedSupersession {
     pub reason: String,
 }
 
+impl PlannedSupersession {
+    /// `old` (its summary `subject`) replaced by `method`, for `reason`, in the scope written to.
+    pub fn new(old: RecordId, subject: String, method: SupersessionMethod, reason: String) -> PlannedSupersession {
+        PlannedSupersession { old, old_scope: None, subject, method, score: None, reason }
+    }
+
+    /// The same, with the score that decided it (similarity).
+    pub fn scored(self, score: f64) -> PlannedSupersession {
+        PlannedSupersession { score: Some(score), ..self }
+    }
+
+    /// The same, `old` living in `scope` (another than the one written to).
+    pub fn in_scope(self, scope: String) -> PlannedSupersession {
+        PlannedSupersession { old_scope: Some(scope), ..self }
+    }
+}
+
 /// Whether similarity-based supersession ran, and what it found.
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
@@ -206,30 +223,26 @@ impl Memory {
         let mut planned: Vec<PlannedSupersession> = Vec::new();
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         for id in &explicit {
-            planned.push(PlannedSupersession {
-                old_scope: None,
-                old: *id,
-                subject: self.state.entries[id].record.summary(),
-                method: SupersessionMethod::Explicit,
-                score: None,
-                reason: reason.unwrap_or("replaced explicitly").to_string(),
-            });
+            planned.push(PlannedSupersession::new(
+                *id,
+                self.state.entries[id].record.summary(),
+                SupersessionMethod::Explicit,
+                reason.unwrap_or("replaced explicitly").to_string(),
+            ));
         }
         let mut similarity = SimilarityCheck::NotNeeded;
         let mut possible_updates = Vec::new();
         if let Some((old, _)) = attach_key {
             let e = &self.state.entries[&old];
-            planned.push(PlannedSupersession {
-                old_scope: None,
+            planned.push(PlannedSupersession::new(
                 old,
-                subject: e.record.summary(),
-                method: SupersessionMethod::Key,
-                score: None,
-                reason: format!(
+                e.record.summary(),
+                SupersessionMethod::Key,
+                format!(
                     "the same fact added again with key `{}`: the key is recorded",
                     fact.key.as_deref().unwrap_or_default()
                 ),
-            });
+            ));
             if req.confidence.is_none() {
                 valid = valid.with_confidence(Milli(e.confidence.0.clamp(0, 1000)));
             }
@@ -253,13 +266,9 @@ impl Memory {
                 // thing (structural, no model: every way in decides the same).
                 if planned.is_empty() {
                     let (sure, maybe) = frame_step(&self.state, &fact, &is_candidate, self.store.frame_updates()?);
-                    planned.extend(sure.into_iter().map(|u| PlannedSupersession {
-                        old_scope: None,
-                        old: u.id,
-                        subject: u.subject.clone(),
-                        method: SupersessionMethod::Frame,
-                        score: None,
-                        reason: reason.map(str::to_string).unwrap_or_else(|| u.reason()),
+                    planned.extend(sure.into_iter().map(|u| {
+                        let why = reason.map(str::to_string).unwrap_or_else(|| u.reason());
+                        PlannedSupersession::new(u.id, u.subject.clone(), SupersessionMethod::Frame, why)
                     }));
                     possible_updates = maybe;
                 }
@@ -304,13 +313,13 @@ impl Memory {
         let confirmed: Vec<PlannedSupersession> = explicit
             .iter()
             .filter(|old| **old != id && !dup.1)
-            .map(|old| PlannedSupersession {
-                old_scope: None,
-                old: *old,
-                subject: self.state.entries[old].record.summary(),
-                method: SupersessionMethod::Explicit,
-                score: None,
-                reason: reason.unwrap_or("replaced explicitly").to_string(),
+            .map(|old| {
+                PlannedSupersession::new(
+                    *old,
+                    self.state.entries[old].record.summary(),
+                    SupersessionMethod::Explicit,
+                    reason.unwrap_or("replaced explicitly").to_string(),
+                )
             })
             .collect();
         let checked = self.checked_supersessions(&confirmed, id, ctx)?;
@@ -346,13 +355,9 @@ impl Memory {
                     && !explicit.contains(&e.id)
                     && attached.is_none_or(|a| a != e.id)
             })
-            .map(|(e, f)| PlannedSupersession {
-                old_scope: None,
-                old: e.id,
-                subject: f.subject.clone(),
-                method: SupersessionMethod::Key,
-                score: None,
-                reason: reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`")),
+            .map(|(e, f)| {
+                let why = reason.map(str::to_string).unwrap_or_else(|| format!("same key `{key}`"));
+                PlannedSupersession::new(e.id, f.subject.clone(), SupersessionMethod::Key, why)
             })
             .collect()
     }
@@ -428,16 +433,18 @@ impl Memory {
                         .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
                         .copied();
                     if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
-                        planned.push(PlannedSupersession {
-                            old_scope: None,
-                            old: id,
-                            subject: self.state.entries[&id].record.summary(),
-                            method: SupersessionMethod::Similarity,
-                            score: Some(rounded(score.min(1.0))),
-                            reason: reason.map(str::to_string).unwrap_or_else(|| {
-                                format!("similar {} in scope {} (cosine {:.3})", fact.fact_type, fact.scope, score)
-                            }),
+                        let why = reason.map(str::to_string).unwrap_or_else(|| {
+                            format!("similar {} in scope {} (cosine {:.3})", fact.fact_type, fact.scope, score)
                         });
+                        planned.push(
+                            PlannedSupersession::new(
+                                id,
+                                self.state.entries[&id].record.summary(),
+                                SupersessionMethod::Similarity,
+                                why,
+                            )
+                            .scored(rounded(score.min(1.0))),
+                        );
                     }
                     let nearest = ranked.first().copied();
                     let nearest = nearest.filter(|_| best.is_none());
