@@ -35,8 +35,8 @@ use crate::api::learn::attempts::AttemptRequest;
 use crate::api::learn::outcomes::Explanation;
 use crate::api::memory::Memory;
 use crate::api::write::correct::History;
-use crate::api::write::supersede::CandidateFn;
 use crate::api::write::supersede::Similarity;
+use crate::api::write::supersede::{AddStep, CandidateFn};
 use crate::api::write::AddOutcome;
 use crate::api::write::AddRequest;
 use crate::construct::{Hit, Library};
@@ -571,14 +571,17 @@ impl Session {
         let memory = part.memory.as_mut().expect("loaded by writing()");
         let slot = &mut part.indexes;
         let (warm, choice) = (&mut self.warm, &self.opts.embedder);
-        let plan = {
-            let reader: &Memory = memory;
-            let mut similar = |record: &Record, is_candidate: &CandidateFn<'_>| {
-                warm.similarity(slot, reader, choice, record, is_candidate)
-            };
-            reader.plan_add(req, &wc, &mut similar)?
+        let reader: &Memory = memory;
+        // The similarity step, measured here (the model and indexes are the session's) and
+        // handed to the write layer as a value.
+        let mut plan = match reader.plan_add(req, &wc)? {
+            AddStep::Planned(plan) => plan,
+            AddStep::NeedsSimilarity(pending) => {
+                let is_candidate = |id: &RecordId| reader.is_candidate(pending.fact(), id);
+                let similarity = warm.similarity(slot, reader, choice, pending.record(), &is_candidate)?;
+                reader.finish_add(pending, similarity, &wc)?
+            }
         };
-        let mut plan = plan;
         plan.supersedes.extend(foreign);
         let outcome = memory.apply_add(plan, &wc)?;
         self.share(outcome, &wc)

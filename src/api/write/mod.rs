@@ -21,8 +21,6 @@ pub mod updates;
 
 use crate::api::memory::short_message;
 use crate::api::memory::Memory;
-#[cfg(test)]
-use crate::api::write::supersede::no_similarity;
 use crate::api::write::supersede::{PlannedSupersession, SimilarityCheck};
 use crate::error::{Error, Result};
 use crate::record::{
@@ -355,11 +353,18 @@ impl Memory {
 
     /// Add a fact. An identical valid fact (same type, scope, subject and body, normalised) is not
     /// written again: its id is returned with `deduplicated: true`. Supersession runs by explicit
-    /// id and by key; similarity needs a model, so [`Memory::plan_add`] with a similarity function
-    /// is the full path (the tests' add without a model).
+    /// id, by key and the frame rule; similarity needs a model, which the session measures with
+    /// (the tests' add without a model).
     #[cfg(test)]
     pub fn add(&mut self, req: &AddRequest, ctx: &WriteContext) -> Result<AddOutcome> {
-        let plan = self.plan_add(req, ctx, &mut no_similarity("no embedding model was given"))?;
+        use crate::api::write::supersede::{AddStep, Similarity};
+        let plan = match self.plan_add(req, ctx)? {
+            AddStep::Planned(plan) => plan,
+            AddStep::NeedsSimilarity(pending) => {
+                let none = Similarity::Unavailable("no embedding model was given".into());
+                self.finish_add(pending, none, ctx)?
+            }
+        };
         self.apply_add(plan, ctx)
     }
 

@@ -20,10 +20,9 @@ use crate::api::write::AddOutcome;
 use crate::api::write::AddRequest;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod};
-use crate::state::{Entry, Status};
+use crate::state::Status;
 use crate::store::WriteContext;
 use serde::Serialize;
-use std::collections::BTreeSet;
 
 /// How many of the nearest candidates similarity supersession compares exactly.
 pub const SIMILARITY_SHORTLIST: usize = 8;
@@ -97,13 +96,34 @@ pub enum Similarity {
 /// it, so a write does not pay for listing every fact of the memory.
 pub type CandidateFn<'a> = dyn Fn(&RecordId) -> bool + 'a;
 
-/// The similarity search a write may need: `(new fact, is a candidate) -> Similarity`.
-pub type SimilarityFn<'a> = dyn FnMut(&Record, &CandidateFn<'_>) -> Result<Similarity> + 'a;
+/// How far planning an add got: the whole plan, or up to the similarity step, which the
+/// caller measures ([`Memory::finish_add`]).
+#[allow(clippy::large_enum_variant)]
+pub enum AddStep {
+    Planned(AddPlan),
+    NeedsSimilarity(PendingAdd),
+}
 
-/// A similarity function for callers without a model (the tests): always unavailable.
-#[cfg(test)]
-pub fn no_similarity(why: &str) -> impl FnMut(&Record, &CandidateFn<'_>) -> Result<Similarity> + '_ {
-    move |_, _| Ok(Similarity::Unavailable(why.to_string()))
+/// An add planned up to the similarity step: the new fact, checked, and what the rest of the
+/// plan needs.
+pub struct PendingAdd {
+    valid: Valid,
+    fact: crate::record::Fact,
+    reason: Option<String>,
+    /// Carry the confidence of what it replaces over (the writer gave none).
+    carry: bool,
+}
+
+impl PendingAdd {
+    /// The new fact's record, which the similarity search compares.
+    pub fn record(&self) -> &Record {
+        self.valid.record()
+    }
+
+    /// The new fact.
+    pub fn fact(&self) -> &crate::record::Fact {
+        &self.fact
+    }
 }
 
 /// One fact a new fact replaces.
@@ -187,10 +207,11 @@ fn rounded(score: f32) -> f64 {
 
 impl Memory {
     /// Decide what adding `req` would do, without writing: the record (with its confidence carried
-    /// over from what it replaces), a duplicate if there is one, and the facts it supersedes.
-    /// `similar` is called at most once, and only when the similarity step is reached with at
-    /// least one candidate (so a caller can load its model lazily).
-    pub fn plan_add(&self, req: &AddRequest, ctx: &WriteContext, similar: &mut SimilarityFn<'_>) -> Result<AddPlan> {
+    /// over from what it replaces), a duplicate if there is one, and the facts it supersedes, by
+    /// explicit id, by key and by the frame rule. When the similarity step is reached with at
+    /// least one candidate, the plan stops there ([`AddStep::NeedsSimilarity`]): the caller
+    /// measures it (loading its model only then) and hands the result to [`Memory::finish_add`].
+    pub fn plan_add(&self, req: &AddRequest, ctx: &WriteContext) -> Result<AddStep> {
         let mut problems = Vec::new();
         let valid = self.build_fact(req, ctx, &mut problems)?;
         let mut explicit = self.explicit_targets(req, &mut problems);
@@ -216,10 +237,9 @@ impl Memory {
         });
         let duplicate = duplicate.filter(|_| attach_key.is_none());
         if let Some(dup) = duplicate {
-            return self.plan_duplicate(valid, dup, &explicit, req, ctx);
+            return self.plan_duplicate(valid, dup, &explicit, req, ctx).map(AddStep::Planned);
         }
 
-        let current_fact = |e: &&Entry| e.status == Status::Valid && e.record.kind == Kind::Fact;
         let mut planned: Vec<PlannedSupersession> = Vec::new();
         let reason = req.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
         for id in &explicit {
@@ -250,33 +270,76 @@ impl Memory {
         if !req.no_supersede {
             planned.extend(self.by_key(&fact, &explicit, attach_key.map(|a| a.0), reason));
             if planned.is_empty() {
-                let linked: BTreeSet<RecordId> = fact.relations.iter().map(|r| r.id).collect();
-                let is_candidate = |id: &RecordId| {
-                    self.state.entries.get(id).is_some_and(|e| {
-                        current_fact(&e)
-                            && e.record
-                                .as_fact()
-                                .is_some_and(|f| f.fact_type == fact.fact_type && f.scope == fact.scope)
-                            && !linked.contains(id)
-                            && !fact.depends_on.contains(id)
-                    })
-                };
-                similarity = self.by_similarity(valid.record(), &fact, &is_candidate, reason, similar, &mut planned)?;
-                // Updates nobody labelled: the frame rule, on the current facts about the same
-                // thing (structural, no model: every way in decides the same).
-                if planned.is_empty() {
-                    let (sure, maybe) = frame_step(&self.state, &fact, &is_candidate, self.store.frame_updates()?);
-                    planned.extend(sure.into_iter().map(|u| {
-                        let why = reason.map(str::to_string).unwrap_or_else(|| u.reason());
-                        PlannedSupersession::new(u.id, u.subject.clone(), SupersessionMethod::Frame, why)
-                    }));
-                    possible_updates = maybe;
+                if self.state.entries.keys().any(|id| self.is_candidate(&fact, id)) {
+                    let carry = req.confidence.is_none();
+                    let reason = reason.map(str::to_string);
+                    return Ok(AddStep::NeedsSimilarity(PendingAdd { valid, fact, reason, carry }));
                 }
+                similarity = SimilarityCheck::NoCandidates;
+                possible_updates = self.frame_updates(&fact, reason, &mut planned)?;
             }
         }
+        let carry = req.confidence.is_none() && attach_key.is_none();
+        self.conclude(valid, planned, similarity, possible_updates, carry, ctx).map(AddStep::Planned)
+    }
 
+    /// The rest of an add's plan once the caller measured the similarity `pending` asked for: a
+    /// supersession by similarity, else the frame rule's.
+    pub fn finish_add(&self, pending: PendingAdd, similarity: Similarity, ctx: &WriteContext) -> Result<AddPlan> {
+        let PendingAdd { valid, fact, reason, carry } = pending;
+        let mut planned = Vec::new();
+        let check = self.by_similarity(&fact, reason.as_deref(), similarity, &mut planned)?;
+        let mut possible_updates = Vec::new();
+        if planned.is_empty() {
+            possible_updates = self.frame_updates(&fact, reason.as_deref(), &mut planned)?;
+        }
+        self.conclude(valid, planned, check, possible_updates, carry, ctx)
+    }
+
+    /// Whether the new `fact` may replace `id` by similarity or the frame rule: a current fact of
+    /// its type and area that it neither links to nor depends on.
+    pub fn is_candidate(&self, fact: &crate::record::Fact, id: &RecordId) -> bool {
+        self.state.entries.get(id).is_some_and(|e| {
+            e.status == Status::Valid
+                && e.record.kind == Kind::Fact
+                && e.record.as_fact().is_some_and(|f| f.fact_type == fact.fact_type && f.scope == fact.scope)
+                && !fact.relations.iter().any(|r| r.id == *id)
+                && !fact.depends_on.contains(id)
+        })
+    }
+
+    /// Updates nobody labelled: the frame rule, on the current facts about the same thing
+    /// (structural, no model: every way in decides the same). The sure ones join `planned`; the
+    /// possible ones are returned for the writer.
+    fn frame_updates(
+        &self,
+        fact: &crate::record::Fact,
+        reason: Option<&str>,
+        planned: &mut Vec<PlannedSupersession>,
+    ) -> Result<Vec<PossibleUpdate>> {
+        let is_candidate = |id: &RecordId| self.is_candidate(fact, id);
+        let (sure, maybe) = frame_step(&self.state, fact, &is_candidate, self.store.frame_updates()?);
+        planned.extend(sure.into_iter().map(|u| {
+            let why = reason.map(str::to_string).unwrap_or_else(|| u.reason());
+            PlannedSupersession::new(u.id, u.subject.clone(), SupersessionMethod::Frame, why)
+        }));
+        Ok(maybe)
+    }
+
+    /// The plan from what was decided: the replacement's confidence carried over from the best
+    /// of what it replaces (`carry`: when the writer gave none), and the supersession records,
+    /// checked.
+    fn conclude(
+        &self,
+        mut valid: Valid,
+        planned: Vec<PlannedSupersession>,
+        similarity: SimilarityCheck,
+        possible_updates: Vec<PossibleUpdate>,
+        carry: bool,
+        ctx: &WriteContext,
+    ) -> Result<AddPlan> {
         // The replacement starts where the best of what it replaces stood, plus a little.
-        if req.confidence.is_none() && !planned.is_empty() && attach_key.is_none() {
+        if carry && !planned.is_empty() {
             let carried = planned.iter().map(|p| self.state.entries[&p.old].confidence.0).max().unwrap_or(0);
             valid = valid.with_confidence(Milli((carried + CARRY_OVER_BONUS.0).min(1000)));
         }
@@ -400,60 +463,54 @@ impl Memory {
         explicit
     }
 
-    /// The similarity step: the nearest current fact of the same type and area, replaced when its
-    /// cosine reaches the type's threshold and it is a rewording of the new fact (planned into
-    /// `planned`); what was checked, for the answer.
+    /// The similarity step on what the caller measured: the best candidate at or above the
+    /// type's threshold is replaced when it is a rewording of the new fact (the same identity,
+    /// names, values and negations); the check says what was found either way.
     fn by_similarity(
         &self,
-        record: &Record,
         fact: &crate::record::Fact,
-        is_candidate: &CandidateFn<'_>,
         reason: Option<&str>,
-        similar: &mut SimilarityFn<'_>,
+        similarity: Similarity,
         planned: &mut Vec<PlannedSupersession>,
     ) -> Result<SimilarityCheck> {
-        Ok(if !self.state.entries.keys().any(is_candidate) {
-            SimilarityCheck::NoCandidates
-        } else {
-            let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
-            match similar(record, &is_candidate)? {
-                Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
-                Similarity::Scores { exact: scores, ranked } => {
-                    // Similarity replaces only a rewording: the same identity (turn
-                    // markers, ticket or step numbers), names, values and negations, most
-                    // words shared. A high cosine alone is a neighbour as often.
-                    let new_frame = crate::frame::frame(&fact.subject);
-                    let same_identity = |id: &RecordId| {
-                        let old = crate::frame::frame(&self.state.entries[id].record.summary());
-                        crate::frame::rewording(&old, &new_frame)
-                    };
-                    let best = scores
-                        .iter()
-                        .filter(|(id, _)| is_candidate(id))
-                        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
-                        .copied();
-                    if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
-                        let why = reason.map(str::to_string).unwrap_or_else(|| {
-                            format!("similar {} in scope {} (cosine {:.3})", fact.fact_type, fact.scope, score)
-                        });
-                        planned.push(
-                            PlannedSupersession::new(
-                                id,
-                                self.state.entries[&id].record.summary(),
-                                SupersessionMethod::Similarity,
-                                why,
-                            )
-                            .scored(rounded(score.min(1.0))),
-                        );
-                    }
-                    let nearest = ranked.first().copied();
-                    let nearest = nearest.filter(|_| best.is_none());
-                    SimilarityCheck::Checked {
-                        best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
-                        score: best.map(|b| rounded(b.1.min(1.0))),
-                        indexed_score: nearest.map(|n| rounded(n.1.min(1.0))),
-                        threshold: rounded(threshold),
-                    }
+        let threshold = self.store.supersede_threshold(fact.fact_type, DEFAULT_THRESHOLD)?;
+        Ok(match similarity {
+            Similarity::Unavailable(why) => SimilarityCheck::Skipped { why },
+            Similarity::Scores { exact: scores, ranked } => {
+                // Similarity replaces only a rewording: the same identity (turn markers, ticket
+                // or step numbers), names, values and negations, most words shared. A high
+                // cosine alone is a neighbour as often.
+                let new_frame = crate::frame::frame(&fact.subject);
+                let same_identity = |id: &RecordId| {
+                    let old = crate::frame::frame(&self.state.entries[id].record.summary());
+                    crate::frame::rewording(&old, &new_frame)
+                };
+                let best = scores
+                    .iter()
+                    .filter(|(id, _)| self.is_candidate(fact, id))
+                    .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+                    .copied();
+                if let Some((id, score)) = best.filter(|(id, s)| *s >= threshold && same_identity(id)) {
+                    let why = reason.map(str::to_string).unwrap_or_else(|| {
+                        format!("similar {} in scope {} (cosine {:.3})", fact.fact_type, fact.scope, score)
+                    });
+                    planned.push(
+                        PlannedSupersession::new(
+                            id,
+                            self.state.entries[&id].record.summary(),
+                            SupersessionMethod::Similarity,
+                            why,
+                        )
+                        .scored(rounded(score.min(1.0))),
+                    );
+                }
+                let nearest = ranked.first().copied();
+                let nearest = nearest.filter(|_| best.is_none());
+                SimilarityCheck::Checked {
+                    best: best.map(|b| b.0).or(nearest.map(|n| n.0)),
+                    score: best.map(|b| rounded(b.1.min(1.0))),
+                    indexed_score: nearest.map(|n| rounded(n.1.min(1.0))),
+                    threshold: rounded(threshold),
                 }
             }
         })
