@@ -32,23 +32,6 @@ use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Who is writing, and when. The front ends fill this (identity from the environment or git
-/// config, the time from their clock); tests fix both.
-#[derive(Clone, Debug)]
-pub struct WriteContext {
-    pub identity: Identity,
-    pub now: crate::record::Timestamp,
-    /// Decide and render every write, commit none (`--dry-run`).
-    pub dry_run: bool,
-}
-
-impl WriteContext {
-    /// `identity` writing at `now`, for real.
-    pub fn new(identity: Identity, now: crate::record::Timestamp) -> WriteContext {
-        WriteContext { identity, now, dry_run: false }
-    }
-}
-
 /// The ref used when `git config neo.ref` is not set.
 pub const DEFAULT_REF: &str = "refs/heads/neo-memory";
 

@@ -8,12 +8,12 @@
 
 use crate::api::memory::Memory;
 use crate::api::write::AddOutcome;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{
     self, AffectedFile, Attempt, Check, CheckResult, CheckSource, Kind, Milli, Outcome, Payload, Problem, Problems,
     Record, RecordId,
 };
-use crate::store::WriteContext;
 pub use crate::store::{freshness, Freshness};
 use serde::Serialize;
 use std::io::Read;

@@ -15,12 +15,12 @@
 use crate::api::memory::short_message;
 use crate::api::memory::Memory;
 use crate::api::write::AddOutcome;
+use crate::api::write::WriteContext;
 use crate::config::{LessonsMode, LESSONS_MODE};
 use crate::error::{Error, Result};
 use crate::lesson;
 use crate::record::{Kind, Lesson, LessonChange, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use crate::state::{Entry, Status};
-use crate::store::WriteContext;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 

@@ -3,12 +3,12 @@
 //! [`crate::outcomes`]; this module owns the scan's lock, its cursor file and the write.
 
 use crate::api::memory::Memory;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::outcomes::{detect, key, Detection, Found, ScanOptions, ScanReport, ScanState, MAX_COMMITS};
 use crate::record::{Kind, Milli, Outcome, Payload, Record, RecordId, Timestamp};
 use crate::state::Status;
 use crate::store::ObjectId;
-use crate::store::WriteContext;
 use serde::Serialize;
 use std::collections::HashSet;
 

@@ -6,9 +6,9 @@ use super::Warm;
 use crate::api::session::Session;
 use crate::api::write::AddOutcome;
 use crate::api::write::AddRequest;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::scope::Scope;
-use crate::store::WriteContext;
 
 impl Session {
     /// The `--supersedes` ids of `req` that name a current fact of another scope (asked for

@@ -7,11 +7,11 @@ pub mod hooks;
 pub mod scopes;
 
 use crate::api::write::plan::{Destination, Planned, PlannedCommit, WritePlan};
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::RecordId;
 pub use crate::store::MergeKind;
 use crate::store::ObjectId;
-use crate::store::WriteContext;
 use crate::store::{Push, Store};
 use serde::Serialize;
 

@@ -11,12 +11,12 @@
 use crate::api::memory::short_message;
 use crate::api::memory::Memory;
 use crate::api::write::AddOutcome;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::outcomes::diff;
 use crate::record::{Anchor, Kind, Milli, Outcome, Payload, Problems, Record};
 use crate::state::{Status, CONFIRMED};
 use crate::store::ObjectId;
-use crate::store::WriteContext;
 use serde::Serialize;
 
 /// Where one anchor went.

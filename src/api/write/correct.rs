@@ -4,10 +4,10 @@
 use crate::api::memory::short_message;
 use crate::api::memory::Memory;
 use crate::api::write::AddOutcome;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, RecordId, Retraction, Supersession, SupersessionMethod, Timestamp};
 use crate::state::{Entry, Status};
-use crate::store::WriteContext;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

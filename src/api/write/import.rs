@@ -5,10 +5,10 @@ use crate::api::memory::short_message;
 use crate::api::memory::Memory;
 use crate::api::write::supersede::PlannedSupersession;
 use crate::api::write::AddRequest;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Problem, Problems, Record, RecordId};
 use crate::state::{self, State, Status};
-use crate::store::WriteContext;
 use std::collections::HashMap;
 
 /// What `import` did.

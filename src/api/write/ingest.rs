@@ -7,9 +7,10 @@
 //! changed are then flagged for review by the fold.
 
 use crate::api::memory::Memory;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{Kind, LineRange, Payload, Record, RecordId, Section, Source, Supersession, SupersessionMethod};
-use crate::store::{ObjectId, WriteContext};
+use crate::store::ObjectId;
 use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};

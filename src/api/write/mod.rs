@@ -27,7 +27,7 @@ use crate::record::{
     self, canonical, Anchor, Fact, FactType, Kind, LineRange, Milli, Payload, Problem, Problems, Provenance, Record,
     RecordId, Relation, RelationType, Retraction, Timestamp,
 };
-use crate::store::{WriteContext, WriteMode};
+use crate::store::WriteMode;
 
 /// The initial confidence for a provenance when none is given: what the code's structure shows is
 /// surest, what someone observed is likely, what was inferred is a hypothesis.
@@ -36,6 +36,24 @@ pub fn default_confidence(p: Provenance) -> Milli {
         Provenance::Structural => Milli(800),
         Provenance::Observed => Milli(700),
         Provenance::Inferred => Milli(500),
+    }
+}
+
+/// Who is writing, when, and whether for real: the session fills it (the identity from its
+/// options or git config, the time from its clock, `dry_run` from [`crate::api::Session::dry_run`]);
+/// tests fix all three. The store takes only the identity and the time.
+#[derive(Clone, Debug)]
+pub struct WriteContext {
+    pub identity: crate::store::Identity,
+    pub now: crate::record::Timestamp,
+    /// Decide and render every write, commit none (`--dry-run`).
+    pub dry_run: bool,
+}
+
+impl WriteContext {
+    /// `identity` writing at `now`, for real.
+    pub fn new(identity: crate::store::Identity, now: crate::record::Timestamp) -> WriteContext {
+        WriteContext { identity, now, dry_run: false }
     }
 }
 

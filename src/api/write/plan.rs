@@ -19,9 +19,10 @@
 //! Telemetry records what recall showed, not writes, so no write step touches it.
 
 use crate::api::memory::Memory;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{self, Kind, Problem, Problems, Record, RecordId};
-use crate::store::{ObjectId, Store, WriteContext, WriteMode};
+use crate::store::{ObjectId, Store, WriteMode};
 
 /// Where a plan's commits go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

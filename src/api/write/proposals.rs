@@ -2,10 +2,11 @@
 
 use super::plan;
 use crate::api::memory::Memory;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{Record, RecordId};
 use crate::state::Entry;
-use crate::store::{WriteContext, WriteMode};
+use crate::store::WriteMode;
 
 /// What `approve` or `reject` did.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -1,10 +1,11 @@
 //! Purge: the one history-rewriting operation, for leaked secrets (docs/security.md).
 
 use crate::api::memory::Memory;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{self, Problem, Problems, Record, RecordId};
 use crate::state;
-use crate::store::{WriteContext, WriteMode};
+use crate::store::WriteMode;
 
 /// What `purge` did.
 #[derive(Clone, Debug, serde::Serialize)]

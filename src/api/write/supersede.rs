@@ -18,10 +18,10 @@ use crate::api::memory::Memory;
 use crate::api::write::plan::{Planned, Valid};
 use crate::api::write::AddOutcome;
 use crate::api::write::AddRequest;
+use crate::api::write::WriteContext;
 use crate::error::{Error, Result};
 use crate::record::{Kind, Milli, Payload, Problem, Problems, Record, RecordId, Supersession, SupersessionMethod};
 use crate::state::Status;
-use crate::store::WriteContext;
 use serde::Serialize;
 
 /// How many of the nearest candidates similarity supersession compares exactly.
@@ -632,8 +632,8 @@ mod tests {
     use crate::api::memory::Memory;
     use crate::api::write::plan::CHECKS;
     use crate::api::write::AddRequest;
+    use crate::api::write::WriteContext;
     use crate::record::Timestamp;
-    use crate::store::WriteContext;
     use crate::store::{Identity, Store, StoreOptions};
 
     fn checks() -> usize {
