@@ -31,7 +31,7 @@ pub const OUTCOMES_SURVIVE_COMMITS: &str = "neo.outcomes.surviveCommits";
 /// How much memory the user's background server keeps for the repositories it holds warm before
 /// it lets the least recently used go (a size: `512m`, `1g`, or bytes; the model is not counted).
 pub const SERVER_MEMORY: &str = "neo.server.memory";
-/// The default of [`SERVER_MEMORY`]: 512 MiB.
+/// The default of `SERVER_MEMORY`: 512 MiB.
 pub const DEFAULT_SERVER_MEMORY: u64 = 512 << 20;
 
 /// Whether a write supersedes, by the frame rule, a current fact it updates without a key or an
@@ -82,7 +82,7 @@ pub const DEFAULT_RECALL_FLOOR: f64 = 0.5;
 /// lexical and vector lists disagree) or `false`.
 pub const RECALL_EXPAND: &str = "neo.recall.expand";
 
-/// When recall expands a first pass once ([`RECALL_EXPAND`]).
+/// When recall expands a first pass once (`RECALL_EXPAND`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ExpandWhen {
     /// Never.
@@ -112,7 +112,7 @@ impl ExpandWhen {
 pub struct RecallSettings {
     /// [`RECALL_FUSION`].
     pub fusion: crate::rank::FusionKind,
-    /// [`RECALL_EXPAND`].
+    /// `RECALL_EXPAND`.
     pub expand: ExpandWhen,
     /// [`RECALL_FLOOR`].
     pub floor: f64,

@@ -25,7 +25,7 @@
 //!    dates, months, weekdays, number words with their units) and names as `<n>` (capitalised
 //!    words inside a sentence, acronyms, quoted text).
 //!
-//! [`compare`] then says whether a new statement *updates* an old one (sure enough to supersede
+//! `compare` then says whether a new statement *updates* an old one (sure enough to supersede
 //! automatically) or only *may* (the same thing and the same predicate, something else said: the
 //! writer decides, and recall flags the pair as a conflict).
 
@@ -106,7 +106,7 @@ pub struct Frame {
     pub question: bool,
     /// It reports that its thing's value changed ("was upgraded to 8", "Bump the MSRV to 1.61",
     /// "switched from Jenkins to GitHub Actions"): an update of a statement of that thing's
-    /// state. See [`CHANGES`].
+    /// state. See `CHANGES`.
     pub change: bool,
     /// The change is told as an event: in the passive ("was upgraded to"), opening with its verb
     /// ("Bump the MSRV to"), or by an amount ("MSRV bumped to"). A changelog's lines: each its

@@ -65,7 +65,7 @@ pub const MAX_GRAPH_FILES: usize = 5_000;
 /// The most commits one scan walks.
 pub const MAX_COMMITS: usize = 1_000_000;
 
-/// How a scan runs ([`crate::api::memory::Memory::scan_options`] fills it from flags and git config).
+/// How a scan runs (`crate::api::memory::Memory::scan_options` fills it from flags and git config).
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
     /// The branch, for the cursor's name (`main`, or `HEAD` when detached).

@@ -69,7 +69,7 @@ pub struct Request {
     /// How the lexical and vector lists are combined (`neo.recall.fusion`).
     pub fusion: FusionKind,
     /// Facts whose relevance is below this share of the best fact's are not shown
-    /// ([`crate::config::RECALL_FLOOR`]).
+    /// (`crate::config::RECALL_FLOOR`).
     pub floor: f64,
     /// When a first pass is expanded once ([`expand`]; `neo.recall.expand`).
     pub expand: expand::When,

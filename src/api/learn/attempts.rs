@@ -455,7 +455,7 @@ pub struct Recheck {
 }
 
 /// What `recheck` would run, for the front end to show before it runs (see
-/// [`Memory::recheck_plan`]).
+/// `Memory::recheck_plan`).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RecheckPlan {
     /// The attempt whose check is re-run.

@@ -82,7 +82,7 @@ impl Session {
 }
 
 impl Session {
-    /// Ingest documents into the target scope's memory ([`Memory::ingest`]), then embed their
+    /// Ingest documents into the target scope's memory (`Memory::ingest`), then embed their
     /// new sections (with progress) so the first recall does not wait for it.
     pub fn ingest(&mut self, targets: &[String]) -> Result<crate::api::write::ingest::IngestOutcome> {
         let (memory, wc) = self.writing()?;

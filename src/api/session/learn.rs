@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 impl Session {
     /// Curate the target scope (see the module docs), then, for the project, propose the
-    /// lessons its failures and attempts show ([`curate::lessons`]).
+    /// lessons its failures and attempts show (`curate::lessons`).
     pub fn curate(&mut self, opts: CurateOptions) -> Result<CurateReport> {
         let mut report = self.curate_facts(opts)?;
         if self.target() == Scope::Project {
@@ -29,7 +29,7 @@ impl Session {
         Ok(report)
     }
 
-    /// Propose each lesson [`curate::lessons`] finds, as its own record, to [`LESSONS_FILE`].
+    /// Propose each lesson `curate::lessons` finds, as its own record, to [`LESSONS_FILE`].
     fn curate_lessons(&mut self, dry_run: bool) -> Result<Vec<CuratedLesson>> {
         let memory = self.memory()?;
         if memory.lessons_mode()? == crate::config::LessonsMode::Off || memory.store().work_dir().is_none() {

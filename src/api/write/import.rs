@@ -375,7 +375,7 @@ impl Memory {
     }
 }
 
-/// What an import from another tool did: the facts (as [`Memory::import`] reports them, over
+/// What an import from another tool did: the facts (as `Memory::import` reports them, over
 /// every level) and the supersessions it recorded.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct ForeignOutcome {
@@ -410,7 +410,7 @@ pub fn request_of(f: &crate::foreign::ForeignFact) -> AddRequest {
 impl Memory {
     /// Import another tool's facts and links ([`crate::foreign`]): facts in levels, each fact
     /// after those it names (so its links resolve; a cycle's last edge is dropped), each level
-    /// through [`Memory::import`]; then the other tool's supersessions, in one commit, dated as
+    /// through `Memory::import`; then the other tool's supersessions, in one commit, dated as
     /// it dated them. Running it again writes nothing new.
     pub fn import_foreign(
         &mut self,

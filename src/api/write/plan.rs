@@ -1,7 +1,7 @@
 //! The one write path. Every write (a fact and its supersessions, an attempt and its check, a
 //! retraction, a correction, an outcome, an import's batches, an ingest, a curation step, an
 //! approval, a published proposal) builds a [`WritePlan`]: the records, grouped into commits,
-//! where they go and the tip they were decided against. [`Memory::apply`] then runs, in this
+//! where they go and the tip they were decided against. `Memory::apply` then runs, in this
 //! order and the same way for every caller:
 //!
 //! 1. **the filter**: each record validated and checked for secrets (every problem at once, naming
@@ -183,7 +183,7 @@ struct Checked {
     present: bool,
 }
 
-/// What [`Memory::apply`] did (or, in a dry run, would do).
+/// What `Memory::apply` did (or, in a dry run, would do).
 #[derive(Clone, Debug, Default)]
 pub struct Applied {
     /// Every record of the plan, in order, whether it was new to the destination or not.
@@ -382,7 +382,7 @@ impl Memory {
         self.apply_with_progress(plan, ctx, &mut |_, _| {})
     }
 
-    /// [`Memory::apply`], calling `progress(done, total)` after each commit.
+    /// `Memory::apply`, calling `progress(done, total)` after each commit.
     pub fn apply_with_progress(
         &mut self,
         plan: WritePlan,
