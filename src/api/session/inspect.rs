@@ -62,41 +62,28 @@ impl Session {
         let count = |keep: &dyn Fn(&Life) -> bool, t: i64| {
             lives.iter().filter(|l| keep(l) && l.start <= t && l.end.is_none_or(|end| end > t)).count() as f64
         };
-        let types: Vec<String> =
-            lives.iter().map(|l| l.fact_type.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let scopes: Vec<String> =
-            lives.iter().map(|l| l.scope.clone()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
         let no_facts = "No facts yet: they appear here once `git neo add` or `git neo import` writes some.";
-        charts.push(Chart {
-            id: "size-type".into(),
-            step: true,
-            title: "Current facts over time, by type (every scope)".into(),
-            y_label: "facts".into(),
-            y_max: None,
-            series: types
-                .iter()
-                .map(|ty| Series {
-                    name: ty.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.fact_type == ty, t))).collect(),
-                })
-                .collect(),
-            empty: no_facts.into(),
-        });
-        charts.push(Chart {
-            id: "size-scope".into(),
-            step: true,
-            title: "Current facts over time, by scope".into(),
-            y_label: "facts".into(),
-            y_max: None,
-            series: scopes
-                .iter()
-                .map(|sc| Series {
-                    name: sc.clone(),
-                    points: times.iter().map(|&t| (t, count(&|l| &l.scope == sc, t))).collect(),
-                })
-                .collect(),
-            empty: no_facts.into(),
-        });
+        // Facts current at each time, one series per value of `key` (a type, a scope).
+        let size_chart = |id: &str, title: &str, key: fn(&Life) -> &str| {
+            let names: std::collections::BTreeSet<&str> = lives.iter().map(key).collect();
+            Chart {
+                id: id.into(),
+                step: true,
+                title: title.into(),
+                y_label: "facts".into(),
+                y_max: None,
+                series: names
+                    .iter()
+                    .map(|name| Series {
+                        name: name.to_string(),
+                        points: times.iter().map(|&t| (t, count(&|l| key(l) == *name, t))).collect(),
+                    })
+                    .collect(),
+                empty: no_facts.into(),
+            }
+        };
+        charts.push(size_chart("size-type", "Current facts over time, by type (every scope)", |l| &l.fact_type));
+        charts.push(size_chart("size-scope", "Current facts over time, by scope", |l| &l.scope));
         trajectories.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
         charts.push(Chart {
             id: "confidence".into(),
