@@ -12,11 +12,11 @@ pub enum Error {
     Invalid(Problems),
 
     /// No record id starts with the given prefix.
-    #[error("{field}: no record id starts with {prefix:?}; run `git neo list --all` to see ids")]
+    #[error("{}", not_found(field, prefix))]
     NotFound { field: String, prefix: String },
 
     /// More than one record id starts with the given prefix.
-    #[error("{field}: the id prefix {prefix:?} is ambiguous; it matches:\n{}\ngive more digits", candidates.join("\n"))]
+    #[error("{}", ambiguous(field, prefix, candidates))]
     Ambiguous { field: String, prefix: String, candidates: Vec<String> },
 
     /// The directory is not inside a git repository.
@@ -188,7 +188,7 @@ impl Error {
     pub fn plain(&self) -> String {
         match self {
             Error::Invalid(p) => p.0.iter().map(crate::record::Problem::plain).collect::<Vec<_>>().join("\n"),
-            Error::NotFound { field, prefix } => format!("{field}: no record id starts with {prefix:?}"),
+            Error::NotFound { field, prefix } => not_found(field, prefix).plain(),
             Error::PushRefused { remote, reason, said } => {
                 format!("{remote} refused the push of the memory {reason}; it said:\n{said}\nnothing was pushed")
             }
@@ -199,6 +199,18 @@ impl Error {
                 format!("{}\n{landed} of {total} records landed before this", source.plain())
             }
             other => other.to_string(),
+        }
+    }
+
+    /// This error as the one problem it is about a field, when it is one (an id prefix that names
+    /// no record or several, a single invalid value): so a request that names several ids can
+    /// report every one at once.
+    pub fn as_problem(&self) -> Option<crate::record::Problem> {
+        match self {
+            Error::NotFound { field, prefix } => Some(not_found(field, prefix)),
+            Error::Ambiguous { field, prefix, candidates } => Some(ambiguous(field, prefix, candidates)),
+            Error::Invalid(p) if p.0.len() == 1 => p.0.first().cloned(),
+            _ => None,
         }
     }
 
@@ -215,6 +227,21 @@ impl Error {
             other => other,
         }
     }
+}
+
+/// No record id starts with `prefix`.
+fn not_found(field: &str, prefix: &str) -> crate::record::Problem {
+    crate::record::Problem::new(field, format!("no record id starts with {prefix:?}"))
+        .with_hint("run `git neo list --all` to see ids")
+}
+
+/// More than one record id starts with `prefix`.
+fn ambiguous(field: &str, prefix: &str, candidates: &[String]) -> crate::record::Problem {
+    let matches = candidates.join("\n");
+    crate::record::Problem::new(
+        field,
+        format!("the id prefix {prefix:?} is ambiguous; it matches:\n{matches}\ngive more digits"),
+    )
 }
 
 /// Shorthand for results in this crate.

@@ -132,21 +132,7 @@ impl Memory {
         match self.resolve(field, prefix) {
             Ok(id) => Some(id),
             Err(e) => {
-                problems.push(match e {
-                    Error::NotFound { field, prefix } => {
-                        Problem::new(field, format!("no record id starts with {prefix:?}"))
-                            .with_hint("run `git neo list --all` to see ids")
-                    }
-                    Error::Ambiguous { field, prefix, candidates } => Problem::new(
-                        field,
-                        format!(
-                            "the id prefix {prefix:?} is ambiguous; it matches:\n{}\ngive more digits",
-                            candidates.join("\n")
-                        ),
-                    ),
-                    Error::Invalid(mut p) if p.0.len() == 1 => p.0.remove(0),
-                    other => Problem::new(field, other.plain()),
-                });
+                problems.push(e.as_problem().unwrap_or_else(|| Problem::new(field, e.plain())));
                 None
             }
         }
