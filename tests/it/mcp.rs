@@ -210,6 +210,20 @@ fn a_client_does_the_whole_memory_loop_through_the_server() {
     let (_, text) = c.call("show", j!({"id": &pg16[..10]}));
     assert_eq!(json(&text)["status"], "retracted");
 
+    // An add's dry run takes the same path as the CLI's: the plan and the id the CLI's dry run
+    // gives, nothing written.
+    let tip = sb.tip(&repo);
+    let add = j!({"type": "decision", "subject": "Staging runs on Postgres 16", "dry_run": true});
+    let (e, text) = c.call("add_fact", add);
+    assert!(!e, "{text}");
+    let mcp_dry = json(&text);
+    assert!(mcp_dry["plan"]["commits"][0]["records"][0]["kind"] == "fact", "{text}");
+    assert_eq!(sb.tip(&repo), tip, "an add's dry run through MCP wrote");
+    let cli_dry =
+        json(&sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Staging runs on Postgres 16", "--dry-run", "--json"]));
+    assert_eq!(cli_dry["id"], mcp_dry["id"], "the CLI and MCP plan the same record");
+    assert_eq!(sb.tip(&repo), tip, "an add's dry run through the CLI wrote");
+
     let (e, text) = c.call("construct_search", j!({"query": "bisect to find the regression", "k": 2}));
     assert!(!e, "{text}");
     assert_eq!(json(&text)["hits"][0]["name"], "bisect-a-regression", "{text}");
