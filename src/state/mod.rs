@@ -305,14 +305,18 @@ pub struct State {
     /// built on first use.
     constraints: std::sync::OnceLock<Vec<RecordId>>,
     /// What recall weighs of each constraint on every call, kept together ([`ConstraintRow`]);
-    /// built on first use, dropped by any change of the state.
+    /// built on first use, kept up to date by the writes [`State::with_records`] applies in
+    /// place, and dropped by a fold.
     constraint_rows: std::sync::OnceLock<Vec<ConstraintRow>>,
+    /// Every document source record, whatever its status (recall's documents layer lists the
+    /// current ones on the first call after each write); built on first use.
+    sources: std::sync::OnceLock<Vec<RecordId>>,
 }
 
 /// A constraint as recall weighs it on every call: what its filter, score and budget read, in one
 /// place, so that a memory of thousands of constraints is scanned without touching each record
 /// (a profile at 10k facts, 2,466 of them constraints, spent 1.7 ms a recall on the lookups).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ConstraintRow {
     pub id: RecordId,
     pub status: Status,
@@ -326,6 +330,21 @@ pub struct ConstraintRow {
 }
 
 impl ConstraintRow {
+    /// The row of `e`, when it is a constraint fact.
+    fn of(e: &Entry) -> Option<ConstraintRow> {
+        let f = e.record.as_fact().filter(|f| f.fact_type == crate::record::FactType::Constraint)?;
+        Some(ConstraintRow {
+            id: e.id,
+            status: e.status,
+            created_at: e.record.created_at,
+            valid_from: f.valid_from,
+            valid_to: f.valid_to,
+            confidence: e.confidence,
+            successes: e.successes,
+            chars: e.record.summary_len() + e.record.body.trim_end().len(),
+        })
+    }
+
     /// Whether it is in effect at `t` (its validity window), as [`Entry::in_effect_at`].
     pub fn in_effect_at(&self, t: Timestamp) -> bool {
         self.valid_from.is_none_or(|from| from <= t) && self.valid_to.is_none_or(|to| t < to)
@@ -524,8 +543,6 @@ impl State {
     /// fold's header says of ids: a record can only name records that existed before it, so no
     /// existing record names a new one.
     pub fn with_records(mut self, new: Vec<(RecordId, Record)>) -> State {
-        // A new record may change a constraint's status or confidence: weighed again on next use.
-        self.constraint_rows.take();
         if !self.in_place(&new) {
             return self.refolded(new);
         }
@@ -551,6 +568,9 @@ impl State {
             if let (Some(index), Payload::Supersession(sup)) = (self.supersessions.get_mut(), &record.payload) {
                 index.entry(sup.old).or_default().push(id);
             }
+            if let (Some(ids), Some(_)) = (self.sources.get_mut(), record.as_source()) {
+                ids.push(id);
+            }
             if let Payload::Supersession(s) = &record.payload {
                 let old = self.entries.get_mut(&s.old).expect("checked by in_place");
                 old.superseded_by.push(s.new.unwrap_or(id));
@@ -564,8 +584,18 @@ impl State {
             let at = self.order.partition_point(|o| (entries[o].record.created_at, *o) < key);
             self.order.insert(at, id);
             let confidence = initial_confidence(&record).clamp_unit();
-            self.entries.insert(id, Entry::new(id, record, Status::Valid, confidence));
+            let entry = Entry::new(id, record, Status::Valid, confidence);
+            if let Some(rows) = self.constraint_rows.get_mut() {
+                rows.extend(ConstraintRow::of(&entry));
+            }
+            self.entries.insert(id, entry);
             added.push(id);
+        }
+        // The constraints replaced above are weighed with their new status.
+        if let Some(rows) = self.constraint_rows.get_mut() {
+            for row in rows.iter_mut().filter(|r| replaced.contains(&r.id)) {
+                row.status = self.entries[&row.id].status;
+            }
         }
         // Link flags, from the statuses settled above: the new facts', and those of the valid
         // facts that depend on or derive from a record just replaced. Link flags come first in
@@ -609,6 +639,7 @@ impl State {
         let things = self.things.take();
         let supersessions = self.supersessions.take();
         let constraints = self.constraints.take();
+        let sources = self.sources.take();
         let mut all: Vec<(RecordId, Record)> =
             std::mem::take(&mut self.entries).into_values().map(|e| (e.id, e.record)).collect();
         let added: Vec<(RecordId, String)> =
@@ -620,6 +651,8 @@ impl State {
             .filter(|(_, r)| r.as_fact().is_some_and(|f| f.fact_type == crate::record::FactType::Constraint))
             .map(|(id, _)| *id)
             .collect();
+        let new_sources: Vec<RecordId> =
+            new.iter().filter(|(_, r)| r.as_source().is_some()).map(|(id, _)| *id).collect();
         let naming: Vec<(RecordId, RecordId)> = new
             .iter()
             .filter_map(|(id, r)| match &r.payload {
@@ -651,6 +684,10 @@ impl State {
                 }
             }
             let _ = state.constraints.set(ids);
+        }
+        if let Some(mut ids) = sources {
+            ids.extend(new_sources.into_iter().filter(|id| !ids.contains(id)).collect::<Vec<_>>());
+            let _ = state.sources.set(ids);
         }
         state
     }
@@ -750,24 +787,13 @@ impl State {
     /// Every constraint fact, whatever its status, as recall weighs it ([`ConstraintRow`]).
     pub fn constraint_rows(&self) -> &[ConstraintRow] {
         self.constraint_rows.get_or_init(|| {
-            self.constraint_ids()
-                .iter()
-                .filter_map(|id| self.entries.get(id))
-                .filter_map(|e| {
-                    let f = e.record.as_fact()?;
-                    Some(ConstraintRow {
-                        id: e.id,
-                        status: e.status,
-                        created_at: e.record.created_at,
-                        valid_from: f.valid_from,
-                        valid_to: f.valid_to,
-                        confidence: e.confidence,
-                        successes: e.successes,
-                        chars: e.record.summary_len() + e.record.body.trim_end().len(),
-                    })
-                })
-                .collect()
+            self.constraint_ids().iter().filter_map(|id| ConstraintRow::of(self.entries.get(id)?)).collect()
         })
+    }
+
+    /// Every document source record, whatever its status.
+    pub fn source_ids(&self) -> &[RecordId] {
+        self.sources.get_or_init(|| self.iter().filter(|e| e.record.as_source().is_some()).map(|e| e.id).collect())
     }
 
     /// Every constraint fact, whatever its status.

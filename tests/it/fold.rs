@@ -175,6 +175,13 @@ fn supersede(secs: i64, old: RecordId, new: Option<RecordId>) -> (RecordId, Reco
     )
 }
 
+fn constrained((_, mut r): (RecordId, Record)) -> (RecordId, Record) {
+    if let Payload::Fact(f) = &mut r.payload {
+        f.fact_type = FactType::Constraint;
+    }
+    (r.encode().0, r)
+}
+
 fn depending(secs: i64, subject: &str, depends_on: Vec<RecordId>, derives: Vec<RecordId>) -> (RecordId, Record) {
     let (_, mut r) = fact(secs, subject, 700);
     if let Payload::Fact(f) = &mut r.payload {
@@ -265,6 +272,8 @@ fn adding_records_in_place_equals_folding_everything_on_random_histories() {
                     let b = facts[next(facts.len())];
                     depending(secs, &format!("fact {history}.{step}"), vec![a], vec![b])
                 };
+                // Some of them constraints (recall keeps a row for each, grown in place).
+                let f = if next(2) == 0 { constrained(f) } else { f };
                 // Sometimes a replacement, written just before its supersession.
                 let replaces = (!facts.is_empty() && next(4) == 0).then(|| facts[next(facts.len())]);
                 facts.push(f.0);
@@ -292,9 +301,19 @@ fn adding_records_in_place_equals_folding_everything_on_random_histories() {
         let mut i = 0;
         while i < records.len() {
             let n = (1 + next(3)).min(records.len() - i);
+            // The constraint rows are built before the write, so the write keeps them.
+            let _ = state.constraint_rows();
             state = state.with_records(records[i..i + n].to_vec());
             i += n;
-            assert_eq!(everything(&state), everything(&fold(records[..i].to_vec())), "history {history}, {i} records");
+            let folded = fold(records[..i].to_vec());
+            assert_eq!(everything(&state), everything(&folded), "history {history}, {i} records");
+            // In any order: recall sorts them by score, then id.
+            let rows = |s: &git_neo::state::State| {
+                let mut r = s.constraint_rows().to_vec();
+                r.sort_by_key(|r| r.id);
+                r
+            };
+            assert_eq!(rows(&state), rows(&folded), "history {history}, {i} records");
         }
         assert_eq!(everything(&state), everything(&reference), "history {history}");
         assert_eq!(state.order, reference.order, "history {history}");

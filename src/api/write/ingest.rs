@@ -205,7 +205,9 @@ impl Memory {
     /// The current version of every ingested document, by path.
     pub fn sources(&self) -> BTreeMap<String, (RecordId, Source)> {
         self.state
+            .source_ids()
             .iter()
+            .filter_map(|id| self.state.entries.get(id))
             .filter(|e| e.status == crate::state::Status::Valid)
             .filter_map(|e| e.record.as_source().map(|s| (s.path.clone(), (e.id, s.clone()))))
             .collect()
