@@ -352,6 +352,25 @@ impl tantivy::Directory for Unsynced {
     }
 }
 
+/// Add `texts` to `index` with keys from `first_key` and commit. `fields`: key, text, derived.
+fn commit(index: &Index, fields: [Field; 3], first_key: u64, texts: &[String]) -> tantivy::Result<()> {
+    let [key, text, derived] = fields;
+    // A rebuild (thousands of documents) analyses on two threads, which halves its wait on two
+    // cores; a catch-up of a few writes stays on one, with no thread to start.
+    let threads = if texts.len() >= 1_000 { 2 } else { 1 };
+    let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(threads, 32_000_000)?;
+    writer.set_merge_policy(Box::new(merge_policy()));
+    for (i, t) in texts.iter().enumerate() {
+        writer.add_document(doc!(key => first_key + i as u64, text => t.as_str(), derived => t.as_str()))?;
+    }
+    writer.commit()?;
+    // Let the merge policy's merges finish: a writer dropped at once cancels them, and every
+    // small catch-up (one new fact) would leave a segment behind, hundreds of them in a busy
+    // memory, each making commits, reloads and searches slower.
+    writer.wait_merging_threads()?;
+    Ok(())
+}
+
 /// tantivy's log merge policy with its lowest layer at [`MIN_LAYER_DOCS`] documents instead of
 /// 10,000. With the default, every segment under 10,000 documents sits in one layer, so in a
 /// memory of a few thousand records (or one just past 10,000, whose main segment counts as
@@ -377,6 +396,8 @@ pub struct Lexical {
     key: Field,
     text: Field,
     derived: Field,
+    /// A commit running on a thread of its own ([`Lexical::add_behind`]); every read waits for it.
+    behind: std::sync::Mutex<Option<std::thread::JoinHandle<tantivy::Result<()>>>>,
 }
 
 fn schema() -> (Schema, Field, Field, Field) {
@@ -390,6 +411,13 @@ fn schema() -> (Schema, Field, Field, Field) {
     let text = b.add_text_field("text", field(ANALYZER));
     let derived = b.add_text_field("derived", field(DERIVED));
     (b.build(), key, text, derived)
+}
+
+impl Drop for Lexical {
+    /// A commit still running behind finishes (and releases the caches' lock) first.
+    fn drop(&mut self) {
+        let _ = self.settle();
+    }
 }
 
 impl Lexical {
@@ -423,35 +451,59 @@ impl Lexical {
         index.tokenizers().register(ANALYZER, analyzer(false));
         index.tokenizers().register(DERIVED, analyzer(true));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Lexical { index, reader, key, text, derived })
+        Ok(Lexical { index, reader, key, text, derived, behind: std::sync::Mutex::new(None) })
     }
 
     /// Add documents with keys `first_key`, `first_key + 1`, … and commit.
     pub fn add(&mut self, first_key: u64, docs: &[(crate::record::RecordId, String)]) -> tantivy::Result<()> {
+        self.settle()?;
         if docs.is_empty() {
             return Ok(());
         }
-        // A rebuild (thousands of documents) analyses on two threads, which halves its wait on
-        // two cores; a catch-up of a few writes stays on one, with no thread to start.
-        let threads = if docs.len() >= 1_000 { 2 } else { 1 };
-        let mut writer: tantivy::IndexWriter = self.index.writer_with_num_threads(threads, 32_000_000)?;
-        writer.set_merge_policy(Box::new(merge_policy()));
-        for (i, (_, text)) in docs.iter().enumerate() {
-            writer.add_document(
-                doc!(self.key => first_key + i as u64, self.text => text.as_str(), self.derived => text.as_str()),
-            )?;
-        }
-        writer.commit()?;
-        // Let the merge policy's merges finish: a writer dropped at once cancels them, and every
-        // small catch-up (one new fact) would leave a segment behind, hundreds of them in a
-        // busy memory, each making commits, reloads and searches slower.
-        writer.wait_merging_threads()?;
+        let texts: Vec<String> = docs.iter().map(|(_, t)| t.clone()).collect();
+        commit(&self.index, [self.key, self.text, self.derived], first_key, &texts)?;
         self.reader.reload()?;
+        Ok(())
+    }
+
+    /// [`Lexical::add`] on a thread of its own, which holds `lock` (the caches' lock) until the
+    /// commit is done, so that no other process reads or writes the index before it lands. The
+    /// commit of a one-fact catch-up costs a few milliseconds of tantivy's bookkeeping (a writer,
+    /// a segment of its files, the metadata); a recall runs it while it embeds its query, and
+    /// waits for it only when it searches this index ([`Lexical::settle`]).
+    pub fn add_behind(&mut self, first_key: u64, texts: Vec<String>, lock: std::fs::File) -> tantivy::Result<()> {
+        self.settle()?;
+        if texts.is_empty() {
+            return Ok(());
+        }
+        let index = self.index.clone();
+        let fields = [self.key, self.text, self.derived];
+        let job = std::thread::Builder::new()
+            .name("neo-lexical".into())
+            .spawn(move || {
+                let done = commit(&index, fields, first_key, &texts);
+                drop(lock);
+                done
+            })
+            .map_err(|e| tantivy::TantivyError::SystemError(format!("cannot start the lexical catch-up: {e}")))?;
+        *self.behind.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+        Ok(())
+    }
+
+    /// Wait for a commit running behind ([`Lexical::add_behind`]) and read what it wrote.
+    pub fn settle(&self) -> tantivy::Result<()> {
+        let job = self.behind.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(job) = job {
+            job.join().map_err(|_| tantivy::TantivyError::SystemError("the lexical catch-up failed".into()))??;
+            self.reader.reload()?;
+        }
         Ok(())
     }
 
     /// Documents held (their keys are `0..num_docs`: documents are only ever appended).
     pub fn num_docs(&self) -> u64 {
+        // A commit that failed behind leaves the index short: the caller catches it up again.
+        let _ = self.settle();
         self.reader.searcher().num_docs()
     }
 
@@ -464,6 +516,7 @@ impl Lexical {
     /// How many documents hold `word` (as written) and how many there are: what an expansion
     /// weighs a feedback word's rarity by.
     pub fn doc_freq(&self, word: &str) -> tantivy::Result<(u64, u64)> {
+        self.settle()?;
         let searcher = self.reader.searcher();
         Ok((searcher.doc_freq(&Term::from_field_text(self.text, word))?, searcher.num_docs()))
     }
@@ -476,6 +529,7 @@ impl Lexical {
         extra: &[(String, f32)],
         limit: usize,
     ) -> tantivy::Result<Vec<(u64, f32)>> {
+        self.settle()?;
         let mut seen = std::collections::HashSet::new();
         let extra = extra.iter().map(|(w, boost)| {
             let q: Box<dyn Query> =

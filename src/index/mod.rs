@@ -75,6 +75,10 @@ fn ids_hash(ids: &[RecordId]) -> String {
     h.finalize().to_hex().to_string()
 }
 
+/// Up to this many records missing from the lexical index are committed on a thread of their own
+/// ([`lexical::Lexical::add_behind`]) while the caller goes on (a recall embeds its query).
+const LEXICAL_BEHIND_UP_TO: usize = 64;
+
 /// What opening the caches did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "action", rename_all = "kebab-case")]
@@ -126,6 +130,42 @@ pub struct Indexes {
     ids: Vec<RecordId>,
     pub lexical: Lexical,
     pub vectors: Option<Vectors>,
+    /// Vectors added since the vector files were last written. A catch-up of a few records
+    /// (a warm session after its own write) leaves them in memory: rewriting the new part's file
+    /// cost 1.5–2 ms a write at 10k records and grows with the part (up to an eighth of the
+    /// index). They are written every [`VECTORS_SAVE_EVERY`], and when the caches are let go
+    /// ([`Indexes::drop`]). Meanwhile the stamp counts them, so another process that opens the
+    /// caches finds the vector files short and embeds what they lack.
+    unsaved_vectors: usize,
+}
+
+/// A warm session writes the vector files at least once per this many vectors added.
+const VECTORS_SAVE_EVERY: usize = 32;
+
+impl Drop for Indexes {
+    /// Vectors a catch-up left in memory are written, unless another process changed the caches
+    /// since (its stamp is not this one's): then its files stand.
+    fn drop(&mut self) {
+        if self.unsaved_vectors == 0 || self.vectors.is_none() {
+            return;
+        }
+        let _ = self.lexical.settle();
+        // Without waiting: this process may hold the lock itself (an open that gave up on these
+        // caches to rebuild them), and then these files are about to go anyway.
+        let Ok(lock) = std::fs::OpenOptions::new().write(true).open(Self::lock_path(&self.dir)) else { return };
+        if lock.try_lock().is_err() {
+            return;
+        }
+        let on_disk: Option<Stamp> =
+            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if on_disk.as_ref() == Some(&self.stamp) {
+            let ordinals = self.ids.len() as u64;
+            if let Some(v) = self.vectors.as_mut() {
+                // A cache: a failure here only means the next process embeds these again.
+                let _ = v.save(ordinals);
+            }
+        }
+    }
 }
 
 fn cache_err(path: &Path, message: impl std::fmt::Display) -> IndexError {
@@ -177,6 +217,8 @@ impl Indexes {
                     embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder),
                     lexical,
                     progress,
+                    // Written here and now: a process that opens the caches may not live long.
+                    &mut None,
                 ) {
                     Ok(Some(r)) => return Ok((idx, r)),
                     Ok(None) => "a record it holds is no longer on the ref".to_string(),
@@ -189,13 +231,17 @@ impl Indexes {
         Self::rebuild(dir, state, &tips, embedder, progress, reason)
     }
 
+    fn lock_path(dir: &Path) -> PathBuf {
+        dir.parent().unwrap_or(dir).join("index.lock")
+    }
+
     /// One process at a time brings the caches up to date: a second recall waits for the first
     /// (an OS file lock, released when the file is closed, even if the holder dies), then finds
     /// the cache current.
     fn lock(dir: &Path) -> Result<std::fs::File, IndexError> {
         let parent = dir.parent().unwrap_or(dir);
         std::fs::create_dir_all(parent).map_err(|e| cache_err(parent, e))?;
-        let lock_path = parent.join("index.lock");
+        let lock_path = Self::lock_path(dir);
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -219,7 +265,9 @@ impl Indexes {
         lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<Option<Refresh>, IndexError> {
-        let _lock = Self::lock(&self.dir)?;
+        // A commit of the last catch-up still running behind holds the lock: let it land first.
+        self.lexical.settle().map_err(|e| cache_err(&self.dir, e))?;
+        let mut lock = Some(Self::lock(&self.dir)?);
         let on_disk: Option<Stamp> =
             std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
         if on_disk.as_ref() != Some(&self.stamp) || (embedder.is_some() && self.vectors.is_none()) {
@@ -231,7 +279,7 @@ impl Indexes {
             return Ok(Some(Refresh::UpToDate));
         }
         let added = if self.stamp.tips == tips { Some(Vec::new()) } else { added_since(&self.stamp.tips) };
-        self.catch_up(state, &tips, added, embedder, lexical, progress)
+        self.catch_up(state, &tips, added, embedder, lexical, progress, &mut lock)
     }
 
     /// Whether the caches in `dir` hold vectors (of some model, in this cache format): without
@@ -278,7 +326,7 @@ impl Indexes {
             }
             _ => None,
         };
-        Ok(Indexes { dir: dir.to_path_buf(), stamp, ids, lexical, vectors })
+        Ok(Indexes { dir: dir.to_path_buf(), stamp, ids, lexical, vectors, unsaved_vectors: 0 })
     }
 
     /// Index what is missing. `Ok(None)` means the cache holds something the state does not
@@ -288,23 +336,19 @@ impl Indexes {
         self.lexical.num_docs() == self.ids.len() as u64
     }
 
-    /// Add to the lexical index the records of the id list it lacks (it lags after a write that
-    /// left it behind). `Ok(false)`: one of them is no longer in `state`, or it holds more than
-    /// the list (a crash between its commit and the list's save): rebuild.
-    fn sync_lexical(&mut self, state: &State) -> Result<bool, IndexError> {
+    /// The records of the id list the lexical index lacks (it lags after a write that left it
+    /// behind), with the key of the first. `None`: one of them is no longer in `state`, or it
+    /// holds more than the list (a crash between its commit and the list's save): rebuild.
+    fn lexical_missing(&self, state: &State) -> Option<(u64, Vec<(RecordId, String)>)> {
         let have = self.lexical.num_docs() as usize;
         if have > self.ids.len() {
-            return Ok(false);
+            return None;
         }
         let mut docs = Vec::with_capacity(self.ids.len() - have);
         for id in &self.ids[have..] {
-            match state.entries.get(id).and_then(|e| index_text(&e.record)) {
-                Some(text) => docs.push((*id, text)),
-                None => return Ok(false),
-            }
+            docs.push((*id, state.entries.get(id).and_then(|e| index_text(&e.record))?));
         }
-        self.lexical.add(have as u64, &docs).map_err(|e| cache_err(&self.dir, e))?;
-        Ok(true)
+        Some((have as u64, docs))
     }
 
     fn catch_up(
@@ -315,6 +359,10 @@ impl Indexes {
         embedder: Option<&mut dyn Embedder>,
         lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
+        // The caches' lock, when the caller holds the caches open for longer than this call (a
+        // warm session): then a small catch-up commits the lexical index behind, holding the
+        // lock until it lands, and leaves its vectors in memory for a while.
+        lock: &mut Option<std::fs::File>,
     ) -> Result<Option<Refresh>, IndexError> {
         let missing_ids: Vec<RecordId> = match added {
             Some(added) => added.into_iter().filter(|id| state.entries.contains_key(id)).collect(),
@@ -335,8 +383,16 @@ impl Indexes {
         let vectors_complete =
             self.stamp.model.is_some() && self.vectors.as_ref().is_some_and(|v| v.len() == self.stamp.vectors);
         self.ids.extend(missing.iter().map(|(id, _)| *id));
-        if lexical && !self.sync_lexical(state)? {
-            return Ok(None);
+        // The lexical index's missing records: a few (a warm session's catch-up after its own
+        // writes) are committed behind, once everything else is saved; more, here and now.
+        let mut behind = None;
+        if lexical {
+            let Some((have, docs)) = self.lexical_missing(state) else { return Ok(None) };
+            if docs.len() <= LEXICAL_BEHIND_UP_TO && lock.is_some() {
+                behind = Some((have, docs.into_iter().map(|(_, t)| t).collect::<Vec<_>>()));
+            } else {
+                self.lexical.add(have, &docs).map_err(|e| cache_err(&self.dir, e))?;
+            }
         }
         // Vectors: everything indexed but not yet embedded (new records, or all of them when the
         // model appeared after the cache was built).
@@ -381,11 +437,16 @@ impl Indexes {
                         }
                     })?;
                 if embedded < total {
-                    self.save()?;
+                    self.save(false)?;
                 }
             }
         }
-        self.save()?;
+        self.unsaved_vectors += embedded;
+        // A small catch-up by the holder of the lock leaves its vectors in memory for a while.
+        self.save(lock.is_some() && missing.len() <= LEXICAL_BEHIND_UP_TO)?;
+        if let (Some((have, texts)), Some(lock)) = (behind, lock.take()) {
+            self.lexical.add_behind(have, texts, lock).map_err(|e| cache_err(&self.dir, e))?;
+        }
         Ok(Some(Refresh::CaughtUp { added: missing.len(), embedded }))
     }
 
@@ -420,8 +481,9 @@ impl Indexes {
             ids: Vec::new(),
             lexical,
             vectors,
+            unsaved_vectors: 0,
         };
-        let refresh = idx.catch_up(state, tips, None, embedder, true, progress)?;
+        let refresh = idx.catch_up(state, tips, None, embedder, true, progress, &mut None)?;
         let (records, embedded) = match refresh {
             Some(Refresh::CaughtUp { added, embedded }) => (added, embedded),
             _ => (idx.ids.len(), 0),
@@ -429,10 +491,15 @@ impl Indexes {
         Ok((idx, Refresh::Rebuilt { reason, records, embedded }))
     }
 
-    fn save(&mut self) -> Result<(), IndexError> {
+    /// Write the id list, the vectors (unless `defer` and fewer than [`VECTORS_SAVE_EVERY`] wait
+    /// to be written) and the stamp.
+    fn save(&mut self, defer: bool) -> Result<(), IndexError> {
         write_ids(&self.dir.join("ids"), &self.ids).map_err(|e| cache_err(&self.dir, e))?;
         if let Some(v) = &mut self.vectors {
-            v.save(self.ids.len() as u64).map_err(|e| cache_err(&self.dir, e))?;
+            if !defer || self.unsaved_vectors >= VECTORS_SAVE_EVERY {
+                v.save(self.ids.len() as u64).map_err(|e| cache_err(&self.dir, e))?;
+                self.unsaved_vectors = 0;
+            }
         }
         self.stamp.ids_hash = ids_hash(self.ids.get(..self.stamp.records).unwrap_or(&self.ids));
         let json = serde_json::to_vec_pretty(&self.stamp).map_err(|e| cache_err(&self.dir, e))?;

@@ -175,3 +175,88 @@ fn a_build_saved_part_by_part_keeps_every_passage_of_every_record() {
     assert!(matches!(again, Refresh::UpToDate), "nothing to embed again: {again:?}");
     assert_eq!(reopened.vectors.as_ref().map(Vectors::len), Some(want));
 }
+
+/// A warm session's catch-up after its own write: the lexical commit runs behind (a search waits
+/// for it), the new vectors stay in memory, and letting the caches go writes them, unless another
+/// process changed the caches since.
+#[test]
+fn a_warm_catch_up_commits_behind_and_writes_its_vectors_when_let_go() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let old = crate::state::fold((0..20).map(fact));
+    let (mut warm, _) =
+        Indexes::open(&dir, &old, &["a".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {}).expect("open");
+    // What a tree diff from the stamped tips would say: tip "a" held 20 records, "b" 21, "c" 22.
+    let held = |tip: &str| match tip {
+        "a" => 20,
+        "b" => 21,
+        _ => 22,
+    };
+    let since = |now: usize| move |old: &[String]| Some((held(&old[0])..now).map(|i| fact(i).0).collect::<Vec<_>>());
+    let (new_id, _) = fact(20);
+    let new = crate::state::fold((0..21).map(fact));
+    let r = warm.refresh(&new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
+    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1, embedded: 1 })), "{r:?}");
+    assert_eq!(warm.search_lexical("Fact number 20", 1).expect("search")[0].0, new_id, "the search waited");
+    assert_eq!(warm.vectors.as_ref().map(Vectors::len), Some(21));
+
+    // Another process meanwhile finds the vector files one short, and embeds only that one.
+    let (other, r) =
+        Indexes::open(&dir, &new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("other");
+    assert!(matches!(r, Refresh::CaughtUp { added: 0, embedded: 1 }), "{r:?}");
+    drop(other);
+
+    // Let go, the warm caches write what they held: the next process has nothing to do.
+    let r = warm.refresh(&new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
+    assert!(matches!(r, Some(Refresh::UpToDate)), "{r:?}");
+    let newest = crate::state::fold((0..22).map(fact));
+    let r =
+        warm.refresh(&newest, &["c".into()], &since(22), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
+    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1, embedded: 1 })), "{r:?}");
+    drop(warm);
+    let (idx, r) = Indexes::open(&dir, &newest, &["c".into()], &since(22), Some(&mut embedder), true, &mut |_, _| {})
+        .expect("open");
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(22));
+}
+
+/// Caches another process changed since a warm session caught up are not overwritten by the
+/// vectors the session held back.
+#[test]
+fn held_back_vectors_never_overwrite_another_processs_caches() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let old = crate::state::fold((0..20).map(fact));
+    let (mut warm, _) =
+        Indexes::open(&dir, &old, &["a".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {}).expect("open");
+    let (id20, _) = fact(20);
+    let new = crate::state::fold((0..21).map(fact));
+    let r = warm
+        .refresh(&new, &["b".into()], &|_| Some(vec![id20]), Some(&mut embedder), true, &mut |_, _| {})
+        .expect("refresh");
+    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1, .. })), "{r:?}");
+    // Another process writes two more records and catches the caches up to them.
+    let (id21, _) = fact(21);
+    let (id22, _) = fact(22);
+    let newest = crate::state::fold((0..23).map(fact));
+    let (other, _) = Indexes::open(
+        &dir,
+        &newest,
+        &["c".into()],
+        &|_| Some(vec![id21, id22]),
+        Some(&mut embedder),
+        true,
+        &mut |_, _| {},
+    )
+    .expect("other");
+    let on_disk = std::fs::read(dir.join("vectors-new.usearch")).expect("the other's vectors");
+    drop(other);
+    drop(warm);
+    assert_eq!(std::fs::read(dir.join("vectors-new.usearch")).expect("vectors"), on_disk, "the other's files stand");
+    let (idx, r) = Indexes::open(&dir, &newest, &["c".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {})
+        .expect("open");
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(23));
+}

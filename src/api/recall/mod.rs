@@ -283,13 +283,8 @@ pub(crate) fn candidates(
     req: &crate::recall::Request,
     embedder: Option<&mut dyn crate::embed::Embedder>,
 ) -> Result<crate::recall::Found> {
-    let mut lexical = Vec::new();
-    for p in parts {
-        let hits = p.indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
-        lexical.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
-    }
-    let lexical: Vec<(RecordId, f32)> =
-        merge_hits(lexical, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
+    // The vector side first: while the model embeds the query, a catch-up of the lexical index
+    // may still be committing behind (`Lexical::add_behind`), and the lexical search waits for it.
     let semantic_indexes = parts.iter().all(|p| p.indexes.vectors.is_some());
     let (vector, semantic, query_vector) = match embedder {
         Some(e) if semantic_indexes => {
@@ -303,6 +298,13 @@ pub(crate) fn candidates(
         }
         _ => (Vec::new(), false, None),
     };
+    let mut lexical = Vec::new();
+    for p in parts {
+        let hits = p.indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
+        lexical.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
+    }
+    let lexical: Vec<(RecordId, f32)> =
+        merge_hits(lexical, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
     let (lexical, vector, expanded) = match &query_vector {
         Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
         _ => (lexical, vector, None),

@@ -103,8 +103,8 @@ pub(super) fn serve(socket: &Path, idle: Duration, env: Env) -> Result<(), Error
         commands: AtomicU64::new(0),
         report: Mutex::new(Report { warming: true, model: "loading".into(), ..Report::default() }),
     });
-    exit_when_idle(shared.clone(), socket.to_path_buf(), idle);
     let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    exit_when_idle(shared.clone(), socket.to_path_buf(), idle, jobs.clone());
     {
         let shared = shared.clone();
         std::thread::spawn(move || {
@@ -138,6 +138,9 @@ pub(super) fn serve(socket: &Path, idle: Duration, env: Env) -> Result<(), Error
         let _ = answer.send(response);
         executor.tidy();
     }
+    // The warm sessions are let go before the process ends: what their caches hold only in
+    // memory (vectors a catch-up left unwritten) is written now.
+    drop(executor);
     remove_if_ours(socket);
     Ok(())
 }
@@ -175,8 +178,9 @@ fn remove_if_ours(socket: &Path) {
     let _ = std::fs::remove_file(socket);
 }
 
-/// Exit once no connection is open and none came for `idle`.
-fn exit_when_idle(shared: Arc<Shared>, socket: PathBuf, idle: Duration) {
+/// Stop once no connection is open and none came for `idle` (through the job queue, so that the
+/// executor ends between commands and lets its sessions go).
+fn exit_when_idle(shared: Arc<Shared>, socket: PathBuf, idle: Duration, jobs: std::sync::mpsc::Sender<Job>) {
     let inode = std::fs::metadata(&socket).map(|m| m.ino()).unwrap_or(0);
     std::thread::spawn(move || loop {
         std::thread::sleep(Duration::from_millis(500));
@@ -185,7 +189,10 @@ fn exit_when_idle(shared: Arc<Shared>, socket: PathBuf, idle: Duration) {
             if std::fs::metadata(&socket).is_ok_and(|m| m.ino() == inode) {
                 remove_if_ours(&socket);
             }
-            std::process::exit(0);
+            if jobs.send(Job::Stop).is_err() {
+                std::process::exit(0);
+            }
+            return;
         }
     });
 }
