@@ -212,8 +212,7 @@ impl Indexes {
                 let added = added_since(&idx.stamp.tips);
                 match idx.catch_up(
                     state,
-                    &tips,
-                    added,
+                    (&tips, added),
                     embedder.as_mut().map(|e| &mut **e as &mut dyn Embedder),
                     lexical,
                     progress,
@@ -279,7 +278,7 @@ impl Indexes {
             return Ok(Some(Refresh::UpToDate));
         }
         let added = if self.stamp.tips == tips { Some(Vec::new()) } else { added_since(&self.stamp.tips) };
-        self.catch_up(state, &tips, added, embedder, lexical, progress, &mut lock)
+        self.catch_up(state, (&tips, added), embedder, lexical, progress, &mut lock)
     }
 
     /// Whether the caches in `dir` hold vectors (of some model, in this cache format): without
@@ -329,8 +328,6 @@ impl Indexes {
         Ok(Indexes { dir: dir.to_path_buf(), stamp, ids, lexical, vectors, unsaved_vectors: 0 })
     }
 
-    /// Index what is missing. `Ok(None)` means the cache holds something the state does not
-    /// (a purged record): the caller rebuilds.
     /// Whether the lexical index holds every record of the id list.
     pub fn lexical_complete(&self) -> bool {
         self.lexical.num_docs() == self.ids.len() as u64
@@ -351,11 +348,13 @@ impl Indexes {
         Some((have as u64, docs))
     }
 
+    /// Index what is missing: the records `added` since the stamped tips (`None`: compare the
+    /// id sets), up to `tips`. `Ok(None)` means the cache holds something the state does not (a
+    /// purged record): the caller rebuilds.
     fn catch_up(
         &mut self,
         state: &State,
-        tips: &[String],
-        added: Option<Vec<RecordId>>,
+        (tips, added): (&[String], Option<Vec<RecordId>>),
         embedder: Option<&mut dyn Embedder>,
         lexical: bool,
         progress: &mut dyn FnMut(usize, usize),
@@ -483,7 +482,7 @@ impl Indexes {
             vectors,
             unsaved_vectors: 0,
         };
-        let refresh = idx.catch_up(state, tips, None, embedder, true, progress, &mut None)?;
+        let refresh = idx.catch_up(state, (tips, None), embedder, true, progress, &mut None)?;
         let (records, embedded) = match refresh {
             Some(Refresh::CaughtUp { added, embedded }) => (added, embedded),
             _ => (idx.ids.len(), 0),
