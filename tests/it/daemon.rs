@@ -340,3 +340,38 @@ fn the_floor_and_its_setting_answer_the_same_through_the_server() {
     assert_ne!(strict, alone, "the setting changes the answer");
     assert_eq!(ask(true), strict, "the warm session reads the new setting");
 }
+
+/// Between commands the server catches the indexes of the repository it just wrote to up to that
+/// write (the next recall does not wait for it), and what it held back reaches the disk when it
+/// stops: a process that opens the caches afterwards finds them current.
+#[test]
+fn the_server_catches_up_after_a_write_between_commands_and_saves_on_stopping() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    assert!(neo(&sb, &repo, false, &["add", "-t", "pattern", "-s", "Retries back off exponentially"]).status.success());
+    assert!(neo(&sb, &repo, false, &["recall", "retries"]).status.success());
+    let stamp = || -> serde_json::Value {
+        let path = repo.join(".git/neo/index/stamp.json");
+        serde_json::from_slice(&std::fs::read(path).expect("the stamp")).expect("stamp JSON")
+    };
+    let tip = || sb.git(&repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
+    let server = start(&sb, &repo);
+    // The first command warms the repository's session and its indexes.
+    assert!(neo(&sb, &repo, true, &["recall", "retries"]).status.success());
+    let added = neo(&sb, &repo, true, &["add", "-t", "pattern", "-s", "Timeouts are five seconds per call"]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let start = Instant::now();
+    while stamp()["tips"][0] != tip().as_str() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the server never caught up: {} vs {}", stamp(), tip());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let held_back = repo.join(".git/neo/index/vectors-new.usearch");
+    assert!(!held_back.exists(), "one new vector is held in memory, not written at once");
+    drop(server);
+    // Stopped, the server wrote the vector it held.
+    assert!(held_back.exists(), "the server wrote its vectors when it stopped");
+    let recalled = neo(&sb, &repo, false, &["recall", "timeouts", "--json"]);
+    assert!(recalled.status.success());
+    let r = json(&String::from_utf8_lossy(&recalled.stdout));
+    assert_eq!(r["facts"][0]["subject"], "Timeouts are five seconds per call", "{r}");
+}

@@ -366,6 +366,21 @@ impl Session {
         }
     }
 
+    /// Catch the open recall indexes of the memory this session writes to up to that memory
+    /// (after a write), so that the next recall does not wait for it: what a long-lived front end
+    /// does between requests. Whether there was anything to do. A failure is left for the next
+    /// recall to meet and report.
+    pub fn settle(&mut self) -> bool {
+        let scope = self.target();
+        let Some(part) = self.parts.get_mut(&scope) else { return false };
+        let (Some(memory), Some((_, at))) = (part.memory.as_ref(), part.indexes.as_ref()) else { return false };
+        if *at == memory.tip_ids() {
+            return false;
+        }
+        let _ = self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, true);
+        true
+    }
+
     /// How many records this session holds in memory, over every scope it has read (what a
     /// long-lived front end reports about what it keeps warm).
     pub fn records_held(&self) -> usize {
