@@ -494,8 +494,17 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 pub fn serve(session: Session, fetch_org: FetchOrg) -> Result<(), Error> {
     let io = |context: &str, e: std::io::Error| Error::Io { context: context.into(), source: e };
     runtime()?.block_on(async move {
-        let running = NeoServer::new(session, fetch_org)
-            .serve(transport::Stdio::new())
+        let server = NeoServer::new(session, fetch_org);
+        // Between calls, once an answer is out: the indexes catch up to the call's own write (an
+        // agent that notes something usually asks next), so the next recall does not wait for it.
+        let warm = server.warm.clone();
+        let settle: transport::AfterAnswer = Arc::new(move || {
+            if let Ok(mut kept) = warm.try_lock() {
+                kept.session.settle();
+            }
+        });
+        let running = server
+            .serve(transport::Stdio::new().after_answer(settle))
             .await
             .map_err(|e| io("starting the MCP session", std::io::Error::other(e.to_string())))?;
         running.waiting().await.map_err(|e| io("serving MCP", std::io::Error::other(e.to_string())))?;

@@ -220,10 +220,14 @@ fn write_line(output: &Mutex<Box<dyn Write + Send>>, line: &[u8]) -> std::io::Re
     out.flush()
 }
 
+/// What the transport runs after each answer is written (the server's work between calls).
+pub type AfterAnswer = Arc<dyn Fn() + Send + Sync>;
+
 /// The transport over this process's stdin and stdout.
 pub struct Stdio {
     output: Arc<Mutex<Box<dyn Write + Send>>>,
     messages: tokio::sync::mpsc::UnboundedReceiver<Box<RxJsonRpcMessage<RoleServer>>>,
+    after_answer: Option<AfterAnswer>,
 }
 
 impl Stdio {
@@ -235,7 +239,14 @@ impl Stdio {
         std::thread::spawn(move || {
             read_lines(std::io::stdin().lock(), &out, |m| send.send(m).is_ok());
         });
-        Stdio { output, messages }
+        Stdio { output, messages, after_answer: None }
+    }
+
+    /// Run `f` after each answer to a request is written and flushed: what it does costs the
+    /// client nothing (it has its answer), only a request that arrives meanwhile waits.
+    pub fn after_answer(mut self, f: AfterAnswer) -> Stdio {
+        self.after_answer = Some(f);
+        self
     }
 }
 
@@ -247,9 +258,14 @@ impl Transport<RoleServer> for Stdio {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
         let output = self.output.clone();
+        let after = self.after_answer.clone().filter(|_| matches!(item, rmcp::model::JsonRpcMessage::Response(_)));
         async move {
             let line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            write_line(&output, &line)
+            write_line(&output, &line)?;
+            if let Some(after) = after {
+                after();
+            }
+            Ok(())
         }
     }
 

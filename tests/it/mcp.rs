@@ -315,6 +315,33 @@ fn replies_are_bounded_and_say_when_they_were_cut() {
     assert!(text.contains("more item(s) not shown") || text.len() < 2_000, "{text}");
 }
 
+/// Between calls, once the answer to a write is out, the server catches its indexes up to it: the
+/// caches' stamp reaches the new tip with no further request (the next recall does not wait for
+/// the catch-up).
+#[test]
+fn the_server_catches_up_after_a_write_before_the_next_call() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Timeouts are five seconds per call"]);
+    let mut c = Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_EMBEDDER", "hash")]);
+    let (e, text) = c.call("recall", j!({"query": "timeouts"}));
+    assert!(!e, "{text}");
+    let (e, text) = c.call("add_fact", j!({"type": "pattern", "subject": "Retries back off exponentially"}));
+    assert!(!e, "{text}");
+    let stamp = || -> Value {
+        let path = repo.join(".git/neo/index/stamp.json");
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
+    };
+    let tip = sb.git(&repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
+    let start = std::time::Instant::now();
+    while stamp()["tips"][0] != tip.as_str() {
+        assert!(start.elapsed().as_secs() < 20, "the server never caught up: {} vs {tip}", stamp());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (e, text) = c.call("recall", j!({"query": "how do retries back off"}));
+    assert!(!e && text.contains("Retries back off exponentially"), "{text}");
+}
+
 #[test]
 fn a_client_writes_to_a_scope_and_recalls_every_scope_through_one_warm_server() {
     let sb = Sandbox::new();
