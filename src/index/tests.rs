@@ -176,6 +176,12 @@ fn a_build_saved_part_by_part_keeps_every_passage_of_every_record() {
     assert_eq!(reopened.vectors.as_ref().map(Vectors::len), Some(want));
 }
 
+/// Caches in `dir` built for twenty facts at tip "a": what a warm session holds before it writes.
+fn open_at_twenty(dir: &std::path::Path, embedder: &mut HashEmbedder) -> Indexes {
+    let old = crate::state::fold((0..20).map(fact));
+    Indexes::open(dir, &old, &["a".into()], &|_| None, Some(embedder), true, &mut |_, _| {}).expect("open").0
+}
+
 /// A warm session's catch-up after its own write: the lexical commit runs behind (a search waits
 /// for it), the new vectors stay in memory, and letting the caches go writes them, unless another
 /// process changed the caches since.
@@ -184,9 +190,7 @@ fn a_warm_catch_up_commits_behind_and_writes_its_vectors_when_let_go() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("index");
     let mut embedder = HashEmbedder::new(32);
-    let old = crate::state::fold((0..20).map(fact));
-    let (mut warm, _) =
-        Indexes::open(&dir, &old, &["a".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {}).expect("open");
+    let mut warm = open_at_twenty(&dir, &mut embedder);
     // What a tree diff from the stamped tips would say: tip "a" held 20 records, "b" 21, "c" 22.
     let held = |tip: &str| match tip {
         "a" => 20,
@@ -228,9 +232,7 @@ fn held_back_vectors_never_overwrite_another_processs_caches() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("index");
     let mut embedder = HashEmbedder::new(32);
-    let old = crate::state::fold((0..20).map(fact));
-    let (mut warm, _) =
-        Indexes::open(&dir, &old, &["a".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {}).expect("open");
+    let mut warm = open_at_twenty(&dir, &mut embedder);
     let (id20, _) = fact(20);
     let new = crate::state::fold((0..21).map(fact));
     let r = warm
