@@ -353,7 +353,7 @@ impl tantivy::Directory for Unsynced {
 }
 
 /// Add `texts` to `index` with keys from `first_key` and commit. `fields`: key, text, derived.
-fn commit(index: &Index, fields: [Field; 3], first_key: u64, texts: &[String]) -> tantivy::Result<()> {
+fn commit(index: &Index, fields: [Field; 3], first_key: u64, texts: &[&str]) -> tantivy::Result<()> {
     let [key, text, derived] = fields;
     // A rebuild (thousands of documents) analyses on two threads, which halves its wait on two
     // cores; a catch-up of a few writes stays on one, with no thread to start.
@@ -361,7 +361,7 @@ fn commit(index: &Index, fields: [Field; 3], first_key: u64, texts: &[String]) -
     let mut writer: tantivy::IndexWriter = index.writer_with_num_threads(threads, 32_000_000)?;
     writer.set_merge_policy(Box::new(merge_policy()));
     for (i, t) in texts.iter().enumerate() {
-        writer.add_document(doc!(key => first_key + i as u64, text => t.as_str(), derived => t.as_str()))?;
+        writer.add_document(doc!(key => first_key + i as u64, text => *t, derived => *t))?;
     }
     writer.commit()?;
     // Let the merge policy's merges finish: a writer dropped at once cancels them, and every
@@ -460,7 +460,8 @@ impl Lexical {
         if docs.is_empty() {
             return Ok(());
         }
-        let texts: Vec<String> = docs.iter().map(|(_, t)| t.clone()).collect();
+        // Borrowed, not copied: a rebuild hands over every record's text.
+        let texts: Vec<&str> = docs.iter().map(|(_, t)| t.as_str()).collect();
         commit(&self.index, [self.key, self.text, self.derived], first_key, &texts)?;
         self.reader.reload()?;
         Ok(())
@@ -481,6 +482,7 @@ impl Lexical {
         let job = std::thread::Builder::new()
             .name("neo-lexical".into())
             .spawn(move || {
+                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
                 let done = commit(&index, fields, first_key, &texts);
                 drop(lock);
                 done
