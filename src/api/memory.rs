@@ -27,6 +27,27 @@ pub(crate) struct Memory {
     /// session counts them as its own (`recall::pin`). Carried across reloads; drained by the
     /// session after each command or recall.
     pub(crate) written: Vec<RecordId>,
+    /// How the fold came to hold what it holds (see [`Lineage`]).
+    pub(in crate::api) lineage: Lineage,
+}
+
+/// How a memory's fold came to hold its records: a generation, new whenever records may have
+/// left it (a load, a purge), and the records taken in place since, in the order they came. A
+/// fold built on top of this one (the union of several scopes) that saw generation `g` with `n`
+/// records appended catches up with `appended[n..]` alone while the generation stays `g`:
+/// without it, every write at 100,000 records made the union look at every record of every scope.
+#[derive(Debug)]
+pub(crate) struct Lineage {
+    pub generation: u64,
+    pub appended: Vec<RecordId>,
+}
+
+impl Lineage {
+    /// A generation no memory of this process had before.
+    pub(in crate::api) fn fresh() -> Lineage {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Lineage { generation: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), appended: Vec::new() }
+    }
 }
 
 /// A commit message's quoted summary: its first 60 characters.
@@ -55,6 +76,7 @@ impl Memory {
             proposals: None,
             scope: crate::scope::Scope::Project,
             written: Vec::new(),
+            lineage: Lineage::fresh(),
         };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;
@@ -70,6 +92,11 @@ impl Memory {
     /// The folded state.
     pub fn state(&self) -> &State {
         &self.state
+    }
+
+    /// How the fold came to hold what it holds.
+    pub fn lineage(&self) -> &Lineage {
+        &self.lineage
     }
 
     /// The store underneath.

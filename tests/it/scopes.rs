@@ -533,3 +533,81 @@ fn the_real_model_ranks_every_scope_together() {
         assert!(r["facts"][0]["lexical_rank"].is_null(), "{r}");
     }
 }
+
+/// A warm session (the MCP server's, the background server's) keeps the fold of its scopes and
+/// grows it with each write instead of folding every scope again; what it shows must stay what
+/// a fresh fold shows: a project write joins it, a key the project now holds shadows the user's
+/// value, and a purged record leaves it.
+#[test]
+fn a_warm_session_s_fold_of_every_scope_follows_writes_and_purges() {
+    use git_neo::api::{AddRequest, Clock, RecallQuery, Session, SessionOptions};
+    use git_neo::recall::LayerKind;
+    use git_neo::record::Timestamp;
+    use git_neo::scope::Scope;
+    use git_neo::store::Identity;
+
+    let sb = Sandbox::new();
+    let repo = sb.repo("warm");
+    let session = |scope: Option<Scope>| {
+        Session::new(SessionOptions {
+            dir: repo.clone(),
+            git_dir: None,
+            ref_name: None,
+            identity: Some(Identity { name: "Ada Tester".into(), email: "ada@example.com".into() }),
+            clock: Clock::Fixed(Timestamp(1_772_366_400)),
+            embedder: git_neo::embed::EmbedderChoice::Off,
+            scope,
+            data_dir: Some(sb.path("data")),
+            config: Vec::new(),
+        })
+    };
+    let fact = |subject: &str, key: Option<&str>| AddRequest {
+        fact_type: "decision".into(),
+        subject: subject.into(),
+        key: key.map(String::from),
+        no_supersede: true,
+        ..AddRequest::default()
+    };
+    let mut user = session(Some(Scope::User));
+    user.add(&fact("The kettle service listens on port 7001", Some("kettle.port"))).expect("user add");
+    user.add(&fact("Kettle descaling runs every Sunday night", None)).expect("user add");
+
+    let mut warm = session(None);
+    let shown = |s: &mut Session| -> Vec<(String, String)> {
+        let r = s
+            .recall(&RecallQuery {
+                query: "kettle port descaling".into(),
+                k: 10,
+                budget: 4_000,
+                types: vec![],
+                area: None,
+                as_of: None,
+                front: None,
+                all_sessions: false,
+            })
+            .expect("recall");
+        let mut out: Vec<(String, String)> =
+            r.items(LayerKind::Facts).iter().map(|i| (i.subject.clone(), i.scope.clone())).collect();
+        out.sort();
+        out
+    };
+    let before = shown(&mut warm);
+    assert!(before.contains(&("The kettle service listens on port 7001".into(), "user".into())), "{before:?}");
+
+    // The project's value of the key joins the warm fold and shadows the user's.
+    let project = warm.add(&fact("The kettle service listens on port 7002", Some("kettle.port"))).expect("add");
+    let after_add = shown(&mut warm);
+    assert!(after_add.contains(&("The kettle service listens on port 7002".into(), "project".into())), "{after_add:?}");
+    assert!(!after_add.iter().any(|(s, _)| s.ends_with("7001")), "the user's value is shadowed: {after_add:?}");
+    assert_eq!(after_add, shown(&mut session(None)), "the warm fold is the fresh one");
+
+    // A purge takes the record out of the warm fold, and the user's value answers again.
+    warm.purge(&project.id.to_hex(), "wrong port").expect("purge");
+    let after_purge = shown(&mut warm);
+    assert!(!after_purge.iter().any(|(s, _)| s.ends_with("7002")), "{after_purge:?}");
+    assert!(
+        after_purge.contains(&("The kettle service listens on port 7001".into(), "user".into())),
+        "{after_purge:?}"
+    );
+    assert_eq!(after_purge, shown(&mut session(None)), "the warm fold is the fresh one");
+}

@@ -101,6 +101,9 @@ struct Union {
     tips: Vec<String>,
     state: State,
     origins: Arc<HashMap<RecordId, Scope>>,
+    /// Each scope's memory as it was folded in: its lineage's generation and how many records
+    /// it had appended (see [`crate::api::memory::Lineage`]).
+    seen: Vec<(Scope, u64, usize)>,
 }
 
 /// Everything kept warm beside the memories; split from them so a use case can read a memory

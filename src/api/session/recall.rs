@@ -95,16 +95,44 @@ impl Session {
         if self.union.as_ref().is_some_and(|u| u.tips == tips) {
             return self.union.as_ref().expect("checked above");
         }
+        let seen: Vec<(Scope, u64, usize)> =
+            memories.iter().map(|(s, m)| ((*s).clone(), m.lineage().generation, m.lineage().appended.len())).collect();
         // Higher priority first: a record held by two scopes is said to come from the stronger.
         let mut by_priority = memories.clone();
         by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
         let same_scopes = |u: &Union| u.scopes.as_slice() == scopes;
+        // Every memory is the one folded in, grown in place since: only its appended records are new.
+        let grown = |u: &Union| {
+            u.seen.len() == seen.len()
+                && u.seen.iter().zip(&seen).all(|((s0, g0, n0), (s1, g1, n1))| s0 == s1 && g0 == g1 && n0 <= n1)
+        };
         let held = |origins: &HashMap<RecordId, Scope>| {
             origins
                 .iter()
                 .all(|(id, s)| memories.iter().any(|(scope, m)| *scope == s && m.state().entries.contains_key(id)))
         };
         let union = match self.union.take() {
+            Some(u) if same_scopes(&u) && grown(&u) => {
+                let mut origins = Arc::try_unwrap(u.origins).unwrap_or_else(|shared| (*shared).clone());
+                let mut added = Vec::new();
+                for (scope, memory) in &by_priority {
+                    let from = u.seen.iter().find(|(s, ..)| s == *scope).map_or(0, |(_, _, n)| *n);
+                    for id in &memory.lineage().appended[from..] {
+                        let Some(e) = memory.state().entries.get(id) else { continue };
+                        if let std::collections::hash_map::Entry::Vacant(slot) = origins.entry(*id) {
+                            slot.insert((*scope).clone());
+                            added.push((e.id, e.record.clone()));
+                        }
+                    }
+                }
+                Union {
+                    scopes: scopes.to_vec(),
+                    tips,
+                    state: u.state.with_records(added),
+                    origins: Arc::new(origins),
+                    seen,
+                }
+            }
             // Every record the union holds is still where it came from: add what is new.
             Some(u) if same_scopes(&u) && held(&u.origins) => {
                 let mut origins = Arc::try_unwrap(u.origins).unwrap_or_else(|shared| (*shared).clone());
@@ -117,7 +145,13 @@ impl Session {
                         }
                     }
                 }
-                Union { scopes: scopes.to_vec(), tips, state: u.state.with_records(added), origins: Arc::new(origins) }
+                Union {
+                    scopes: scopes.to_vec(),
+                    tips,
+                    state: u.state.with_records(added),
+                    origins: Arc::new(origins),
+                    seen,
+                }
             }
             _ => {
                 let mut origins = HashMap::new();
@@ -130,7 +164,7 @@ impl Session {
                     }
                 }
                 let state = crate::state::fold(records);
-                Union { scopes: scopes.to_vec(), tips, state, origins: Arc::new(origins) }
+                Union { scopes: scopes.to_vec(), tips, state, origins: Arc::new(origins), seen }
             }
         };
         self.union.insert(union)

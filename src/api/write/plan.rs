@@ -432,6 +432,7 @@ impl Memory {
             self.tips.insert(0, (self.store.ref_name().to_string(), commit));
         }
         if !fresh.is_empty() {
+            self.lineage.appended.extend(fresh.iter().map(|(id, _)| *id));
             self.state = std::mem::take(&mut self.state).with_records(fresh);
         }
         Ok(())

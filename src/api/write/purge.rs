@@ -74,6 +74,8 @@ impl Memory {
         self.blobs.remove(&id);
         self.state.entries.remove(&id);
         self.state = state::fold(std::mem::take(&mut self.state.entries).into_values().map(|e| (e.id, e.record)));
+        // A record left: whatever was folded from this memory must fold it again.
+        self.lineage = crate::api::memory::Lineage::fresh();
         Ok(PurgeOutcome {
             id,
             path,
