@@ -799,26 +799,22 @@ fn about_the_question(it: &Item, query_words: &HashSet<String>) -> bool {
 /// session's notes over all).
 fn shadowed(state: &State, origins: Option<&HashMap<RecordId, Scope>>) -> HashMap<RecordId, RecordId> {
     let Some(origins) = origins else { return HashMap::new() };
-    let keyed: Vec<(&str, u8, RecordId)> = state
-        .entries
-        .values()
-        .filter(|e| e.status == Status::Valid)
-        .filter_map(|e| {
-            let f = e.record.as_fact()?;
-            let key = f.key.as_deref()?;
-            (f.fact_type != FactType::Constraint).then(|| (key, origins.get(&e.id).map_or(2, Scope::priority), e.id))
-        })
-        .collect();
-    // The strongest scope of each key and, among its facts, the newest (by id when tied).
-    let mut strongest: HashMap<&str, (u8, Timestamp, RecordId)> = HashMap::new();
-    for (key, p, id) in &keyed {
-        let at = state.entries[id].record.created_at;
-        let best = strongest.entry(key).or_insert((*p, at, *id));
-        if (*p, at, *id) > *best {
-            *best = (*p, at, *id);
-        }
+    let mut out = HashMap::new();
+    // Only a key two facts carry can shadow anything (the index spares a look at every record).
+    for ids in state.keyed().values().filter(|ids| ids.len() > 1) {
+        let live: Vec<(u8, Timestamp, RecordId)> = ids
+            .iter()
+            .filter_map(|id| state.entries.get(id))
+            .filter(|e| {
+                e.status == Status::Valid && e.record.as_fact().is_some_and(|f| f.fact_type != FactType::Constraint)
+            })
+            .map(|e| (origins.get(&e.id).map_or(2, Scope::priority), e.record.created_at, e.id))
+            .collect();
+        // The strongest scope of the key and, among its facts, the newest (by id when tied).
+        let Some(strongest) = live.iter().max().copied() else { continue };
+        out.extend(live.iter().filter(|(p, ..)| *p < strongest.0).map(|(_, _, id)| (*id, strongest.2)));
     }
-    keyed.into_iter().filter(|(key, p, _)| strongest[key].0 > *p).map(|(key, _, id)| (id, strongest[key].2)).collect()
+    out
 }
 
 #[cfg(test)]
