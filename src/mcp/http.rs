@@ -10,7 +10,12 @@
 //! whose `Host` is not a loopback name (DNS rebinding). Bound to another address on purpose (a
 //! container's port), the Host check is off: the client's name for the host cannot be known in
 //! advance, and the token is what guards the memory.
+//!
+//! As over stdio, the server does its work between calls once an answer is out (the indexes catch
+//! up to a call's write): the body of every answer carries [`AfterBody`], which hands that work
+//! to the runtime when hyper has taken the body's last frame.
 
+use super::transport::AfterAnswer;
 use super::NeoServer;
 use git_neo::Error;
 use http_body_util::{BodyExt, Full};
@@ -170,6 +175,44 @@ impl Drop for Slot {
     }
 }
 
+/// A response body that, once its last frame has been taken, spawns `after` on the runtime. The
+/// runtime serves on one thread, so the task runs only when the connection's task yields: after
+/// hyper has written (and flushed) the end of the answer. rmcp's HTTP service itself gives no
+/// hook after an answer is written.
+struct AfterBody<B> {
+    inner: B,
+    after: Option<AfterAnswer>,
+}
+
+impl<B> hyper::body::Body for AfterBody<B>
+where
+    B: hyper::body::Body + Unpin,
+{
+    type Data = B::Data;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if let std::task::Poll::Ready(None) = polled {
+            if let Some(after) = self.after.take() {
+                tokio::spawn(async move { after() });
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 /// Serve `server` on `addr` until the process is stopped. `ready` is called once with the address
 /// actually bound (port 0 picks a free one), before the first request is accepted.
 pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnOnce(SocketAddr)) -> Result<(), Error> {
@@ -178,6 +221,13 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
         let listener =
             tokio::net::TcpListener::bind(addr).await.map_err(|e| io(&format!("listening on {addr} (--http)"), e))?;
         let bound = listener.local_addr().map_err(|e| io("reading the address listened on", e))?;
+        // Between calls, once an answer is out: the indexes catch up to the call's own write.
+        let warm = server.warm.clone();
+        let settle: AfterAnswer = Arc::new(move || {
+            if let Ok(mut kept) = warm.try_lock() {
+                kept.session.settle();
+            }
+        });
         let mut config = StreamableHttpServerConfig::default();
         // `::ffff:127.0.0.1` is the IPv4 loopback spelled in IPv6: it keeps the Host check too.
         if !addr.ip().to_canonical().is_loopback() {
@@ -210,11 +260,13 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
             };
             let service = service.clone();
             let token = token.clone();
+            let settle = settle.clone();
             tokio::spawn(async move {
                 let _slot = slot;
                 let handler = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
                     let service = service.clone();
                     let token = token.clone();
+                    let settle = settle.clone();
                     async move {
                         let ok =
                             authorized(req.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()), &token);
@@ -223,7 +275,8 @@ pub fn serve(server: NeoServer, addr: SocketAddr, token: String, ready: impl FnO
                         } else if req.uri().path() != PATH {
                             not_found()
                         } else {
-                            service.handle(req).await
+                            let answer = service.handle(req).await;
+                            answer.map(|inner| AfterBody { inner, after: Some(settle) }.boxed())
                         })
                     }
                 });

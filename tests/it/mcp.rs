@@ -533,6 +533,69 @@ pub fn post(url: &str, auth: Option<&str>, body: &str) -> u16 {
     String::from_utf8_lossy(&head[9..12]).parse().expect("a status code")
 }
 
+/// One raw HTTP/1.1 POST of a JSON-RPC message over a connection of its own: the response's
+/// head and body as text.
+fn exchange(url: &str, token: &str, session: Option<&str>, body: &str) -> (String, String) {
+    use std::io::Read;
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, \
+         text/event-stream\r\nAuthorization: Bearer {token}\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write the request");
+    let mut all = String::new();
+    s.read_to_string(&mut all).expect("read the response");
+    let (head, rest) = all.split_once("\r\n\r\n").unwrap_or((&all, ""));
+    (head.to_string(), rest.to_string())
+}
+
+/// Over HTTP as over stdio: once the answer to a write is out, the server catches its indexes up
+/// to it with no further request.
+#[test]
+fn over_http_the_server_catches_up_after_a_write_before_the_next_call() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Timeouts are five seconds per call"]);
+    let (mut child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let token = token.expect("a token made up and printed");
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
+    let (head, _) = exchange(&url, &token, None, init);
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id")).map(|(_, v)| v.trim())
+        })
+        .expect("a session id")
+        .to_string();
+    exchange(&url, &token, Some(&session), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let call = |id: u32, name: &str, args: Value| {
+        let msg = j!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": args}});
+        exchange(&url, &token, Some(&session), &msg.to_string()).1
+    };
+    let text = call(2, "recall", j!({"query": "timeouts"}));
+    assert!(text.contains("five seconds"), "{text}");
+    let text = call(3, "add_fact", j!({"type": "pattern", "subject": "Retries back off exponentially"}));
+    assert!(text.contains("\"isError\":false") || !text.contains("isError"), "{text}");
+    let stamp = || -> Value {
+        let path = repo.join(".git/neo/index/stamp.json");
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
+    };
+    let tip = sb.git(&repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
+    let start = std::time::Instant::now();
+    while stamp()["tips"][0] != tip.as_str() {
+        assert!(start.elapsed().as_secs() < 20, "the server never caught up: {} vs {tip}", stamp());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = call(4, "recall", j!({"query": "how do retries back off"}));
+    assert!(text.contains("Retries back off exponentially"), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn http_refuses_a_request_without_the_token_from_the_file_and_serves_one_with_it() {
     let sb = Sandbox::new();
