@@ -9,7 +9,8 @@
 //! near-duplicate that supersedes one) and `recall` through a warm `git neo mcp`. New facts are
 //! sentences from the READMEs in the cargo registry cache; the index is caught up before timing.
 //! Then the same memory with a user memory (1k facts) and an org memory (5k facts) beside it:
-//! recall reads all three scopes, ranked together (docs/scopes.md).
+//! recall reads all three scopes, ranked together (docs/scopes.md), by each binary.
+//! `-- --scopes`: only these three-scope rows.
 //!
 //! `-- --interleaved --baseline PATH`: only `add` and `recall` through each binary's warm server,
 //! the two binaries alternating call by call (see [`interleaved`]).
@@ -523,6 +524,10 @@ fn main() {
         if let Some(b) = &baseline {
             binaries.insert(0, ("baseline", b.clone()));
         }
+        if args.iter().any(|a| a == "--scopes") {
+            three_scopes(n, &repo, &binaries, tmp.path(), &run, &mut next, rounds);
+            continue;
+        }
         for (name, exe) in &binaries {
             // Build (or rebuild) the caches this binary reads, and warm the page cache.
             let mut c = neo(exe, &repo, false, &run);
@@ -576,57 +581,7 @@ fn main() {
         }
 
         // The same project with a user memory and an org memory beside it.
-        let data = tmp.path().join(format!("data{n}"));
-        *DATA.lock().expect("data dir") = Some(data.clone());
-        let user = Store::open_at(&data.join("user.git"), StoreOptions::default(), true).expect("user").expect("made");
-        user.write_records(
-            &other_facts(n + 1_000_000, n + 1_001_000, "user"),
-            "neo: import",
-            &who(),
-            Timestamp(1_770_000_000),
-            false,
-        )
-        .expect("write user");
-        let forge = tmp.path().join(format!("org{n}.git"));
-        git(tmp.path(), &["init", "-q", "--bare", &forge.to_string_lossy()], None);
-        let org = Store::open_at(&forge, StoreOptions::default(), false).expect("org").expect("exists");
-        org.write_records(
-            &other_facts(n + 2_000_000, n + 2_005_000, "org"),
-            "neo: import",
-            &who(),
-            Timestamp(1_770_000_000),
-            false,
-        )
-        .expect("write org");
-        git(&repo, &["config", "neo.org.url", &forge.to_string_lossy()], None);
-        git(&repo, &["config", "neo.org.mode", "auto"], None);
-        for args in [
-            &["--scope", "org", "sync"][..],
-            &["--scope", "org", "reindex"],
-            &["--scope", "user", "reindex"],
-            &["reindex"],
-        ] {
-            let mut c = neo(&this, &repo, false, &run);
-            c.args(args);
-            ok(c);
-        }
-        let (recall, _) = recall_and_add(&this, &repo, false, &run, &mut next, rounds);
-        println!("| {n} + 1k user + 5k org | this | `git neo recall`, own process, three scopes | {} | |", ms(recall));
-        let mut server = neo(&this, &repo, false, &run);
-        server.args(["daemon", "run", "--idle", "120"]).stdout(Stdio::null()).stderr(Stdio::null());
-        let mut server = server.spawn().expect("server");
-        wait_for_server(&this, &repo, &run);
-        let _ = recall_and_add(&this, &repo, true, &run, &mut next, 2);
-        let (recall, add) = recall_and_add(&this, &repo, true, &run, &mut next, rounds);
-        println!("| {n} + 1k user + 5k org | this | `git neo recall`, through the server, three scopes | {} | a project add after each recall: the fold of all scopes catches up | ", ms(recall));
-        println!("| {n} + 1k user + 5k org | this | `git neo add`, through the server | {} | |", ms(add));
-        let mut stop = neo(&this, &repo, false, &run);
-        stop.args(["daemon", "stop"]);
-        ok(stop);
-        let _ = server.wait();
-        let (_, _, recall) = mcp(&this, &repo, &run, &mut next, rounds * 2);
-        println!("| {n} + 1k user + 5k org | this | MCP `recall`, warm server, three scopes | {} | |", ms(recall));
-        *DATA.lock().expect("data dir") = None;
+        three_scopes(n, &repo, &binaries, tmp.path(), &run, &mut next, rounds);
     }
     // A whole run also measures the first hour: fresh clones and a fleet of repositories.
     if one.is_none() {
@@ -640,4 +595,71 @@ fn main() {
             fleet(exe, name, tmp.path(), &run, &mut next);
         }
     }
+}
+
+/// The project of `n` facts with a user memory (1k facts) and an org memory (5k) beside it,
+/// recalled together by each of `binaries`: in its own process, through the server with a project
+/// add after each recall (the fold of all scopes catches up), and through a warm `git neo mcp`.
+fn three_scopes(
+    n: usize,
+    repo: &Path,
+    binaries: &[(&str, PathBuf)],
+    root: &Path,
+    run: &Path,
+    next: &mut usize,
+    rounds: usize,
+) {
+    let data = root.join(format!("data{n}"));
+    *DATA.lock().expect("data dir") = Some(data.clone());
+    let user = Store::open_at(&data.join("user.git"), StoreOptions::default(), true).expect("user").expect("made");
+    user.write_records(
+        &other_facts(n + 1_000_000, n + 1_001_000, "user"),
+        "neo: import",
+        &who(),
+        Timestamp(1_770_000_000),
+        false,
+    )
+    .expect("write user");
+    let forge = root.join(format!("org{n}.git"));
+    git(root, &["init", "-q", "--bare", &forge.to_string_lossy()], None);
+    let org = Store::open_at(&forge, StoreOptions::default(), false).expect("org").expect("exists");
+    org.write_records(
+        &other_facts(n + 2_000_000, n + 2_005_000, "org"),
+        "neo: import",
+        &who(),
+        Timestamp(1_770_000_000),
+        false,
+    )
+    .expect("write org");
+    git(repo, &["config", "neo.org.url", &forge.to_string_lossy()], None);
+    git(repo, &["config", "neo.org.mode", "auto"], None);
+    for (name, exe) in binaries {
+        // The org cache fetched, and every scope's caches caught up (built by the first binary,
+        // read by the next: the cache format is the same) by a recall before timing.
+        for args in [&["--scope", "org", "sync"][..], &["recall", "warm up", "--json"]] {
+            let mut c = neo(exe, repo, false, run);
+            c.args(args);
+            ok(c);
+        }
+        let (recall, _) = recall_and_add(exe, repo, false, run, next, rounds);
+        println!(
+            "| {n} + 1k user + 5k org | {name} | `git neo recall`, own process, three scopes | {} | |",
+            ms(recall)
+        );
+        let mut server = neo(exe, repo, false, run);
+        server.args(["daemon", "run", "--idle", "120"]).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut server = server.spawn().expect("server");
+        wait_for_server(exe, repo, run);
+        let _ = recall_and_add(exe, repo, true, run, next, 2);
+        let (recall, add) = recall_and_add(exe, repo, true, run, next, rounds);
+        println!("| {n} + 1k user + 5k org | {name} | `git neo recall`, through the server, three scopes | {} | a project add after each recall: the fold of all scopes catches up | ", ms(recall));
+        println!("| {n} + 1k user + 5k org | {name} | `git neo add`, through the server | {} | |", ms(add));
+        let mut stop = neo(exe, repo, false, run);
+        stop.args(["daemon", "stop"]);
+        ok(stop);
+        let _ = server.wait();
+        let (_, _, recall) = mcp(exe, repo, run, next, rounds * 2);
+        println!("| {n} + 1k user + 5k org | {name} | MCP `recall`, warm server, three scopes | {} | |", ms(recall));
+    }
+    *DATA.lock().expect("data dir") = None;
 }
