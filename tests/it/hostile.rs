@@ -3,7 +3,7 @@
 //! attacker would, and what every command does with them. One test per defect the threat table
 //! names.
 
-use super::support::{hermetic, stderr, stdout, Sandbox, NOW};
+use super::support::{hermetic, stderr, stdout, Sandbox, Stopped, NOW};
 use git_neo::record::{Fact, FactType, Kind, Payload, Record, Timestamp};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -601,15 +601,6 @@ fn an_ipv4_mapped_loopback_bind_keeps_the_host_check() {
 }
 
 /// A server child process, stopped when the test ends, whether it passed or not.
-struct Stopped(std::process::Child);
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The HTTP transport's bounds as the binary sets them (src/mcp/http.rs).
 mod git_neo_limits {
     pub const PER_ADDRESS: usize = 32;

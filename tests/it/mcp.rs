@@ -1,7 +1,7 @@
 //! The MCP server as a client uses it: spawn `git neo mcp`, speak JSON-RPC over its stdin and
 //! stdout, and check every tool's reply, an invalid call, and the size of `tools/list`.
 
-use crate::support::{bin, hermetic, json, Sandbox};
+use crate::support::{bin, hermetic, json, Sandbox, Stopped};
 use serde_json::{json as j, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -560,7 +560,8 @@ fn over_http_the_server_catches_up_after_a_write_before_the_next_call() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     sb.neo_ok(&repo, &["add", "-t", "decision", "-s", "Timeouts are five seconds per call"]);
-    let (mut child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let (child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let _server = Stopped(child);
     let token = token.expect("a token made up and printed");
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
     let (head, _) = exchange(&url, &token, None, init);
@@ -592,8 +593,6 @@ fn over_http_the_server_catches_up_after_a_write_before_the_next_call() {
     }
     let text = call(4, "recall", j!({"query": "how do retries back off"}));
     assert!(text.contains("Retries back off exponentially"), "{text}");
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
@@ -603,15 +602,15 @@ fn http_refuses_a_request_without_the_token_from_the_file_and_serves_one_with_it
     let token = "a-token-from-a-file-0123456789";
     let file = sb.dir.path().join("token");
     std::fs::write(&file, format!("{token}\n")).expect("write the token file");
-    let (mut child, url, printed) = spawn_http(sb.dir.path(), &repo, &["--token-file", file.to_str().unwrap_or("")]);
+    let (child, url, printed) = spawn_http(sb.dir.path(), &repo, &["--token-file", file.to_str().unwrap_or("")]);
+    let server = Stopped(child);
     assert_eq!(printed, None, "a token read from a file is never printed");
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}"#;
     assert_eq!(post(&url, None, init), 401, "no token");
     assert_eq!(post(&url, Some("Bearer wrong-token-0123456789abcd"), init), 401, "a wrong token");
     assert_eq!(post(&url, Some(&format!("Basic {token}")), init), 401, "another scheme");
     assert_eq!(post(&url, Some(&format!("Bearer {token}")), init), 200, "the token");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     // Bad flags are refused by name, before anything listens.
     for (args, needle) in [
@@ -666,11 +665,11 @@ fn the_official_python_sdk_lists_and_calls_every_tool_over_stdio_and_over_http()
     assert!(seen["k0"].as_str().is_some_and(|t| t.contains("k: 0 is below the minimum")), "{seen}");
 
     let repo = sb.repo("http");
-    let (mut child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let (child, url, token) = spawn_http(sb.dir.path(), &repo, &[]);
+    let server = Stopped(child);
     let token = token.expect("a made-up token is printed");
     let seen = sdk_client(sb.dir.path(), &repo, &["http", &url, &token]);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
     assert_eq!(seen["tools"], every, "{seen}");
     assert_eq!(seen["called"], TOOLS.len());
     assert_eq!(seen["unauthorized"], 401);

@@ -201,3 +201,14 @@ pub fn indexes_of(
             .expect("indexes");
     indexes
 }
+
+/// A child process stopped and reaped when this goes out of scope, a failed assertion included:
+/// a test never leaves a server running.
+pub struct Stopped(pub std::process::Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
