@@ -315,6 +315,21 @@ fn replies_are_bounded_and_say_when_they_were_cut() {
     assert!(text.contains("more item(s) not shown") || text.len() < 2_000, "{text}");
 }
 
+/// Wait (up to 20 s) until the caches' stamp of `repo` names the memory's tip: the server caught
+/// its indexes up with no further request.
+fn wait_for_caught_up(sb: &Sandbox, repo: &Path) {
+    let stamp = || -> Value {
+        let path = repo.join(".git/neo/index/stamp.json");
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
+    };
+    let tip = sb.git(repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
+    let start = std::time::Instant::now();
+    while stamp()["tips"][0] != tip.as_str() {
+        assert!(start.elapsed().as_secs() < 20, "the server never caught up: {} vs {tip}", stamp());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Between calls, once the answer to a write is out, the server catches its indexes up to it: the
 /// caches' stamp reaches the new tip with no further request (the next recall does not wait for
 /// the catch-up).
@@ -328,16 +343,7 @@ fn the_server_catches_up_after_a_write_before_the_next_call() {
     assert!(!e, "{text}");
     let (e, text) = c.call("add_fact", j!({"type": "pattern", "subject": "Retries back off exponentially"}));
     assert!(!e, "{text}");
-    let stamp = || -> Value {
-        let path = repo.join(".git/neo/index/stamp.json");
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
-    };
-    let tip = sb.git(&repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
-    let start = std::time::Instant::now();
-    while stamp()["tips"][0] != tip.as_str() {
-        assert!(start.elapsed().as_secs() < 20, "the server never caught up: {} vs {tip}", stamp());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_caught_up(&sb, &repo);
     let (e, text) = c.call("recall", j!({"query": "how do retries back off"}));
     assert!(!e && text.contains("Retries back off exponentially"), "{text}");
 }
@@ -581,16 +587,7 @@ fn over_http_the_server_catches_up_after_a_write_before_the_next_call() {
     assert!(text.contains("five seconds"), "{text}");
     let text = call(3, "add_fact", j!({"type": "pattern", "subject": "Retries back off exponentially"}));
     assert!(text.contains("\"isError\":false") || !text.contains("isError"), "{text}");
-    let stamp = || -> Value {
-        let path = repo.join(".git/neo/index/stamp.json");
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null)
-    };
-    let tip = sb.git(&repo, &["rev-parse", git_neo::store::DEFAULT_REF]);
-    let start = std::time::Instant::now();
-    while stamp()["tips"][0] != tip.as_str() {
-        assert!(start.elapsed().as_secs() < 20, "the server never caught up: {} vs {tip}", stamp());
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_caught_up(&sb, &repo);
     let text = call(4, "recall", j!({"query": "how do retries back off"}));
     assert!(text.contains("Retries back off exponentially"), "{text}");
 }

@@ -101,7 +101,6 @@ impl Session {
         let mut by_priority = memories.clone();
         by_priority.sort_by_key(|(s, _)| std::cmp::Reverse(s.priority()));
         let same_scopes = |u: &Union| u.scopes.as_slice() == scopes;
-        // Every memory is the one folded in, grown in place since: only its appended records are new.
         let grown = |u: &Union| {
             u.seen.len() == seen.len()
                 && u.seen.iter().zip(&seen).all(|((s0, g0, n0), (s1, g1, n1))| s0 == s1 && g0 == g1 && n0 <= n1)
@@ -111,34 +110,23 @@ impl Session {
                 .iter()
                 .all(|(id, s)| memories.iter().any(|(scope, m)| *scope == s && m.state().entries.contains_key(id)))
         };
+        // Every memory is the one folded in, grown in place since: only its appended records can
+        // be new. Otherwise, while every record held is still where it came from, every record
+        // of every scope is looked at for new ones.
+        let only_appended = self.union.as_ref().is_some_and(grown);
         let union = match self.union.take() {
-            Some(u) if same_scopes(&u) && grown(&u) => {
+            Some(u) if same_scopes(&u) && (only_appended || held(&u.origins)) => {
                 let mut origins = Arc::try_unwrap(u.origins).unwrap_or_else(|shared| (*shared).clone());
                 let mut added = Vec::new();
                 for (scope, memory) in &by_priority {
-                    let from = u.seen.iter().find(|(s, ..)| s == *scope).map_or(0, |(_, _, n)| *n);
-                    for id in &memory.lineage().appended[from..] {
-                        let Some(e) = memory.state().entries.get(id) else { continue };
-                        if let std::collections::hash_map::Entry::Vacant(slot) = origins.entry(*id) {
-                            slot.insert((*scope).clone());
-                            added.push((e.id, e.record.clone()));
-                        }
-                    }
-                }
-                Union {
-                    scopes: scopes.to_vec(),
-                    tips,
-                    state: u.state.with_records(added),
-                    origins: Arc::new(origins),
-                    seen,
-                }
-            }
-            // Every record the union holds is still where it came from: add what is new.
-            Some(u) if same_scopes(&u) && held(&u.origins) => {
-                let mut origins = Arc::try_unwrap(u.origins).unwrap_or_else(|shared| (*shared).clone());
-                let mut added = Vec::new();
-                for (scope, memory) in &by_priority {
-                    for e in memory.state().entries.values() {
+                    let entries = &memory.state().entries;
+                    let candidates: Vec<&crate::state::Entry> = if only_appended {
+                        let from = u.seen.iter().find(|(s, ..)| s == *scope).map_or(0, |(_, _, n)| *n);
+                        memory.lineage().appended[from..].iter().filter_map(|id| entries.get(id)).collect()
+                    } else {
+                        entries.values().collect()
+                    };
+                    for e in candidates {
                         if let std::collections::hash_map::Entry::Vacant(slot) = origins.entry(e.id) {
                             slot.insert((*scope).clone());
                             added.push((e.id, e.record.clone()));
