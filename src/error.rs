@@ -121,7 +121,7 @@ pub enum IndexError {
 }
 
 /// Errors from loading or running an embedding model ([`crate::embed`]).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum EmbedError {
     /// Model or runtime files are not installed.
     #[error("the embedding model is not installed (missing: {}); run scripts/install-model.sh to enable semantic recall", missing.join(", "))]

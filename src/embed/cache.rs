@@ -137,6 +137,10 @@ impl Embedder for TextCache {
         self.inner.dim()
     }
 
+    fn ready(&mut self) -> Result<(), EmbedError> {
+        self.inner.ready()
+    }
+
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.len() < BULK {
             return self.inner.embed(texts);

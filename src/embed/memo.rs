@@ -34,6 +34,10 @@ impl Embedder for Memo {
         self.inner.dim()
     }
 
+    fn ready(&mut self) -> Result<(), EmbedError> {
+        self.inner.ready()
+    }
+
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let missing: Vec<String> = texts.iter().filter(|t| self.remembered(t).is_none()).cloned().collect();
         // A bulk call (a reindex) is not worth remembering, and would only push out the rest.

@@ -9,12 +9,14 @@ mod cache;
 mod fast;
 mod hash;
 mod memo;
+mod pending;
 mod shared;
 
 pub use cache::TextCache;
 pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
 pub use hash::HashEmbedder;
 pub use memo::Memo;
+pub use pending::{Pending, Settled};
 pub use shared::Shared;
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,12 @@ pub trait Embedder: Send {
     fn dim(&self) -> usize;
     /// Embed `texts`, one L2-normalised vector each, in order.
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Wait until the model can embed; `Err` when it cannot (a load that failed). An embedder
+    /// whose model loads in the background ([`Pending`]) answers once the load is over; one that
+    /// was loaded in place is ready as soon as it exists.
+    fn ready(&mut self) -> Result<(), EmbedError> {
+        Ok(())
+    }
 }
 
 /// For tests: the deterministic embedder, counting the texts it is asked to embed.
@@ -149,26 +157,37 @@ pub fn vector_cache(cache_root: &Path) -> PathBuf {
 }
 
 /// Load the embedder `choice` names, or say why there is none. It remembers its last few
-/// vectors ([`Memo`]) and reads and fills the user's vector cache ([`TextCache`]).
+/// vectors ([`Memo`]) and reads and fills the user's vector cache ([`TextCache`]). The model
+/// itself loads in the background ([`Pending`]): the caller goes on (reading the memory, opening
+/// its indexes, reading the vector cache) and the first call that needs the model waits for what
+/// is left of the load. Missing files are known at once ([`NoEmbedder::NotInstalled`]); a model
+/// that is there but does not load is an error from [`Embedder::ready`] and from every embedding.
 pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
-    load_plain(choice, &RunOptions::default()).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
+    load_with(choice, RunOptions::default()).map(|(e, _)| e)
 }
 
 /// [`load`] for a process that lives long and embeds for many memories (the background server):
 /// without ONNX Runtime's arena, so a large catch-up's buffers are handed back ([`RunOptions::arena`]).
-pub fn load_long_lived(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
-    let run = RunOptions { arena: false, ..RunOptions::default() };
-    load_plain(choice, &run).map(|e| Box::new(Memo::new(e)) as Box<dyn Embedder>)
+/// [`Settled`] tells, without waiting, when the load is over.
+pub fn load_long_lived(choice: &EmbedderChoice) -> Result<(Box<dyn Embedder>, Settled), NoEmbedder> {
+    load_with(choice, RunOptions { arena: false, ..RunOptions::default() })
 }
 
-fn load_plain(choice: &EmbedderChoice, run: &RunOptions) -> Result<Box<dyn Embedder>, NoEmbedder> {
+fn load_with(choice: &EmbedderChoice, run: RunOptions) -> Result<(Box<dyn Embedder>, Settled), NoEmbedder> {
     match choice {
-        EmbedderChoice::Hash => Ok(Box::new(HashEmbedder::new(MODEL_DIM))),
+        EmbedderChoice::Hash => Ok((Box::new(Memo::new(Box::new(HashEmbedder::new(MODEL_DIM)))), Settled::already())),
         EmbedderChoice::Off => Err(NoEmbedder::Disabled),
-        EmbedderChoice::Model { cache_root } => match FastEmbedder::load_with(&ModelPaths::in_cache(cache_root), run) {
-            Ok(e) => Ok(Box::new(TextCache::new(Box::new(e), vector_cache(cache_root)))),
-            Err(EmbedError::NotInstalled { .. }) => Err(NoEmbedder::NotInstalled),
-            Err(e) => Err(NoEmbedder::Failed(e.to_string())),
-        },
+        EmbedderChoice::Model { cache_root } => {
+            let paths = ModelPaths::in_cache(cache_root);
+            if !paths.missing().is_empty() {
+                return Err(NoEmbedder::NotInstalled);
+            }
+            let (pending, settled) = Pending::start(MODEL_ID, MODEL_DIM, move || {
+                FastEmbedder::load_with(&paths, &run).map(|e| Box::new(e) as Box<dyn Embedder>)
+            })
+            .map_err(|e| NoEmbedder::Failed(e.to_string()))?;
+            let cached = TextCache::new(Box::new(pending), vector_cache(cache_root));
+            Ok((Box::new(Memo::new(Box::new(cached))), settled))
+        }
     }
 }

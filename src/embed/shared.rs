@@ -58,6 +58,10 @@ impl Embedder for Shared {
         self.dim
     }
 
+    fn ready(&mut self) -> Result<(), EmbedError> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).ready()
+    }
+
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
         // A panic while embedding (in another session) leaves the model as it was: ONNX Runtime
         // keeps no state between calls, so the handle goes on working.

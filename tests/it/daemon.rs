@@ -225,6 +225,79 @@ fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
     stop(&sb, &origin);
 }
 
+/// A model that is installed but does not load (here a runtime library that is not one) loads in
+/// the background beside the first command's reading of its repository; that command still
+/// answers lexically and says why, exactly as it does by itself, and through the server too,
+/// whose status then names the failure.
+#[test]
+fn a_model_that_does_not_load_answers_lexically_with_the_reason_with_and_without_the_server() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let facts: String = (0..12)
+        .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
+        .collect();
+    std::fs::write(repo.join("facts.jsonl"), facts).expect("write");
+    let mut import = sb.neo_cmd(&repo);
+    import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
+    assert!(import.output().expect("import").status.success());
+    // Every file the install script puts there, none of them what it should be.
+    let cache = sb.path("broken-cache");
+    let paths = git_neo::embed::ModelPaths::in_cache(&cache);
+    std::fs::create_dir_all(&paths.model_dir).expect("model dir");
+    for name in git_neo::embed::MODEL_FILES {
+        std::fs::write(paths.model_dir.join(name), "not what it should be").expect("write");
+    }
+    std::fs::create_dir_all(paths.runtime.parent().expect("runtime dir")).expect("runtime dir");
+    std::fs::write(&paths.runtime, "not a library").expect("write");
+    assert!(paths.missing().is_empty(), "installed, as far as the files go");
+    // Every record's vectors are in the user's vector cache already (this machine embedded them
+    // before), so the index catches up without calling the model: only the query needs it, and
+    // whether recall is semantic is decided by asking the loading model, not by a failed call.
+    let (_, state, _) = crate::support::fold_of(&repo);
+    let texts: Vec<String> = state.entries.values().flat_map(|e| git_neo::index::vector_texts(&e.record)).collect();
+    assert!(texts.len() >= 8, "a bulk call (the cache is read for eight texts or more)");
+    let mut filled = git_neo::embed::TextCache::new(
+        Box::new(git_neo::embed::HashEmbedder::new(git_neo::embed::MODEL_DIM)),
+        git_neo::embed::vector_cache(&cache),
+    );
+    git_neo::embed::Embedder::embed(&mut filled, &texts).expect("fill the cache");
+    let recall = |daemon: bool, embedder: Option<&str>| {
+        let mut c = sb.neo_cmd(&repo);
+        c.env("GIT_NEO_CACHE_DIR", &cache).env("GIT_NEO_DAEMON", if daemon { "on" } else { "off" });
+        if let Some(e) = embedder {
+            c.env("GIT_NEO_EMBEDDER", e);
+        }
+        text(&c.args(["recall", "--json", "retry queue of service 7"]).output().expect("recall"))
+    };
+    let (lexical, _, code) = recall(false, Some("none"));
+    assert_eq!(code, Some(0));
+    assert_eq!(json(&lexical)["semantic"], false);
+    for daemon in [false, true] {
+        let (stdout, stderr, code) = recall(daemon, None);
+        assert_eq!(code, Some(0), "daemon {daemon}: {stderr}");
+        assert_eq!(stdout, lexical, "daemon {daemon}: the lexical answer");
+        assert!(
+            stderr.contains("cannot load ONNX Runtime") && stderr.contains("falling back to lexical recall"),
+            "daemon {daemon}: the reason is given: {stderr}"
+        );
+    }
+    // The server of these settings (its socket is the model cache's and the embedder's).
+    let daemon = |args: &[&str]| {
+        let mut c = sb.neo_cmd(&repo);
+        c.env("GIT_NEO_CACHE_DIR", &cache).args(args);
+        json(&String::from_utf8_lossy(&c.output().expect("daemon").stdout))
+    };
+    let s = daemon(&["daemon", "status", "--json"]);
+    assert_eq!(s["running"], true, "the first command started it: {s}");
+    assert!(s["model"].as_str().is_some_and(|m| m.contains("cannot load ONNX Runtime")), "{s}");
+    let start = Instant::now();
+    while daemon(&["daemon", "status", "--json"])["running"] == true {
+        daemon(&["daemon", "stop", "--json"]);
+        assert!(start.elapsed() < Duration::from_secs(20), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// One server for every repository of the user, each request answered from its own repository
 /// only: two repositories hold facts with the same subject and different bodies, and parallel
 /// clients ask them in turn.

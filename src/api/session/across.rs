@@ -93,6 +93,7 @@ impl Session {
             return Ok(outcome);
         }
         self.warm.ensure_embedder(&self.opts.embedder);
+        self.warm.embedder_ready();
         let scope = self.target();
         let part = self.parts.get(&scope).expect("loaded by writing()");
         let memory = part.memory.as_ref().expect("loaded by writing()");

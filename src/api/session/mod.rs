@@ -151,13 +151,23 @@ fn reborrow(e: &mut Option<Box<dyn Embedder>>) -> Option<&mut dyn Embedder> {
 }
 
 impl Warm {
-    /// Load the embedder once; remember why when there is none.
+    /// Start loading the embedder once (in the background: see [`embed::load`]); remember why
+    /// when there is none.
     fn ensure_embedder(&mut self, choice: &EmbedderChoice) {
         if self.embedder.is_none() && self.no_embedder.is_none() {
             match embed::load(choice) {
                 Ok(e) => self.embedder = Some(e),
                 Err(why) => self.no_embedder = Some(why),
             }
+        }
+    }
+
+    /// Wait for the embedder's model; a model that did not load leaves no embedder and its reason,
+    /// as a load in place would have (asked before telling semantic recall from lexical).
+    fn embedder_ready(&mut self) {
+        if let Some(Err(e)) = self.embedder.as_mut().map(|e| e.ready()) {
+            self.embedder = None;
+            self.no_embedder = Some(NoEmbedder::Failed(e.to_string()));
         }
     }
 
@@ -183,6 +193,15 @@ impl Warm {
         lexical: bool,
     ) -> Result<()> {
         self.ensure_embedder(choice);
+        // The catch-up reads the vectors it can from the user's cache while the model may still
+        // be loading; whether recall is semantic is known only once the load is over.
+        let caught_up = self.catch_up(slot, memory, lexical);
+        self.embedder_ready();
+        caught_up
+    }
+
+    /// [`Warm::refresh_indexes`] with the embedder started.
+    fn catch_up(&mut self, slot: &mut Slot, memory: &Memory, lexical: bool) -> Result<()> {
         let tips = memory.tip_ids();
         if slot.as_ref().is_some_and(|(i, t)| *t == tips && (!lexical || i.lexical_complete())) {
             return Ok(());
@@ -554,6 +573,7 @@ impl Session {
     /// Search the Construct for `query` (semantic when the model is there).
     pub fn construct_search(&mut self, query: &str, k: usize) -> Result<Vec<Hit>> {
         self.warm.ensure_embedder(&self.opts.embedder);
+        self.warm.embedder_ready();
         self.warm.construct_hits(&self.opts.places(), query, None, k)
     }
 
@@ -565,6 +585,7 @@ impl Session {
         let memory = part.memory.as_ref().expect("loaded above");
         let warm = &mut self.warm;
         warm.ensure_embedder(&self.opts.embedder);
+        warm.embedder_ready();
         warm.say_semantic_off();
         part.indexes = None;
         let Warm { embedder, progress, .. } = warm;

@@ -225,6 +225,9 @@ impl Session {
         }
         let types = fact_types(&q.types)?;
         let now = self.now();
+        // The model starts loading now (when it is not loaded yet), beside the reading of the
+        // memory and its indexes below; the query's embedding waits for what is left of it.
+        self.warm.ensure_embedder(&self.opts.embedder);
         let scopes = self.recall_scopes(q.all_sessions)?;
         let memory = self.memory()?;
         let as_of = as_of(memory, q.as_of.as_deref())?;

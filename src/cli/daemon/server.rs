@@ -12,9 +12,11 @@
 //!   from the request's directory and declines when they differ. Sessions are keyed by work tree,
 //!   memory ref, data directory and command-line git configuration, so a request is only ever
 //!   served from the session of its own repository and settings.
-//! - The model loads before the first command runs, once; a repository the server has not seen
-//!   is read and its recall index caught up by the command that asks, so the first answer is the
-//!   one the command gives by itself.
+//! - The model loads once, on a thread of its own from the moment the server starts, while the
+//!   first command reads its repository and opens its indexes (`embed::Pending`); what needs the
+//!   model waits for what is left of the load. A repository the server has not seen is read and
+//!   its recall index caught up by the command that asks, so the first answer is the one the
+//!   command gives by itself.
 //! - What each repository costs is the heap its commands grew (glibc's count of bytes in use,
 //!   before and after each command). Beyond `neo.server.memory` the least recently used
 //!   repositories are let go, and the freed heap is handed back to the system. A repository whose
@@ -25,7 +27,7 @@
 use super::{receive, send, user_id, version, work_tree, Held, Message, Response, RunRequest, Status};
 use crate::cli::{embedder_choice, execute, session_options, Cli, Ctx, Env};
 use git_neo::api::Session;
-use git_neo::embed::{self, EmbedderChoice};
+use git_neo::embed::{self, Embedder, EmbedderChoice};
 use git_neo::Error;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -301,6 +303,11 @@ struct Executor {
     choice: EmbedderChoice,
     /// The loaded model, lent to every session (`Err`: why there is none).
     model: Result<embed::Shared, embed::NoEmbedder>,
+    /// Whether the model's load (in the background, beside the first command) is over.
+    loaded: embed::Settled,
+    /// The last heap reading was taken after the load was over: growth from there is the
+    /// commands' alone.
+    load_measured: bool,
     warm: Vec<WarmRepo>,
     budget: u64,
     shared: Arc<Shared>,
@@ -314,13 +321,19 @@ struct Executor {
 }
 
 impl Executor {
-    /// Load the model (the first command is already waiting for it).
+    /// Start loading the model: the first command is already waiting, and reads its repository
+    /// while the model loads on the other core.
     fn new(choice: EmbedderChoice, shared: Arc<Shared>) -> Executor {
-        let model = embed::load_long_lived(&choice).map(|m| embed::Shared::new(m).metered(heap_in_use));
+        let (model, loaded) = match embed::load_long_lived(&choice) {
+            Ok((m, loaded)) => (Ok(embed::Shared::new(m).metered(heap_in_use)), loaded),
+            Err(why) => (Err(why), embed::Settled::already()),
+        };
         let heap = heap_in_use();
         let executor = Executor {
             choice,
             model,
+            load_measured: loaded.get(),
+            loaded,
             warm: Vec::new(),
             budget: git_neo::api::DEFAULT_SERVER_MEMORY,
             shared,
@@ -348,7 +361,12 @@ impl Executor {
             })
             .collect();
         let model = match &self.model {
-            Ok(_) => "loaded".to_string(),
+            Ok(_) if !self.loaded.get() => "loading".to_string(),
+            // Over: asking is a lock, never a wait (and never contended between commands).
+            Ok(m) => match m.clone().ready() {
+                Ok(()) => "loaded".to_string(),
+                Err(e) => embed::NoEmbedder::Failed(e.to_string()).to_string(),
+            },
             Err(why) => why.to_string(),
         };
         if let Ok(mut r) = self.shared.report.lock() {
@@ -374,9 +392,22 @@ impl Executor {
             return;
         }
         let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
-        if let Some(grew) = self.heap_grew() {
+        if let Some(grew) = self.commands_grew() {
             self.warm[i].bytes = self.warm[i].bytes.saturating_add_signed(grew - model_grew);
         }
+    }
+
+    /// [`Executor::heap_grew`] when the growth is the commands' alone: `None` (and a new reading
+    /// to measure from) while it may hold the model's own load, which ran beside the first
+    /// command and cannot be told apart from it in the heap's count.
+    fn commands_grew(&mut self) -> Option<i64> {
+        let settled = self.loaded.get();
+        let grew = self.heap_grew();
+        if self.load_measured {
+            return grew;
+        }
+        self.load_measured = settled;
+        None
     }
 
     /// Between commands, after the answer went out: hand freed heap back to the system once
@@ -498,7 +529,7 @@ impl Executor {
         // (Between commands nothing else allocates to speak of: the growth since the last
         // reading is this command's.)
         let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
-        warm.bytes = match self.heap_grew() {
+        warm.bytes = match self.commands_grew() {
             Some(grew) => warm.bytes.saturating_add_signed(grew - model_grew),
             None => warm.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
         };
