@@ -378,6 +378,23 @@ fn answered_within(stream: &UnixStream, wait: Duration) -> bool {
     ready != 0
 }
 
+/// The server's glibc settings: the caller's, with large allocations on transparent huge pages
+/// (where the kernel gives them on request; elsewhere, and outside glibc, the setting does
+/// nothing). Loading the model touches about 270 MB for the first time, one page fault per
+/// 4 KiB page: `git neo model status` took 0.31 s at the median with 4 KiB pages and 0.16 s with
+/// huge pages (20 runs each). The kernel may compact memory to find a huge page, which made 3
+/// of those 20 runs slower instead (0.41 to 0.68 s against at most 0.36): a server starts once
+/// and serves every command after, so the median is what its users meet.
+fn with_huge_pages(caller: Option<String>) -> String {
+    const HUGE: &str = "glibc.malloc.hugetlb=1";
+    match caller.filter(|t| !t.trim().is_empty()) {
+        // The caller's own choice about huge pages stands.
+        Some(t) if t.contains("glibc.malloc.hugetlb") => t,
+        Some(t) => format!("{t}:{HUGE}"),
+        None => HUGE.to_string(),
+    }
+}
+
 /// Start `git neo daemon run`, detached, without waiting for it.
 fn start_in_background(env: Env) {
     let Ok(exe) = std::env::current_exe() else { return };
@@ -396,6 +413,7 @@ fn start_in_background(env: Env) {
             cmd.env_remove(k);
         }
     }
+    cmd.env("GLIBC_TUNABLES", with_huge_pages(env("GLIBC_TUNABLES")));
     cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
     // Its own process group: a Ctrl-C meant for the command does not reach the server.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -508,6 +526,19 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
     use std::sync::Arc;
+
+    /// The server asks glibc for huge pages, keeping whatever else the caller set, and never
+    /// overrides the caller's own choice about them.
+    #[test]
+    fn the_server_gets_huge_pages_and_keeps_the_callers_glibc_settings() {
+        assert_eq!(with_huge_pages(None), "glibc.malloc.hugetlb=1");
+        assert_eq!(with_huge_pages(Some(" ".into())), "glibc.malloc.hugetlb=1");
+        assert_eq!(
+            with_huge_pages(Some("glibc.malloc.arena_max=2".into())),
+            "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+        );
+        assert_eq!(with_huge_pages(Some("glibc.malloc.hugetlb=0".into())), "glibc.malloc.hugetlb=0");
+    }
 
     /// Commands starting together (a server coming up while its client polls it) all find the
     /// socket directory safe: none sees it half made.
