@@ -269,7 +269,6 @@ const HEAVY: Duration = Duration::from_millis(50);
 /// between commands.
 const TRIM_FREE: u64 = 8 << 20;
 
-/// Give freed heap back to the system (after letting repositories go).
 /// Huge pages were asked for the model's load (the client starts the server with glibc's
 /// `hugetlb` setting: see `with_huge_pages`); once it is loaded, the warm path goes back to small
 /// pages. There every embedding allocates and frees its buffers (the server runs the model without
@@ -284,6 +283,7 @@ fn small_pages_from_now() {
     }
 }
 
+/// Give freed heap back to the system (after letting repositories go).
 fn trim_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free memory; it has no preconditions.
