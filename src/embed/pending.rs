@@ -73,20 +73,18 @@ impl Pending {
 
     /// Wait for the load; the model, or why there is none.
     fn model(&mut self) -> Result<&mut Box<dyn Embedder>, EmbedError> {
-        self.state = match std::mem::replace(&mut self.state, State::Failed(lost())) {
-            State::Loading(handle) => {
-                let state = match handle.join() {
+        if matches!(self.state, State::Loading(_)) {
+            if let State::Loading(handle) = std::mem::replace(&mut self.state, State::Failed(lost())) {
+                self.state = match handle.join() {
                     Ok(Ok(model)) => State::Ready(model),
                     Ok(Err(e)) => State::Failed(e),
                     // The loader panicked (inside ONNX Runtime's bindings): no model, as for a
                     // failed load.
                     Err(_) => State::Failed(lost()),
                 };
-                self.settled.store(true, Ordering::Release);
-                state
             }
-            settled => settled,
-        };
+            self.settled.store(true, Ordering::Release);
+        }
         match &mut self.state {
             State::Ready(model) => Ok(model),
             State::Failed(e) => Err(e.clone()),
