@@ -117,7 +117,7 @@ fn common_sections(top: bool) -> String {
     if !top {
         return s;
     }
-    let vars: [(&str, &str); 17] = [
+    let vars: [(&str, &str); 18] = [
         (
             "GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL",
             "who writes (else git config user.name and user.email of this repository, then the global one)",
@@ -139,6 +139,10 @@ fn common_sections(top: bool) -> String {
             "seconds a command waits for the server's answer before it runs by itself (default 10)",
         ),
         ("XDG_RUNTIME_DIR", "where the server's socket lives (else /tmp/git\\-neo\\-<uid>)"),
+        (
+            "GLIBC_TUNABLES",
+            "kept for the background server, with glibc.malloc.hugetlb=1 added unless it names that setting (huge pages while the model loads)",
+        ),
         ("NO_COLOR", "no colour in any output"),
         ("SHELL", "the shell completions install for, when none is named"),
     ];
