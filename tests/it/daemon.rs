@@ -159,6 +159,14 @@ pub fn stop(sb: &Sandbox, repo: &Path) {
     }
 }
 
+/// `facts.jsonl` in `repo`: `n` pattern facts, one per service, for `git neo import`.
+fn write_retry_facts(repo: &Path, n: usize) {
+    let lines: String = (0..n)
+        .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
+        .collect();
+    std::fs::write(repo.join("facts.jsonl"), lines).expect("write");
+}
+
 /// A fresh clone of `origin`'s memory, as a clone receives it: records, no caches, no server.
 fn clone_memory(sb: &Sandbox, origin: &Path, name: &str) -> std::path::PathBuf {
     let clone = sb.path(name);
@@ -176,10 +184,7 @@ fn clone_memory(sb: &Sandbox, origin: &Path, name: &str) -> std::path::PathBuf {
 fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
     let sb = Sandbox::new();
     let origin = sb.repo("origin");
-    let lines: String = (0..40)
-        .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
-        .collect();
-    std::fs::write(origin.join("facts.jsonl"), lines).expect("write");
+    write_retry_facts(&origin, 40);
     std::fs::create_dir_all(origin.join("docs/adr")).expect("docs");
     std::fs::write(
         origin.join("docs/adr/0007-queues.md"),
@@ -233,10 +238,7 @@ fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
 fn a_model_that_does_not_load_answers_lexically_with_the_reason_with_and_without_the_server() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
-    let facts: String = (0..12)
-        .map(|i| format!("{{\"type\": \"pattern\", \"subject\": \"Service {i} keeps its retry queue bounded\"}}\n"))
-        .collect();
-    std::fs::write(repo.join("facts.jsonl"), facts).expect("write");
+    write_retry_facts(&repo, 12);
     let mut import = sb.neo_cmd(&repo);
     import.env("GIT_NEO_EMBEDDER", "none").args(["import", "facts.jsonl"]);
     assert!(import.output().expect("import").status.success());
