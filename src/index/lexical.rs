@@ -11,13 +11,23 @@
 //! in both fields, ranks first; and stems never make a record look longer to the words' BM25. A
 //! query is analysed the same way and every term it yields is one clause of a BM25 OR query (no
 //! query syntax: any text is a valid query).
+//!
+//! A warm session does not commit the few records each of its writes adds: tantivy spends about
+//! 5 ms on a segment of any size (it zeroes, then scans, hash tables sized for a large segment),
+//! on a second core that a recall's query embedding wants. They are *held* in memory instead
+//! ([`Lexical::hold`]), analysed by the very analysers the index uses, and every search and
+//! statistic counts them exactly as if they were committed: BM25's document count, average length
+//! and document frequencies include them ([`WithHeld`]), and each is scored by tantivy's own
+//! `Bm25Weight`. They are committed with the next larger catch-up, past [`HELD_UP_TO`], and when
+//! the caches are let go.
 
+use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::query::{Bm25StatisticsProvider, Bm25Weight, BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, INDEXED, STORED};
 use tantivy::tokenizer::{TextAnalyzer, Token, TokenStream, Tokenizer};
-use tantivy::{doc, Index, IndexReader, ReloadPolicy, TantivyDocument, Term};
+use tantivy::{doc, Index, IndexReader, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 /// The analyzer's name in the schema: a cache built with another analyzer fails the schema
 /// check in [`Lexical::open`] and is rebuilt (`neo_en`, before stems and identifier parts, is).
@@ -398,6 +408,59 @@ pub struct Lexical {
     derived: Field,
     /// A commit running on a thread of its own ([`Lexical::add_behind`]); every read waits for it.
     behind: std::sync::Mutex<Option<std::thread::JoinHandle<tantivy::Result<()>>>>,
+    /// Documents after the committed ones, in key order, held in memory ([`Lexical::hold`]).
+    held: Vec<Held>,
+}
+
+/// Up to this many documents are held in memory rather than committed ([`Lexical::hold`]).
+pub const HELD_UP_TO: usize = 32;
+
+/// A document held in memory, analysed as tantivy analyses it when it is committed.
+struct Held {
+    text: String,
+    /// For `text` and `derived`: the number of tokens (what tantivy records as the field's
+    /// length) and each term's frequency.
+    fields: [(u32, HashMap<String, u32>); 2],
+}
+
+impl Held {
+    fn tf(&self, slot: usize, term: &str) -> u32 {
+        self.fields[slot].1.get(term).copied().unwrap_or(0)
+    }
+}
+
+/// BM25's statistics over the committed documents and the held ones together: what tantivy's
+/// searcher would count if the held documents were committed.
+struct WithHeld<'a> {
+    searcher: &'a Searcher,
+    held: &'a [Held],
+    fields: [Field; 2],
+}
+
+impl WithHeld<'_> {
+    fn slot(&self, field: Field) -> Option<usize> {
+        self.fields.iter().position(|f| *f == field)
+    }
+}
+
+impl Bm25StatisticsProvider for WithHeld<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let held: u64 = match self.slot(field) {
+            Some(i) => self.held.iter().map(|h| u64::from(h.fields[i].0)).sum(),
+            None => 0,
+        };
+        Ok(Bm25StatisticsProvider::total_num_tokens(self.searcher, field)? + held)
+    }
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(Bm25StatisticsProvider::total_num_docs(self.searcher)? + self.held.len() as u64)
+    }
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let held = match (self.slot(term.field()), term.value().as_str()) {
+            (Some(i), Some(word)) => self.held.iter().filter(|h| h.tf(i, word) > 0).count() as u64,
+            _ => 0,
+        };
+        Ok(self.searcher.doc_freq(term)? + held)
+    }
 }
 
 fn schema() -> (Schema, Field, Field, Field) {
@@ -451,10 +514,23 @@ impl Lexical {
         index.tokenizers().register(ANALYZER, analyzer(false));
         index.tokenizers().register(DERIVED, analyzer(true));
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Lexical { index, reader, key, text, derived, behind: std::sync::Mutex::new(None) })
+        Ok(Lexical { index, reader, key, text, derived, behind: std::sync::Mutex::new(None), held: Vec::new() })
     }
 
-    /// Add documents with keys `first_key`, `first_key + 1`, … and commit.
+    /// The texts to commit for documents from `first_key` (which must follow the held ones):
+    /// the held documents' first, and the key the commit starts at.
+    fn with_held<'a>(&'a self, first_key: u64, texts: &[&'a str]) -> tantivy::Result<(u64, Vec<&'a str>)> {
+        let committed = self.reader.searcher().num_docs();
+        if first_key != committed + self.held.len() as u64 {
+            return Err(tantivy::TantivyError::InvalidArgument(format!(
+                "documents from key {first_key} do not follow the {committed} committed and {} held",
+                self.held.len()
+            )));
+        }
+        Ok((committed, self.held.iter().map(|h| h.text.as_str()).chain(texts.iter().copied()).collect()))
+    }
+
+    /// Add documents with keys `first_key`, `first_key + 1`, … and commit (with any held).
     pub fn add(&mut self, first_key: u64, docs: &[(crate::record::RecordId, String)]) -> tantivy::Result<()> {
         self.settle()?;
         if docs.is_empty() {
@@ -462,33 +538,107 @@ impl Lexical {
         }
         // Borrowed, not copied: a rebuild hands over every record's text.
         let texts: Vec<&str> = docs.iter().map(|(_, t)| t.as_str()).collect();
-        commit(&self.index, [self.key, self.text, self.derived], first_key, &texts)?;
+        let (from, texts) = self.with_held(first_key, &texts)?;
+        commit(&self.index, [self.key, self.text, self.derived], from, &texts)?;
+        self.held.clear();
         self.reader.reload()?;
         Ok(())
     }
 
     /// [`Lexical::add`] on a thread of its own, which holds `lock` (the caches' lock) until the
-    /// commit is done, so that no other process reads or writes the index before it lands. The
-    /// commit of a one-fact catch-up costs a few milliseconds of tantivy's bookkeeping (a writer,
-    /// a segment of its files, the metadata); a recall runs it while it embeds its query, and
-    /// waits for it only when it searches this index ([`Lexical::settle`]).
+    /// commit is done, so that no other process reads or writes the index before it lands. A
+    /// recall runs it while it embeds its query, and waits for it only when it searches this
+    /// index ([`Lexical::settle`]).
     pub fn add_behind(&mut self, first_key: u64, texts: Vec<String>, lock: std::fs::File) -> tantivy::Result<()> {
         self.settle()?;
-        if texts.is_empty() {
+        if texts.is_empty() && self.held.is_empty() {
             return Ok(());
         }
+        let borrowed: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let (from, all) = self.with_held(first_key, &borrowed)?;
+        let all: Vec<String> = all.into_iter().map(str::to_string).collect();
         let index = self.index.clone();
         let fields = [self.key, self.text, self.derived];
         let job = std::thread::Builder::new()
             .name("neo-lexical".into())
             .spawn(move || {
-                let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-                let done = commit(&index, fields, first_key, &texts);
+                let texts: Vec<&str> = all.iter().map(String::as_str).collect();
+                let done = commit(&index, fields, from, &texts);
                 drop(lock);
                 done
             })
             .map_err(|e| tantivy::TantivyError::SystemError(format!("cannot start the lexical catch-up: {e}")))?;
+        // Searches wait for the commit (`settle`), which then holds these documents.
+        self.held.clear();
         *self.behind.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+        Ok(())
+    }
+
+    /// Hold documents with keys `first_key`, `first_key + 1`, … in memory, searchable at once and
+    /// counted in every statistic, without a commit: a warm session's catch-up after its own
+    /// write (see the module docs). The caller commits them later ([`Lexical::add`],
+    /// [`Lexical::add_behind`] or [`Lexical::commit_held`]) and holds at most [`HELD_UP_TO`].
+    pub fn hold(&mut self, first_key: u64, texts: Vec<String>) -> tantivy::Result<()> {
+        self.settle()?;
+        self.with_held(first_key, &[])?;
+        let analysers = [ANALYZER, DERIVED].map(|name| self.index.tokenizers().get(name));
+        for text in texts {
+            let fields = analysers.clone().map(|a| {
+                let mut counts: HashMap<String, u32> = HashMap::new();
+                let mut n = 0u32;
+                if let Some(mut a) = a {
+                    // Counted as tantivy's postings writer counts: every token but one it drops
+                    // for its length.
+                    a.token_stream(&text).process(&mut |t: &Token| {
+                        if t.text.len() <= tantivy::tokenizer::MAX_TOKEN_LEN {
+                            n += 1;
+                            *counts.entry(t.text.clone()).or_default() += 1;
+                        }
+                    });
+                }
+                (n, counts)
+            });
+            self.held.push(Held { text, fields });
+        }
+        Ok(())
+    }
+
+    /// How many documents are held in memory.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Commit the held documents now, if the index on disk still ends where this one's commits
+    /// do (another process may have caught it up meanwhile: then those are dropped as they are
+    /// there). Ask this with the caches' lock held.
+    pub fn commit_held(&mut self) -> tantivy::Result<()> {
+        self.reconcile()?;
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<String> = self.held.iter().map(|h| h.text.clone()).collect();
+        let committed = self.reader.searcher().num_docs();
+        let (from, texts) = (committed, texts.iter().map(String::as_str).collect::<Vec<_>>());
+        commit(&self.index, [self.key, self.text, self.derived], from, &texts)?;
+        self.held.clear();
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Read what other processes committed to the index on disk since this one last did: held
+    /// documents it now holds are let go (keys are positions in the shared id list, so the
+    /// same ordinals are the same records). Ask this with the caches' lock held. An index that
+    /// grew past the held documents reads as longer than the id list, which the caller rebuilds.
+    pub fn reconcile(&mut self) -> tantivy::Result<()> {
+        self.settle()?;
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let before = self.reader.searcher().num_docs();
+        self.reader.reload()?;
+        let now = self.reader.searcher().num_docs();
+        let landed = (now.saturating_sub(before) as usize).min(self.held.len());
+        self.held.drain(..landed);
         Ok(())
     }
 
@@ -502,11 +652,12 @@ impl Lexical {
         Ok(())
     }
 
-    /// Documents held (their keys are `0..num_docs`: documents are only ever appended).
+    /// Documents held, committed or in memory (their keys are `0..num_docs`: documents are only
+    /// ever appended).
     pub fn num_docs(&self) -> u64 {
         // A commit that failed behind leaves the index short: the caller catches it up again.
         let _ = self.settle();
-        self.reader.searcher().num_docs()
+        self.reader.searcher().num_docs() + self.held.len() as u64
     }
 
     /// BM25 search: every term the query's text yields is one clause of an OR query, on the
@@ -520,7 +671,8 @@ impl Lexical {
     pub fn doc_freq(&self, word: &str) -> tantivy::Result<(u64, u64)> {
         self.settle()?;
         let searcher = self.reader.searcher();
-        Ok((searcher.doc_freq(&Term::from_field_text(self.text, word))?, searcher.num_docs()))
+        let stats = WithHeld { searcher: &searcher, held: &self.held, fields: [self.text, self.derived] };
+        Ok((stats.doc_freq(&Term::from_field_text(self.text, word))?, stats.total_num_docs()?))
     }
 
     /// [`Lexical::search`] with `extra` words (as written, each with its own boost) added to
@@ -533,29 +685,37 @@ impl Lexical {
     ) -> tantivy::Result<Vec<(u64, f32)>> {
         self.settle()?;
         let mut seen = std::collections::HashSet::new();
-        let extra = extra.iter().map(|(w, boost)| {
-            let q: Box<dyn Query> =
-                Box::new(TermQuery::new(Term::from_field_text(self.text, w), IndexRecordOption::WithFreqs));
-            (Occur::Should, Box::new(BoostQuery::new(q, *boost)) as Box<dyn Query>)
-        });
-        let clauses: Vec<(Occur, Box<dyn Query>)> = terms(query)
+        // Each clause: its term and boost (the query's words, its derived terms, the extra words).
+        let clauses: Vec<(Term, f32)> = terms(query)
             .into_iter()
             .filter(|t| seen.insert((t.text.clone(), t.derived)))
             .map(|IndexTerm { text, derived, .. }| {
                 let field = if derived { self.derived } else { self.text };
-                let q: Box<dyn Query> =
-                    Box::new(TermQuery::new(Term::from_field_text(field, &text), IndexRecordOption::WithFreqs));
-                let q: Box<dyn Query> = if derived { Box::new(BoostQuery::new(q, STEM_WEIGHT)) } else { q };
-                (Occur::Should, q)
+                (Term::from_field_text(field, &text), if derived { STEM_WEIGHT } else { 1.0 })
             })
-            .chain(extra)
+            .chain(extra.iter().map(|(w, boost)| (Term::from_field_text(self.text, w), *boost)))
             .collect();
         if clauses.is_empty() {
             return Ok(Vec::new());
         }
-        let q = BooleanQuery::new(clauses);
+        let q = BooleanQuery::new(
+            clauses
+                .iter()
+                .map(|(term, boost)| {
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(term.clone(), IndexRecordOption::WithFreqs));
+                    let q: Box<dyn Query> = if *boost == 1.0 { q } else { Box::new(BoostQuery::new(q, *boost)) };
+                    (Occur::Should, q)
+                })
+                .collect(),
+        );
         let searcher = self.reader.searcher();
-        let top = searcher.search(&q, &TopDocs::with_limit(limit.max(1)).order_by_score())?;
+        let collector = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let stats = WithHeld { searcher: &searcher, held: &self.held, fields: [self.text, self.derived] };
+        let top = if self.held.is_empty() {
+            searcher.search(&q, &collector)?
+        } else {
+            searcher.search_with_statistics_provider(&q, &collector, &stats)?
+        };
         let mut out = Vec::with_capacity(top.len());
         for (score, addr) in top {
             let d: TantivyDocument = searcher.doc(addr)?;
@@ -563,7 +723,55 @@ impl Lexical {
                 out.push((k, score));
             }
         }
-        Ok(out)
+        if self.held.is_empty() {
+            return Ok(out);
+        }
+        // The held documents, scored clause by clause as tantivy scores a committed one: its
+        // `Bm25Weight` from the same statistics, boosted as a `BoostQuery` boosts it.
+        let weights: Vec<(usize, String, Bm25Weight)> = clauses
+            .iter()
+            .filter_map(|(term, boost)| {
+                let slot = stats.slot(term.field())?;
+                let word = term.value().as_str()?.to_string();
+                Some(
+                    Bm25Weight::for_terms(&stats, std::slice::from_ref(term)).map(|w| (slot, word, w.boost_by(*boost))),
+                )
+            })
+            .collect::<tantivy::Result<_>>()?;
+        let first = searcher.num_docs();
+        let mut held: Vec<(u64, f32)> = Vec::new();
+        for (i, h) in self.held.iter().enumerate() {
+            let mut score = 0.0f32;
+            let mut matched = false;
+            for (slot, word, w) in &weights {
+                let tf = h.tf(*slot, word);
+                if tf > 0 {
+                    let norm = tantivy::fieldnorm::FieldNormReader::fieldnorm_to_id(h.fields[*slot].0);
+                    score += w.score(norm, tf);
+                    matched = true;
+                }
+            }
+            if matched {
+                held.push((first + i as u64, score));
+            }
+        }
+        held.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        // Merged best first; a held document goes after a committed one of the same score (as
+        // its higher key would, once committed).
+        let mut merged = Vec::with_capacity(limit);
+        let (mut a, mut b) = (out.into_iter().peekable(), held.into_iter().peekable());
+        while merged.len() < limit.max(1) {
+            let next = match (a.peek(), b.peek()) {
+                (Some(x), Some(y)) if y.1 > x.1 => b.next(),
+                (Some(_), _) => a.next(),
+                (None, _) => b.next(),
+            };
+            match next {
+                Some(hit) => merged.push(hit),
+                None => break,
+            }
+        }
+        Ok(merged)
     }
 }
 
@@ -671,5 +879,94 @@ mod tests {
         let l = index(&["the service was configured", "the service configuration"]);
         let top = l.search("configuration", 2).expect("search");
         assert_eq!(top[0].0, 1, "{top:?}");
+    }
+
+    /// Documents of varied length and words, identifiers among them (deterministic).
+    fn varied(n: usize) -> Vec<String> {
+        let words = [
+            "retry",
+            "retries",
+            "backoff",
+            "parseConfig",
+            "lock_file",
+            "commit",
+            "commits",
+            "merge",
+            "cache",
+            "index",
+            "socket",
+            "timeout",
+            "HTTPServer",
+            "budget",
+            "schema",
+            "vector",
+            "token",
+            "branch",
+            "worker",
+            "queue",
+        ];
+        (0..n)
+            .map(|i| {
+                let len = 3 + (i * 7) % 23;
+                (0..len).map(|j| words[(i * 31 + j * j * 17 + j) % words.len()]).collect::<Vec<_>>().join(" ")
+            })
+            .collect()
+    }
+
+    fn docs(texts: &[String]) -> Vec<(crate::record::RecordId, String)> {
+        texts.iter().map(|t| (crate::record::RecordId([0; 32]), t.clone())).collect()
+    }
+
+    /// Documents held in memory are found and scored exactly as the same documents committed:
+    /// every statistic of BM25 counts them, and their own scores are tantivy's.
+    #[test]
+    fn held_documents_search_exactly_as_committed_ones() {
+        let texts = varied(120);
+        let (first, rest) = texts.split_at(100);
+        let mut committed = Lexical::in_memory().expect("index");
+        committed.add(0, &docs(&texts)).expect("add");
+        let mut held = Lexical::in_memory().expect("index");
+        held.add(0, &docs(first)).expect("add");
+        held.hold(100, rest[..12].to_vec()).expect("hold");
+        held.hold(112, rest[12..].to_vec()).expect("hold");
+        assert_eq!((held.held(), held.num_docs()), (20, 120));
+        let extra = [("backoff".to_string(), 0.3f32), ("queue".to_string(), 1.0)];
+        for q in ["retry backoff", "parse config", "commits merged into the branch", "HTTP server timeout", "lock"] {
+            for (limit, extra) in [(5, &extra[..0]), (50, &extra[..]), (200, &extra[..])] {
+                let want = committed.search_expanded(q, extra, limit).expect("search");
+                let got = held.search_expanded(q, extra, limit).expect("search");
+                assert!(got.iter().any(|(k, _)| *k >= 100) || limit == 5, "{q}: a held document is found");
+                assert_eq!(got.len(), want.len(), "{q} (top {limit})");
+                // The same scores, to the rounding of their sum: tantivy adds a document's clauses
+                // in the order its scorers reach it, a held one's are added in query order.
+                let same = |a: f32, b: f32| (a - b).abs() <= b.abs() * 4.0 * f32::EPSILON;
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(same(g.1, w.1), "{q}: {g:?} {w:?}");
+                }
+                if limit == 200 {
+                    let mut by_key = (got.clone(), want.clone());
+                    by_key.0.sort_by_key(|h| h.0);
+                    by_key.1.sort_by_key(|h| h.0);
+                    for (g, w) in by_key.0.iter().zip(&by_key.1) {
+                        assert!(
+                            g.0 == w.0 && same(g.1, w.1),
+                            "{q}: the same documents with the same scores: {g:?} {w:?}"
+                        );
+                    }
+                }
+            }
+        }
+        for word in ["retry", "queue", "absent"] {
+            assert_eq!(held.doc_freq(word).expect("df"), committed.doc_freq(word).expect("df"), "{word}");
+        }
+        // Committed with the next addition, after the held ones, at the keys they were held at.
+        held.add(120, &docs(&varied(121)[120..])).expect("add");
+        assert_eq!((held.held(), held.num_docs()), (0, 121));
+        committed.add(120, &docs(&varied(121)[120..])).expect("add");
+        let keys =
+            |l: &Lexical| l.search("retry backoff", 200).expect("s").into_iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(keys(&held), keys(&committed));
+        // Keys must follow what is there.
+        assert!(held.hold(7, vec!["x".into()]).is_err());
     }
 }

@@ -67,7 +67,8 @@ pub struct Stamp {
 }
 
 /// Up to this many records missing from the lexical index are committed on a thread of their own
-/// ([`lexical::Lexical::add_behind`]) while the caller goes on (a recall embeds its query).
+/// ([`lexical::Lexical::add_behind`]) while the caller goes on (a recall embeds its query), once
+/// a warm session holds more than [`lexical::HELD_UP_TO`] in memory.
 const LEXICAL_BEHIND_UP_TO: usize = 64;
 
 /// What opening the caches did.
@@ -138,10 +139,12 @@ pub struct Indexes {
 const VECTORS_SAVE_EVERY: usize = 32;
 
 impl Drop for Indexes {
-    /// Vectors a catch-up left in memory are written, unless another process changed the caches
-    /// since (its stamp is not this one's): then its files stand.
+    /// Vectors a catch-up left in memory are written, and the lexical documents it held are
+    /// committed, unless another process changed the caches since (its stamp is not this one's):
+    /// then its files stand.
     fn drop(&mut self) {
-        if self.unsaved_vectors == 0 || self.vectors.is_none() {
+        let vectors = self.unsaved_vectors > 0 && self.vectors.is_some();
+        if !vectors && self.lexical.held() == 0 {
             return;
         }
         let _ = self.lexical.settle();
@@ -155,10 +158,12 @@ impl Drop for Indexes {
             std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
         if on_disk.as_ref() == Some(&self.stamp) {
             let ordinals = self.ids.len() as u64;
-            if let Some(v) = self.vectors.as_mut() {
+            if let Some(v) = self.vectors.as_mut().filter(|_| vectors) {
                 // A cache: a failure here only means the next process embeds these again.
                 let _ = v.save(ordinals);
             }
+            // Likewise: the next process to search commits what is missing.
+            let _ = self.lexical.commit_held();
         }
     }
 }
@@ -267,6 +272,8 @@ impl Indexes {
         if on_disk.as_ref() != Some(&self.stamp) || (embedder.is_some() && self.vectors.is_none()) {
             return Ok(None);
         }
+        // Another process may have committed the records this one holds in memory.
+        self.lexical.reconcile().map_err(|e| cache_err(&self.dir, e))?;
         let mut tips = tips.to_vec();
         tips.sort();
         if self.stamp.tips == tips && (!lexical || self.lexical_complete()) {
@@ -383,11 +390,17 @@ impl Indexes {
             self.stamp.model.is_some() && self.vectors.as_ref().is_some_and(|v| v.len() == self.stamp.vectors);
         self.ids.extend(missing.iter().map(|(id, _)| *id));
         // The lexical index's missing records: a few (a warm session's catch-up after its own
-        // writes) are committed behind, once everything else is saved; more, here and now.
+        // writes) are held in memory until there are more, then committed behind, once
+        // everything else is saved; more, here and now.
         let mut behind = None;
         if lexical {
             let Some((have, docs)) = self.lexical_missing(state) else { return Ok(None) };
-            if docs.len() <= LEXICAL_BEHIND_UP_TO && lock.is_some() {
+            if lock.is_some() && self.lexical.held() + docs.len() <= lexical::HELD_UP_TO {
+                // A warm session's own few writes: searchable now, committed later.
+                self.lexical
+                    .hold(have, docs.into_iter().map(|(_, t)| t).collect())
+                    .map_err(|e| cache_err(&self.dir, e))?;
+            } else if docs.len() <= LEXICAL_BEHIND_UP_TO && lock.is_some() {
                 behind = Some((have, docs.into_iter().map(|(_, t)| t).collect::<Vec<_>>()));
             } else {
                 self.lexical.add(have, &docs).map_err(|e| cache_err(&self.dir, e))?;

@@ -90,6 +90,8 @@ fn a_write_may_leave_the_lexical_index_behind_and_the_next_search_catches_it_up(
     assert!(matches!(r, Some(Refresh::CaughtUp { added: 0, .. })), "{r:?}");
     assert!(idx.lexical_complete());
     assert_eq!(idx.search_lexical("Fact number 20", 1).expect("search")[0].0, new_id);
+    // The warm caches commit what they hold when let go.
+    drop(idx);
     let (reopened, r) =
         Indexes::open(&dir, &new, &["b".into()], &since, Some(&mut embedder), true, &mut |_, _| {}).expect("read");
     assert!(matches!(r, Refresh::UpToDate) && reopened.lexical_complete(), "{r:?}");
@@ -182,11 +184,11 @@ fn open_at_twenty(dir: &std::path::Path, embedder: &mut HashEmbedder) -> Indexes
     Indexes::open(dir, &old, &["a".into()], &|_| None, Some(embedder), true, &mut |_, _| {}).expect("open").0
 }
 
-/// A warm session's catch-up after its own write: the lexical commit runs behind (a search waits
-/// for it), the new vectors stay in memory, and letting the caches go writes them, unless another
-/// process changed the caches since.
+/// A warm session's catch-up after its own write: the new record is held in the lexical index's
+/// memory (searchable, not committed), the new vectors stay in memory, and letting the caches go
+/// writes both, unless another process changed the caches since.
 #[test]
-fn a_warm_catch_up_commits_behind_and_writes_its_vectors_when_let_go() {
+fn a_warm_catch_up_holds_its_records_and_writes_them_when_let_go() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("index");
     let mut embedder = HashEmbedder::new(32);
@@ -202,27 +204,72 @@ fn a_warm_catch_up_commits_behind_and_writes_its_vectors_when_let_go() {
     let new = crate::state::fold((0..21).map(fact));
     let r = warm.refresh(&new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
     assert!(matches!(r, Some(Refresh::CaughtUp { added: 1, embedded: 1 })), "{r:?}");
-    assert_eq!(warm.search_lexical("Fact number 20", 1).expect("search")[0].0, new_id, "the search waited");
+    assert_eq!(warm.search_lexical("Fact number 20", 1).expect("search")[0].0, new_id, "held, and found");
     assert_eq!(warm.vectors.as_ref().map(Vectors::len), Some(21));
+    assert_eq!(warm.lexical.held(), 1);
+    let on_disk = || Lexical::open(&dir.join("lexical")).expect("lexical").num_docs();
+    assert_eq!(on_disk(), 20, "nothing committed for one record");
 
-    // Another process meanwhile finds the vector files one short, and embeds only that one.
+    // Another process meanwhile finds the vector files and the lexical index one short, and adds
+    // only that one to each.
     let (other, r) =
         Indexes::open(&dir, &new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("other");
     assert!(matches!(r, Refresh::CaughtUp { added: 0, embedded: 1 }), "{r:?}");
     drop(other);
+    assert_eq!(on_disk(), 21);
 
-    // Let go, the warm caches write what they held: the next process has nothing to do.
+    // The warm session lets go of the record the other process committed, and never adds it
+    // twice.
     let r = warm.refresh(&new, &["b".into()], &since(21), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
     assert!(matches!(r, Some(Refresh::UpToDate)), "{r:?}");
+    assert_eq!((warm.lexical.held(), warm.lexical.num_docs()), (0, 21));
+    assert_eq!(warm.search_lexical("Fact number 20", 1).expect("search")[0].0, new_id);
+
+    // Let go, the warm caches write what they held: the next process has nothing to do.
     let newest = crate::state::fold((0..22).map(fact));
     let r =
         warm.refresh(&newest, &["c".into()], &since(22), Some(&mut embedder), true, &mut |_, _| {}).expect("refresh");
     assert!(matches!(r, Some(Refresh::CaughtUp { added: 1, embedded: 1 })), "{r:?}");
+    assert_eq!(on_disk(), 21);
     drop(warm);
+    assert_eq!(on_disk(), 22, "committed when let go");
     let (idx, r) = Indexes::open(&dir, &newest, &["c".into()], &since(22), Some(&mut embedder), true, &mut |_, _| {})
         .expect("open");
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");
     assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(22));
+}
+
+/// A warm session holds at most `HELD_UP_TO` records in memory: the catch-up that would hold
+/// more commits them all, and the keys stay the records' positions.
+#[test]
+fn a_warm_session_commits_what_it_held_once_it_holds_enough() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    let on_disk = || Lexical::open(&dir.join("lexical")).expect("lexical").num_docs();
+    for n in 21..=(21 + lexical::HELD_UP_TO) {
+        let state = crate::state::fold((0..n).map(fact));
+        let (id, _) = fact(n - 1);
+        let next = format!("t{n}");
+        let r = warm.refresh(
+            &state,
+            std::slice::from_ref(&next),
+            &|_| Some(vec![id]),
+            Some(&mut embedder),
+            true,
+            &mut |_, _| {},
+        );
+        assert!(matches!(r, Ok(Some(Refresh::CaughtUp { added: 1, .. }))), "{n}: {r:?}");
+        let held = n - 20;
+        if held <= lexical::HELD_UP_TO {
+            assert_eq!((warm.lexical.held(), on_disk()), (held, 20), "{n}");
+        } else {
+            warm.lexical.settle().expect("settle");
+            assert_eq!((warm.lexical.held(), on_disk()), (0, n as u64), "{n}: all committed");
+        }
+        assert_eq!(warm.search_lexical(&format!("Fact number {}", n - 1), 1).expect("search")[0].0, id);
+    }
 }
 
 /// Caches another process changed since a warm session caught up are not overwritten by the
