@@ -635,6 +635,12 @@ impl Lexical {
             return Ok(());
         }
         let before = self.reader.searcher().num_docs();
+        // The index's metadata says what is on disk without reopening every segment (a reload
+        // opens each segment afresh: a few milliseconds, on every command of a warm session).
+        let on_disk: u64 = self.index.load_metas()?.segments.iter().map(|s| u64::from(s.num_docs())).sum();
+        if on_disk == before {
+            return Ok(());
+        }
         self.reader.reload()?;
         let now = self.reader.searcher().num_docs();
         let landed = (now.saturating_sub(before) as usize).min(self.held.len());
