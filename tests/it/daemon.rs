@@ -232,10 +232,10 @@ fn the_first_answer_in_a_fresh_clone_is_the_answer_without_the_server() {
 
 /// A model that is installed but does not load (here a runtime library that is not one) loads in
 /// the background beside the first command's reading of its repository; that command still
-/// answers lexically and says why, exactly as it does by itself, and through the server too,
-/// whose status then names the failure.
+/// answers lexically and says why, exactly as it does by itself, through the server too (whose
+/// status then names the failure), and over MCP.
 #[test]
-fn a_model_that_does_not_load_answers_lexically_with_the_reason_with_and_without_the_server() {
+fn a_model_that_does_not_load_answers_lexically_with_the_reason_every_way_in() {
     let sb = Sandbox::new();
     let repo = sb.repo("r");
     write_retry_facts(&repo, 12);
@@ -283,6 +283,19 @@ fn a_model_that_does_not_load_answers_lexically_with_the_reason_with_and_without
             "daemon {daemon}: the reason is given: {stderr}"
         );
     }
+    // MCP over stdio takes the same path: the lexical answer, and the reason in its text.
+    let cache_dir = cache.to_string_lossy().into_owned();
+    let mut mcp = crate::mcp::Client::spawn(sb.dir.path(), &repo, &[("GIT_NEO_CACHE_DIR", &cache_dir)]);
+    let r = mcp.call_result("recall", serde_json::json!({"query": "retry queue of service 7"}));
+    assert_ne!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("semantic recall off") && text.contains("cannot load ONNX Runtime"), "{text}");
+    let ids = |v: &serde_json::Value| -> Vec<String> {
+        v["facts"].as_array().into_iter().flatten().filter_map(|f| f["id"].as_str().map(str::to_string)).collect()
+    };
+    assert!(!ids(&json(&lexical)).is_empty());
+    assert_eq!(ids(&r["structuredContent"]), ids(&json(&lexical)), "the lexical answer over MCP");
+    drop(mcp);
     // The server of these settings (its socket is the model cache's and the embedder's).
     let daemon = |args: &[&str]| {
         let mut c = sb.neo_cmd(&repo);
