@@ -533,7 +533,7 @@ impl Lexical {
     /// Add documents with keys `first_key`, `first_key + 1`, … and commit (with any held).
     pub fn add(&mut self, first_key: u64, docs: &[(crate::record::RecordId, String)]) -> tantivy::Result<()> {
         self.settle()?;
-        if docs.is_empty() {
+        if docs.is_empty() && self.held.is_empty() {
             return Ok(());
         }
         // Borrowed, not copied: a rebuild hands over every record's text.
@@ -581,12 +581,12 @@ impl Lexical {
     pub fn hold(&mut self, first_key: u64, texts: Vec<String>) -> tantivy::Result<()> {
         self.settle()?;
         self.with_held(first_key, &[])?;
-        let analysers = [ANALYZER, DERIVED].map(|name| self.index.tokenizers().get(name));
+        let mut analysers = [ANALYZER, DERIVED].map(|name| self.index.tokenizers().get(name));
         for text in texts {
-            let fields = analysers.clone().map(|a| {
+            let fields = analysers.each_mut().map(|a| {
                 let mut counts: HashMap<String, u32> = HashMap::new();
                 let mut n = 0u32;
-                if let Some(mut a) = a {
+                if let Some(a) = a {
                     // Counted as tantivy's postings writer counts: every token but one it drops
                     // for its length.
                     a.token_stream(&text).process(&mut |t: &Token| {
@@ -613,16 +613,7 @@ impl Lexical {
     /// there). Ask this with the caches' lock held.
     pub fn commit_held(&mut self) -> tantivy::Result<()> {
         self.reconcile()?;
-        if self.held.is_empty() {
-            return Ok(());
-        }
-        let texts: Vec<String> = self.held.iter().map(|h| h.text.clone()).collect();
-        let committed = self.reader.searcher().num_docs();
-        let (from, texts) = (committed, texts.iter().map(String::as_str).collect::<Vec<_>>());
-        commit(&self.index, [self.key, self.text, self.derived], from, &texts)?;
-        self.held.clear();
-        self.reader.reload()?;
-        Ok(())
+        self.add(self.num_docs(), &[])
     }
 
     /// Read what other processes committed to the index on disk since this one last did: held
