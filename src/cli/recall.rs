@@ -39,7 +39,7 @@ pub enum ModelCommand {
 
 pub fn recall(ctx: &mut Ctx, args: RecallArgs) -> Result<(), Error> {
     // Inside a working session, recall answers at what the session started from.
-    let live = ctx.session.places().current_session().map(LiveKey::Working);
+    let live = ctx.session.current_session().map(LiveKey::Working);
     let result = answer(ctx, args, Front::Cli, live)?;
     if ctx.out.json {
         ctx.out.json(&result);

@@ -97,7 +97,7 @@ pub fn scopes(ctx: &mut Ctx, args: ScopesArgs) -> Result<(), Error> {
 
 /// The session a command names, or the current one.
 fn named(ctx: &Ctx, name: Option<String>) -> Result<String, Error> {
-    match name.or_else(|| ctx.session.places().current_session()) {
+    match name.or_else(|| ctx.session.current_session()) {
         Some(n) => Ok(n),
         None => Err(Error::invalid("name", "no session is current here; name one (`git neo session list` shows them)")),
     }

@@ -363,6 +363,16 @@ impl Session {
         self.opts.places()
     }
 
+    /// The session `git neo session start` made current in this worktree, if any. A warm
+    /// session reads it from its open project memory's git directory: finding the repository
+    /// again for it cost a warm recall 0.5 ms.
+    pub fn current_session(&self) -> Option<String> {
+        match self.parts.get(&Scope::Project).and_then(|p| p.memory.as_ref()) {
+            Some(m) => crate::api::share::scopes::session_named_in(m.store().git_dir()),
+            None => self.places().current_session(),
+        }
+    }
+
     /// The directory this session works in.
     pub fn dir(&self) -> &std::path::Path {
         &self.opts.dir

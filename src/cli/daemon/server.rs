@@ -48,11 +48,23 @@ const MAX_CONNECTIONS: u64 = 256;
 /// What a repository is taken to cost when the heap cannot be measured (not glibc): per record.
 const BYTES_PER_RECORD_ESTIMATE: u64 = 8 << 10;
 
+/// How long the main thread waits, after a command, for its answer to be written before it
+/// counts the heap and trims it: both hold the allocator's locks, which the connection writing
+/// the answer needs, so that counting while it wrote gave back less than half of what counting
+/// before the answer cost. A client that reads slower than this waits for nobody.
+const ANSWER_WRITTEN: Duration = Duration::from_millis(50);
+
 /// What a connection's thread hands to the main thread.
 enum Job {
-    Run(RunRequest, std::sync::mpsc::Sender<Response>),
+    Run(RunRequest, std::sync::mpsc::Sender<Answer>),
     /// Exit between commands (never in the middle of a write, which holds the ref's lock).
     Stop,
+}
+
+/// A command's response, and how its connection says the response was written.
+struct Answer {
+    response: Response,
+    written: std::sync::mpsc::Sender<()>,
 }
 
 /// What the executor last reported, for status requests.
@@ -137,9 +149,11 @@ pub(super) fn serve(socket: &Path, idle: Duration, env: Env) -> Result<(), Error
         if matches!(response, Response::Ran { .. }) {
             shared.commands.fetch_add(1, Ordering::SeqCst);
         }
-        let _ = answer.send(response);
-        executor.settle();
-        executor.tidy();
+        let (written, sent) = std::sync::mpsc::channel();
+        let _ = answer.send(Answer { response, written });
+        executor.after_answer(|| {
+            let _ = sent.recv_timeout(ANSWER_WRITTEN);
+        });
     }
     // The warm sessions are let go before the process ends: what their caches hold only in
     // memory (vectors a catch-up left unwritten) is written now.
@@ -214,7 +228,13 @@ fn connection(mut stream: UnixStream, jobs: &std::sync::mpsc::Sender<Job>, share
         Ok(Message::Run(request)) => {
             let (answer, answered) = std::sync::mpsc::channel();
             match jobs.send(Job::Run(request, answer)).ok().and_then(|()| answered.recv().ok()) {
-                Some(r) => r,
+                Some(Answer { response, written }) => {
+                    let _ = send(&mut stream, &response);
+                    // Freed before the heap is counted: it is no repository's.
+                    drop(response);
+                    let _ = written.send(());
+                    return;
+                }
                 None => Response::Declined { why: "the server is stopping".into() },
             }
         }
@@ -327,13 +347,16 @@ struct Executor {
     warm: Vec<WarmRepo>,
     budget: u64,
     shared: Arc<Shared>,
-    /// The heap in use after the last command (asked once per command: glibc walks its free
-    /// lists to answer, which a profile showed at 8% of a warm recall when asked three times).
+    /// The heap in use after the last command (asked once per command, after its answer: glibc
+    /// walks its free lists to answer, which a profile showed at 8% of a warm recall when asked
+    /// three times).
     heap: Option<u64>,
     /// The most the heap held since it was last trimmed.
     peak: u64,
     /// The last command took long enough to have freed a good deal (a catch-up, an embedding).
     heavy: bool,
+    /// The repository whose command just ran, to account for once its answer is out.
+    served: Option<Key>,
 }
 
 impl Executor {
@@ -357,6 +380,7 @@ impl Executor {
             heap,
             peak: heap.unwrap_or(0),
             heavy: false,
+            served: None,
         };
         executor.report();
         executor
@@ -404,18 +428,37 @@ impl Executor {
         response
     }
 
-    /// Between commands, after the answer went out: the repository just served catches its
-    /// indexes up to its own write while its client exits and the next command's process starts
-    /// (3 ms or more), instead of on that next command's clock.
-    fn settle(&mut self) {
-        let Some(i) = (0..self.warm.len()).max_by_key(|&i| self.warm[i].last) else { return };
-        if !self.warm[i].session.settle() {
-            return;
+    /// Between commands, after the answer went out, while its client exits and the next
+    /// command's process starts (3 ms or more), instead of on any command's clock: the
+    /// repository just served catches its indexes up to its own write, what its command grew the
+    /// heap by is counted (asking glibc walks its free lists: 0.75 ms of a 14 ms recall when it
+    /// was asked before the answer), the least recently used repositories that puts beyond the
+    /// budget are let go, the report is published again and the heap trimmed. `written` returns
+    /// once the answer is written (or waiting for it gave up): the catch-up does not wait for it,
+    /// the counting does.
+    fn after_answer(&mut self, written: impl FnOnce()) {
+        let served = self.served.take();
+        if let Some(i) = served.as_ref().and_then(|key| self.warm.iter().position(|w| w.key == *key)) {
+            self.warm[i].session.settle();
         }
-        let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
-        if let Some(grew) = self.commands_grew() {
-            self.warm[i].bytes = self.warm[i].bytes.saturating_add_signed(grew - model_grew);
+        written();
+        if let Some(key) = served {
+            if let Some(i) = self.warm.iter().position(|w| w.key == key) {
+                // The heap this command (and its catch-up) grew, less what the model kept for
+                // itself (its buffers grow to the largest batch it has embedded, for whichever
+                // repository that was). Between commands nothing else allocates to speak of.
+                let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
+                let grew = self.commands_grew();
+                let w = &mut self.warm[i];
+                w.bytes = match grew {
+                    Some(grew) => w.bytes.saturating_add_signed(grew - model_grew),
+                    None => w.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
+                };
+            }
+            self.evict(&key);
         }
+        self.report();
+        self.tidy();
     }
 
     /// [`Executor::heap_grew`] when the growth is the commands' alone: `None` (and a new reading
@@ -545,19 +588,13 @@ impl Executor {
         }
         let captured = ctx.out.take_captured();
         warm.session = ctx.session;
-        // The heap this command grew, less what the model kept for itself (its buffers grow to the
-        // largest batch it has embedded, for whichever repository that was).
-        // (Between commands nothing else allocates to speak of: the growth since the last
-        // reading is this command's.)
-        let model_grew = self.model.as_ref().map_or(0, |m| m.take_growth());
-        warm.bytes = match self.commands_grew() {
-            Some(grew) => warm.bytes.saturating_add_signed(grew - model_grew),
-            None => warm.session.records_held() as u64 * BYTES_PER_RECORD_ESTIMATE,
-        };
         warm.last = Instant::now();
         warm.commands += 1;
         self.warm.push(warm);
         self.evict(&key);
+        // What it cost is counted once the answer is out, and what that puts beyond the budget
+        // is let go then.
+        self.served = Some(key);
         Response::Ran {
             code,
             stdout: String::from_utf8_lossy(&captured.stdout).into_owned(),
@@ -709,12 +746,15 @@ mod tests {
             let shared = shared.clone();
             std::thread::spawn(move || connection(server, &jobs, &shared))
         };
+        let (written, sent) = std::sync::mpsc::channel();
         match queue.recv_timeout(Duration::from_secs(5)) {
             Ok(Job::Run(_, answer)) => {
-                let _ = answer.send(Response::Declined { why: "test".into() });
+                let _ = answer.send(Answer { response: Response::Declined { why: "test".into() }, written });
             }
             _ => panic!("the command was not queued"),
         }
+        // The connection says when the answer is out (the main thread counts the heap then).
+        sent.recv_timeout(Duration::from_secs(5)).expect("written");
         let _ = handler.join();
         assert!(matches!(receive::<Response>(&client), Ok(Response::Declined { .. })));
     }
