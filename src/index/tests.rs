@@ -272,6 +272,47 @@ fn a_warm_session_commits_what_it_held_once_it_holds_enough() {
     }
 }
 
+/// Similarity by id reads each id's key from a map made at the first question: records a
+/// catch-up adds afterwards are found by it, and an id asked twice is measured once.
+#[test]
+fn records_added_after_the_first_question_by_id_are_measured_too() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    let q = embedder.embed(&["Fact number 3".to_string()]).expect("embed").remove(0);
+    let (three, _) = fact(3);
+    let measured = warm.similarities(&[three, three], &q);
+    assert_eq!(measured.len(), 1, "{measured:?}");
+    assert!(warm.passage_vector(three, 0).is_some());
+    for n in 21..24 {
+        let state = crate::state::fold((0..n).map(fact));
+        let (id, _) = fact(n - 1);
+        let tip = format!("t{n}");
+        let r = warm.refresh(
+            &state,
+            std::slice::from_ref(&tip),
+            &|_| Some(vec![id]),
+            Some(&mut embedder),
+            true,
+            &mut |_, _| {},
+        );
+        assert!(matches!(r, Ok(Some(Refresh::CaughtUp { added: 1, .. }))), "{n}: {r:?}");
+    }
+    let new: Vec<RecordId> = (20..23).map(|i| fact(i).0).collect();
+    let mut asked = new.clone();
+    asked.push(three);
+    let measured = warm.similarities(&asked, &q);
+    let got: Vec<RecordId> = measured.iter().map(|m| m.0).collect();
+    // In key order: the old record first, then the new ones as they were added.
+    assert_eq!(got, [vec![three], new.clone()].concat());
+    for (i, id) in new.iter().enumerate() {
+        let v = warm.passage_vector(*id, 0).expect("the new record's vector");
+        let own = embedder.embed(&crate::index::vector_texts(&fact(20 + i).1)[..1]).expect("embed");
+        assert!((crate::embed::cosine(&v, &own[0]) - 1.0).abs() < 1e-3, "{id}: its own vector");
+    }
+}
+
 /// Caches another process changed since a warm session caught up are not overwritten by the
 /// vectors the session held back.
 #[test]
