@@ -139,9 +139,15 @@ impl Memory {
             None => 0.0,
         };
         // Only candidates that could reach the threshold are compared exactly; the nearest is
-        // reported by its indexed score whatever it is.
-        let ranked: Vec<(RecordId, f32)> =
-            indexes.search_vectors(&q, 256)?.into_iter().filter(|(id, _)| is_candidate(id)).collect();
+        // reported by its indexed score whatever it is. Asked as recall asks (a scan of every
+        // vector in an index of up to 16k): the graph search for 512 passages cost a warm add
+        // at 10k records 2.2 ms against 1.6 for the scan, and could miss a true neighbour.
+        let ranked: Vec<(RecordId, f32)> = indexes
+            .search_passages(&q, 256)?
+            .into_iter()
+            .map(|(id, s, _)| (id, s))
+            .filter(|(id, _)| is_candidate(id))
+            .collect();
         let near: Vec<RecordId> = ranked
             .iter()
             .copied()
