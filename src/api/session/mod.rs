@@ -399,12 +399,16 @@ impl Session {
     }
 
     /// Catch the open recall indexes of the memory this session writes to up to that memory
-    /// (after a write), so that the next recall does not wait for it: what a long-lived front end
-    /// does between requests. Whether there was anything to do. A failure is left for the next
-    /// recall to meet and report.
+    /// (after a write), so that the next recall does not wait for it, and build what its next
+    /// write reads ([`crate::state::State::prepare_same_thing`]): what a long-lived front end does between
+    /// requests. Whether the indexes had anything to do. A failure is left for the next recall
+    /// to meet and report.
     pub fn settle(&mut self) -> bool {
         let scope = self.target();
         let Some(part) = self.parts.get_mut(&scope) else { return false };
+        if let Some(memory) = part.memory.as_ref() {
+            memory.state().prepare_same_thing();
+        }
         let (Some(memory), Some((_, at))) = (part.memory.as_ref(), part.indexes.as_ref()) else { return false };
         if *at == memory.tip_ids() {
             return false;
