@@ -400,9 +400,9 @@ impl Session {
 
     /// Catch the open recall indexes of the memory this session writes to up to that memory
     /// (after a write), so that the next recall does not wait for it, and build what its next
-    /// write reads ([`crate::state::State::prepare_same_thing`]): what a long-lived front end does between
-    /// requests. Whether the indexes had anything to do. A failure is left for the next recall
-    /// to meet and report.
+    /// write reads ([`crate::state::State::prepare_same_thing`]): what a long-lived front end
+    /// does between requests. Whether the indexes had anything to do. A failure is left for the
+    /// next recall to meet and report.
     pub fn settle(&mut self) -> bool {
         let scope = self.target();
         let Some(part) = self.parts.get_mut(&scope) else { return false };

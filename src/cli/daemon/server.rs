@@ -49,9 +49,10 @@ const MAX_CONNECTIONS: u64 = 256;
 const BYTES_PER_RECORD_ESTIMATE: u64 = 8 << 10;
 
 /// How long the main thread waits, after a command, for its answer to be written before it
-/// counts the heap and trims it: both hold the allocator's locks, which the connection writing
-/// the answer needs, so that counting while it wrote gave back less than half of what counting
-/// before the answer cost. A client that reads slower than this waits for nobody.
+/// counts the heap and trims it: both take the allocator's locks, which the connection writing
+/// the answer needs (counted while the connection wrote, a whole-process recall came no sooner
+/// than when the count came before the answer). A client that reads slower than this waits for
+/// nobody.
 const ANSWER_WRITTEN: Duration = Duration::from_millis(50);
 
 /// What a connection's thread hands to the main thread.
