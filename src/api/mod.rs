@@ -41,6 +41,9 @@ pub use write::supersede::{PlannedSupersession, SimilarityCheck};
 pub use write::{AddOutcome, AddRequest, InitOutcome};
 
 pub use crate::store::Identity;
+/// When git's housekeeping after a write runs: a long-lived front end leaves it to git's own
+/// background process ([`Session::set_maintenance`]).
+pub use crate::store::Maintenance;
 /// For a front end's signal handler while the process ends: how many memory ref updates are
 /// under way, and the removal of their temporary files (async-signal-safe).
 pub use crate::store::{cleanup_tempfiles_signal_safe, ref_updates_in_flight};

@@ -391,7 +391,10 @@ impl Kept {
 
 impl NeoServer {
     /// A server over `session`, its first client session started now.
-    pub fn new(session: Session, fetch_org: FetchOrg) -> NeoServer {
+    pub fn new(mut session: Session, fetch_org: FetchOrg) -> NeoServer {
+        // Calls are answered one at a time: a repack inside `add_fact` would hold the caller and
+        // every call queued behind it for seconds.
+        session.set_maintenance(git_neo::api::Maintenance::Detached);
         let server = NeoServer { warm: Arc::new(Mutex::new(Kept { session, fetch_org })), live: Arc::default() };
         server.begin();
         server

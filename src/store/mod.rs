@@ -89,6 +89,24 @@ pub struct StoreOptions {
     /// given instead of searching from a directory, exactly as git does. The front end reads it;
     /// a work tree named with `GIT_WORK_TREE` arrives as `core.worktree` in [`Self::config`].
     pub git_dir: Option<std::path::PathBuf>,
+    /// When git's housekeeping after a write runs (see [`Maintenance`]).
+    pub maintenance: Maintenance,
+}
+
+/// When `git gc --auto` runs after a write that crosses git's thresholds (about every 1,400
+/// one-fact writes, and after 50 packs). Either way git decides whether there is work and
+/// nothing written is ever at stake; only who waits for it differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Maintenance {
+    /// Inside the write, before it returns: a one-shot command (an import) ends with its
+    /// objects packed, and what it leaves behind is exactly what it did.
+    #[default]
+    Inline,
+    /// git's own default (`gc.autoDetach`): git packs the refs and expires the reflog, then
+    /// repacks and prunes in a process of its own while the write returns. For a long-lived
+    /// front end (the background server, MCP): a repack inside a request held that request
+    /// and every client queued behind it for seconds (about 2 s at 10k facts).
+    Detached,
 }
 
 /// How every repository is opened:
@@ -113,6 +131,7 @@ pub struct Store {
     ref_name: gix::refs::FullName,
     lock_timeout: Duration,
     mode: WriteMode,
+    maintenance: Maintenance,
 }
 
 impl Store {
@@ -179,6 +198,7 @@ impl Store {
             ref_name: parse_ref_name(name)?,
             lock_timeout: self.lock_timeout,
             mode: WriteMode::Auto,
+            maintenance: self.maintenance,
         })
     }
 
@@ -216,7 +236,7 @@ impl Store {
             (None, None) => WriteMode::Auto,
             (None, Some(v)) => WriteMode::parse(MODE_CONFIG_KEY, &v.to_string())?,
         };
-        Ok(Store { repo, ref_name, lock_timeout, mode })
+        Ok(Store { repo, ref_name, lock_timeout, mode, maintenance: options.maintenance })
     }
 
     /// How this repository takes writes (`neo.mode`).
@@ -233,6 +253,7 @@ impl Store {
             ref_name: parse_ref_name(&format!("refs/neo/proposed/{name}"))?,
             lock_timeout: self.lock_timeout,
             mode: WriteMode::Auto,
+            maintenance: self.maintenance,
         })
     }
 

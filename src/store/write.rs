@@ -486,18 +486,44 @@ impl Store {
     }
 
     /// Keep the object database healthy after writes that leave loose objects or packs: use git's
-    /// own `gc --auto` heuristics (about 6700 loose objects, estimated from `objects/17/`; more
-    /// than 50 packs, which large writes add one at a time), checked cheaply here so the common
-    /// write spawns nothing.
+    /// own `gc --auto` heuristics (`gc.auto` loose objects, 6,700 unless configured, estimated
+    /// from `objects/17/`; more than `gc.autoPackLimit` packs, 50 unless configured, which large
+    /// writes add one at a time; either set to 0 turns its check off, as in git), checked
+    /// cheaply here so the common write spawns nothing.
     fn maintain_after_write(&self) {
+        let config = self.repo.config_snapshot();
+        let setting = |key: &str, default: i64| config.integer(key).unwrap_or(default).max(0) as usize;
+        let (auto, pack_limit) = (setting("gc.auto", 6_700), setting("gc.autoPackLimit", 50));
         let objects = self.repo.objects.store_ref().path();
-        let loose = std::fs::read_dir(objects.join("17")).map(|d| d.count()).unwrap_or(0);
-        let packs = std::fs::read_dir(objects.join("pack"))
-            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".pack")).count())
-            .unwrap_or(0);
-        if loose > 27 || packs > 50 {
+        let too_many_loose = auto > 0 && {
+            let loose = std::fs::read_dir(objects.join("17")).map(|d| d.count()).unwrap_or(0);
+            loose > auto.div_ceil(256)
+        };
+        let too_many_packs = pack_limit > 0 && {
+            let packs = std::fs::read_dir(objects.join("pack"))
+                .map(|d| {
+                    d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".pack")).count()
+                })
+                .unwrap_or(0);
+            packs > pack_limit
+        };
+        if too_many_loose || too_many_packs {
+            let detach = match self.maintenance {
+                super::Maintenance::Inline => "gc.autoDetach=false",
+                // git closes its standard streams before it goes on alone, so `run_git` returns
+                // once the part git does in the foreground is done; git's own lock (`gc.pid`)
+                // keeps a second gc from starting while this one runs.
+                super::Maintenance::Detached => {
+                    // The writes that follow still find the loose objects while git packs
+                    // them: one gc at a time, and no process started to learn that.
+                    if self.repo.common_dir().join("gc.pid").exists() {
+                        return;
+                    }
+                    "gc.autoDetach=true"
+                }
+            };
             // Best effort: a failed gc never fails the write that already landed.
-            let _ = self.run_git(&["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]);
+            let _ = self.run_git(&["-c", detach, "gc", "--auto", "--quiet"]);
         }
     }
 
@@ -600,6 +626,82 @@ mod tests {
     fn write(store: &Store, n: u32) -> Result<WriteOutcome> {
         let who = Identity { name: "Test".into(), email: "test@example.com".into() };
         store.write_records(&[], &format!("neo: write {n}"), &who, Timestamp(1_700_000_000 + i64::from(n)), true)
+    }
+
+    fn git(dir: &std::path::Path, args: &[&str], stdin: Option<&str>) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run git");
+        // Fed from a thread of its own: git answers while it reads, and a pipe holds only so much.
+        let mut input = child.stdin.take().expect("stdin");
+        let text = stdin.unwrap_or("").to_string();
+        let feeder = std::thread::spawn(move || input.write_all(text.as_bytes()));
+        let out = child.wait_with_output().expect("git ran");
+        feeder.join().expect("the feeder").expect("feed git");
+        // (`count-objects` warns of the temporary files of a gc under way: said, not failed.)
+        assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn loose_objects(dir: &std::path::Path) -> u64 {
+        let counts = git(dir, &["count-objects", "-v"], None);
+        counts.lines().find_map(|l| l.strip_prefix("count: ")).and_then(|v| v.parse().ok()).expect("a loose count")
+    }
+
+    #[test]
+    fn a_detached_gc_packs_in_the_background_while_later_writes_land() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = dir.path();
+        git(repo, &["init", "-q"], None);
+        // Loose objects that a branch reaches, past git's `gc --auto` threshold as about 1,400
+        // one-fact writes leave a memory (the threshold lowered, as git allows, so that the
+        // test need not write thousands of files).
+        git(repo, &["config", "gc.auto", "512"], None);
+        let blobs: Vec<String> = (0..1_500).map(|i| format!("object {i}\n")).collect();
+        let files = tempfile::tempdir().expect("tempdir");
+        let paths: Vec<String> = blobs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let path = files.path().join(i.to_string());
+                std::fs::write(&path, b).expect("write a blob file");
+                path.display().to_string()
+            })
+            .collect();
+        let ids = git(repo, &["hash-object", "-w", "--stdin-paths"], Some(&paths.join("\n")));
+        let entries: String = ids.lines().enumerate().map(|(i, id)| format!("100644 blob {id}\tf{i}\n")).collect();
+        let tree = git(repo, &["mktree"], Some(&entries));
+        let commit = git(repo, &["commit-tree", &tree, "-m", "bulk"], None);
+        git(repo, &["update-ref", "refs/heads/bulk", &commit], None);
+        assert!(loose_objects(repo) >= 1_500);
+
+        let options = StoreOptions { maintenance: crate::store::Maintenance::Detached, ..Default::default() };
+        let store = Store::discover(repo, options).expect("open the store");
+        let who = Identity { name: "Test".into(), email: "test@example.com".into() };
+        // The first write crosses the threshold and hands the gc to git; the writes after it
+        // land while that gc may still be packing.
+        for n in 0..40u32 {
+            let bytes = format!("record {n}\n").into_bytes();
+            let record = (Kind::Fact, RecordId::of_bytes(&bytes), bytes);
+            let out = store.write_records(&[record], "neo: add", &who, Timestamp(1_700_000_000 + i64::from(n)), false);
+            assert_eq!(out.expect("the write lands").added, 1);
+        }
+        // git's background gc packs the reachable loose objects (and then prunes, and lets go
+        // of its lock); wait for both, so that nothing outlives the test.
+        let started = std::time::Instant::now();
+        while loose_objects(repo) >= 1_500 || repo.join(".git/gc.pid").exists() {
+            assert!(started.elapsed() < Duration::from_secs(120), "the background gc never finished");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let commits = git(repo, &["rev-list", "--count", store.ref_name()], None);
+        assert_eq!(commits, "40", "every write is on the memory ref");
+        git(repo, &["fsck", "--no-dangling"], None);
     }
 
     #[test]

@@ -70,6 +70,8 @@ pub struct Session {
     dry_run: bool,
     /// A live session's view of memory (`recall::pin`), when a front end started one.
     pin: Option<LivePin>,
+    /// When git's housekeeping after a write runs (see [`Session::set_maintenance`]).
+    maintenance: crate::store::Maintenance,
 }
 
 /// A live session's pin, and the stale notice last worked out (by the number of records the
@@ -317,6 +319,7 @@ impl Session {
             union: None,
             dry_run: false,
             pin: None,
+            maintenance: crate::store::Maintenance::Inline,
             warm: Warm {
                 embedder: None,
                 no_embedder: None,
@@ -360,7 +363,14 @@ impl Session {
 
     /// Where this session's scopes are.
     pub fn places(&self) -> crate::api::share::scopes::Places {
-        self.opts.places()
+        crate::api::share::scopes::Places { maintenance: self.maintenance, ..self.opts.places() }
+    }
+
+    /// Leave git's housekeeping after a write to git's own background process
+    /// ([`crate::store::Maintenance::Detached`]) instead of running it inside the write: what a
+    /// long-lived front end that serves one request after another wants.
+    pub fn set_maintenance(&mut self, maintenance: crate::store::Maintenance) {
+        self.maintenance = maintenance;
     }
 
     /// The session `git neo session start` made current in this worktree, if any. A warm

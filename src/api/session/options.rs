@@ -65,6 +65,7 @@ impl SessionOptions {
             ref_name: self.ref_name.clone(),
             data_dir: self.data_dir.clone(),
             config: self.config.clone(),
+            maintenance: crate::store::Maintenance::Inline,
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::config;
 use crate::error::{Error, Result};
 use crate::record::Timestamp;
 use crate::scope::{self, Scope};
-use crate::store::{Store, StoreOptions, WriteMode};
+use crate::store::{Maintenance, Store, StoreOptions, WriteMode};
 use std::path::{Path, PathBuf};
 
 /// The remote name a user or org memory repository shares through.
@@ -27,6 +27,8 @@ pub struct Places {
     pub data_dir: Option<PathBuf>,
     /// The caller's command-line git configuration ([`StoreOptions::config`]).
     pub config: Vec<String>,
+    /// When git's housekeeping after a write runs ([`StoreOptions::maintenance`]).
+    pub maintenance: Maintenance,
 }
 
 impl Places {
@@ -41,7 +43,7 @@ impl Places {
     /// Store options carrying only the caller's configuration (every other setting read from
     /// git config).
     pub fn store_options(&self) -> StoreOptions {
-        StoreOptions { config: self.config.clone(), ..Default::default() }
+        StoreOptions { config: self.config.clone(), maintenance: self.maintenance, ..Default::default() }
     }
 
     fn data_dir(&self, scope: &Scope) -> Result<&Path> {

@@ -606,6 +606,8 @@ impl Executor {
     /// A new session for `opts`, with the one model.
     fn session(&self, opts: git_neo::api::SessionOptions) -> Session {
         let mut session = Session::new(opts);
+        // A repack inside a request would hold every client queued behind it.
+        session.set_maintenance(git_neo::api::Maintenance::Detached);
         if let Ok(model) = &self.model {
             session.give_embedder(Box::new(model.clone()));
         }
