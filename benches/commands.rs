@@ -23,6 +23,9 @@
 //! server running, then another with the user's server up for the first, then `git neo hook
 //! prompt` in a third with no server running.
 //!
+//! `-- --writes N`: N `add_fact` calls in a row through a warm `git neo mcp` at 10k facts (1,500
+//! unless given), the slowest calls listed (see [`writes`]).
+//!
 //! `-- --fleet`: twenty repositories of 1,000 facts each, touched one after another by `git neo
 //! add` and `git neo recall`: how many servers are left, and their resident memory in all.
 
@@ -350,57 +353,123 @@ fn new_fact(i: usize) -> String {
     format!("{} ({i})", s[i % s.len()])
 }
 
-/// p50 of `add_fact` (a new fact; and one that supersedes a near-duplicate) and of `recall`
-/// through a warm `git neo mcp`.
-fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> (Duration, Duration, Duration) {
-    let mut child =
-        neo(exe, repo, false, run).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut id = 0;
-    let mut call = |method: &str, params: serde_json::Value| {
-        id += 1;
-        let msg = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{msg}").expect("write");
-        stdin.flush().expect("flush");
+/// A warm `git neo mcp` over stdio, initialised and asked once (the indexes caught up).
+struct Mcp {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+    id: u64,
+}
+
+impl Mcp {
+    fn start(exe: &Path, repo: &Path, run: &Path) -> Mcp {
+        let mut child =
+            neo(exe, repo, false, run).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("mcp");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut mcp = Mcp { child, stdin, stdout, id: 0 };
+        mcp.call(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
+        );
+        mcp.tool("recall", serde_json::json!({"query": "warm up"}));
+        mcp
+    }
+
+    /// One request; how long its answer took.
+    fn call(&mut self, method: &str, params: serde_json::Value) -> Duration {
+        self.id += 1;
+        let msg = serde_json::json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").expect("write");
+        self.stdin.flush().expect("flush");
         let t = Instant::now();
         loop {
             let mut line = String::new();
-            assert!(stdout.read_line(&mut line).expect("read") > 0, "the server exited");
+            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server exited");
             let v: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
-            if v["id"] == id {
+            if v["id"] == self.id {
                 assert!(v["result"]["isError"] != true, "{v}");
                 return t.elapsed();
             }
         }
-    };
-    call(
-        "initialize",
-        serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-    );
-    call("tools/call", serde_json::json!({"name": "recall", "arguments": {"query": "warm up"}}));
+    }
+
+    fn tool(&mut self, name: &str, arguments: serde_json::Value) -> Duration {
+        self.call("tools/call", serde_json::json!({"name": name, "arguments": arguments}))
+    }
+
+    /// Close its input and wait for it to exit.
+    fn stop(self) {
+        let Mcp { mut child, stdin, .. } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
+/// p50 of `add_fact` (a new fact; and one that supersedes a near-duplicate) and of `recall`
+/// through a warm `git neo mcp`.
+fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> (Duration, Duration, Duration) {
+    let mut server = Mcp::start(exe, repo, run);
     let (mut add, mut replacing, mut recall) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {
         *next += 1;
-        let s = new_fact(*next);
-        add.push(call(
-            "tools/call",
-            serde_json::json!({"name": "add_fact", "arguments": {"type": "pattern", "subject": s}}),
-        ));
+        add.push(server.tool("add_fact", serde_json::json!({"type": "pattern", "subject": new_fact(*next)})));
         // A near-duplicate of an existing fact: supersession is decided and written too.
         let s = format!("{} (revised {})", subject(r * 37 % 1_000), *next);
-        replacing.push(call(
-            "tools/call",
-            serde_json::json!({"name": "add_fact", "arguments": {"type": "pattern", "subject": s}}),
-        ));
-        recall.push(call(
-            "tools/call",
-            serde_json::json!({"name": "recall", "arguments": {"query": format!("retries in service {r}")}}),
-        ));
+        replacing.push(server.tool("add_fact", serde_json::json!({"type": "pattern", "subject": s})));
+        recall.push(server.tool("recall", serde_json::json!({"query": format!("retries in service {r}")})));
     }
-    drop(stdin);
-    let _ = child.wait();
+    server.stop();
     (median(add), median(replacing), median(recall))
+}
+
+/// `-- --writes N`: N `add_fact` calls in a row through one warm `git neo mcp` on a memory of
+/// 10k facts, each binary on a copy of its own: the median, the 99th percentile, the slowest, and
+/// every call over 300 ms. About 1,400 one-fact writes cross git's `gc --auto` threshold, and
+/// about 1,400 new vectors (an eighth of the main index) fold the vector index's new part into
+/// a rebuilt main one: what an agent that writes a lot meets now and then, not at the median.
+fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize) {
+    let original = fresh_memory_of(root, "writes", 10_000, true);
+    git(&original, &["repack", "-adq"], None);
+    git(&original, &["prune-packed"], None);
+    println!("\n| binary | `add_fact` calls in a row, 10k facts | p50 | p99 | slowest | over 300 ms (call: ms) |\n|---|---|---|---|---|---|");
+    for (name, exe) in binaries {
+        let repo = root.join(format!("writes-{name}"));
+        git(root, &["clone", "-q", "--no-local", &original.to_string_lossy(), &repo.to_string_lossy()], None);
+        git(&repo, &["fetch", "-q", "origin", "neo-memory:neo-memory"], None);
+        git(&repo, &["update-ref", "-d", "refs/remotes/origin/neo-memory"], None);
+        git(&repo, &["remote", "remove", "origin"], None);
+        let mut reindex = neo(exe, &repo, false, run);
+        reindex.args(["reindex"]);
+        ok(reindex);
+        let mut server = Mcp::start(exe, &repo, run);
+        let times: Vec<Duration> = (0..calls)
+            .map(|i| {
+                server.tool("add_fact", serde_json::json!({"type": "pattern", "subject": new_fact(7_000_000 + i)}))
+            })
+            .collect();
+        server.stop();
+        let slow: Vec<String> = times
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.as_millis() > 300)
+            .map(|(i, t)| format!("{i}: {}", t.as_millis()))
+            .collect();
+        let mut sorted = times.clone();
+        sorted.sort();
+        println!(
+            "| {name} | {calls} | {} | {} | {} | {} |",
+            ms(sorted[calls / 2]),
+            ms(sorted[calls * 99 / 100]),
+            ms(sorted[calls - 1]),
+            if slow.is_empty() { "none".to_string() } else { slow.join(", ") }
+        );
+        // A gc that git carries on alone finishes before the copy goes.
+        let started = Instant::now();
+        while repo.join(".git/gc.pid").exists() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
 }
 
 /// `-- --interleaved --baseline PATH`: `git neo add` and `git neo recall` through each binary's
@@ -492,6 +561,16 @@ fn main() {
         for (name, exe) in &binaries {
             first_command(exe, name, tmp.path(), &run);
         }
+        return;
+    }
+    if let Some(calls) =
+        args.iter().position(|a| a == "--writes").map(|i| args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(1_500))
+    {
+        let mut binaries = vec![("this", this.clone())];
+        if let Some(b) = &baseline {
+            binaries.insert(0, ("baseline", b.clone()));
+        }
+        writes(&binaries, tmp.path(), &run, calls.max(1));
         return;
     }
     if args.iter().any(|a| a == "--fleet") {
