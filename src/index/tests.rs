@@ -239,6 +239,17 @@ fn a_warm_catch_up_holds_its_records_and_writes_them_when_let_go() {
     assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(22));
 }
 
+/// A warm session's catch-up after the write of one record, the `n`-th: the memory now holds `n`
+/// records, its tip is named for `n`, and the tree diff lists that record alone. Its id.
+fn catch_up_one(warm: &mut Indexes, embedder: &mut HashEmbedder, n: usize) -> RecordId {
+    let state = crate::state::fold((0..n).map(fact));
+    let (id, _) = fact(n - 1);
+    let tip = format!("t{n}");
+    let r = warm.refresh(&state, std::slice::from_ref(&tip), &|_| Some(vec![id]), Some(embedder), true, &mut |_, _| {});
+    assert!(matches!(r, Ok(Some(Refresh::CaughtUp { added: 1, .. }))), "{n}: {r:?}");
+    id
+}
+
 /// A warm session holds at most `HELD_UP_TO` records in memory: the catch-up that would hold
 /// more commits them all, and the keys stay the records' positions.
 #[test]
@@ -249,18 +260,7 @@ fn a_warm_session_commits_what_it_held_once_it_holds_enough() {
     let mut warm = open_at_twenty(&dir, &mut embedder);
     let on_disk = || Lexical::open(&dir.join("lexical")).expect("lexical").num_docs();
     for n in 21..=(21 + lexical::HELD_UP_TO) {
-        let state = crate::state::fold((0..n).map(fact));
-        let (id, _) = fact(n - 1);
-        let next = format!("t{n}");
-        let r = warm.refresh(
-            &state,
-            std::slice::from_ref(&next),
-            &|_| Some(vec![id]),
-            Some(&mut embedder),
-            true,
-            &mut |_, _| {},
-        );
-        assert!(matches!(r, Ok(Some(Refresh::CaughtUp { added: 1, .. }))), "{n}: {r:?}");
+        let id = catch_up_one(&mut warm, &mut embedder, n);
         let held = n - 20;
         if held <= lexical::HELD_UP_TO {
             assert_eq!((warm.lexical.held(), on_disk()), (held, 20), "{n}");
@@ -286,18 +286,7 @@ fn records_added_after_the_first_question_by_id_are_measured_too() {
     assert_eq!(measured.len(), 1, "{measured:?}");
     assert!(warm.passage_vector(three, 0).is_some());
     for n in 21..24 {
-        let state = crate::state::fold((0..n).map(fact));
-        let (id, _) = fact(n - 1);
-        let tip = format!("t{n}");
-        let r = warm.refresh(
-            &state,
-            std::slice::from_ref(&tip),
-            &|_| Some(vec![id]),
-            Some(&mut embedder),
-            true,
-            &mut |_, _| {},
-        );
-        assert!(matches!(r, Ok(Some(Refresh::CaughtUp { added: 1, .. }))), "{n}: {r:?}");
+        catch_up_one(&mut warm, &mut embedder, n);
     }
     let new: Vec<RecordId> = (20..23).map(|i| fact(i).0).collect();
     let mut asked = new.clone();
