@@ -515,8 +515,13 @@ impl Store {
                 // keeps a second gc from starting while this one runs.
                 super::Maintenance::Detached => {
                     // The writes that follow still find the loose objects while git packs
-                    // them: one gc at a time, and no process started to learn that.
-                    if self.repo.common_dir().join("gc.pid").exists() {
+                    // them: one gc at a time, and no process started to learn that. A lock
+                    // older than git's own limit (12 hours) is one a gc left behind: git
+                    // takes it over, so the check lets git run.
+                    let live = std::fs::metadata(self.repo.common_dir().join("gc.pid"))
+                        .and_then(|m| m.modified())
+                        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age < Duration::from_secs(12 * 3600)));
+                    if live {
                         return;
                     }
                     "gc.autoDetach=true"
@@ -680,6 +685,12 @@ mod tests {
         let commit = git(repo, &["commit-tree", &tree, "-m", "bulk"], None);
         git(repo, &["update-ref", "refs/heads/bulk", &commit], None);
         assert!(loose_objects(repo) >= 1_500);
+
+        // A lock a gc left behind long ago (a machine that stopped mid-gc) holds nothing up.
+        let stale = repo.join(".git/gc.pid");
+        std::fs::write(&stale, "4194304 a-host-long-gone").expect("plant a stale gc lock");
+        let long_ago = SystemTime::now() - Duration::from_secs(13 * 3600);
+        std::fs::File::options().write(true).open(&stale).and_then(|f| f.set_modified(long_ago)).expect("age it");
 
         let options = StoreOptions { maintenance: crate::store::Maintenance::Detached, ..Default::default() };
         let store = Store::discover(repo, options).expect("open the store");
