@@ -435,10 +435,7 @@ fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize) {
     println!("\n| binary | `add_fact` calls in a row, 10k facts | p50 | p99 | slowest | over 300 ms (call: ms) |\n|---|---|---|---|---|---|");
     for (name, exe) in binaries {
         let repo = root.join(format!("writes-{name}"));
-        git(root, &["clone", "-q", "--no-local", &original.to_string_lossy(), &repo.to_string_lossy()], None);
-        git(&repo, &["fetch", "-q", "origin", "neo-memory:neo-memory"], None);
-        git(&repo, &["update-ref", "-d", "refs/remotes/origin/neo-memory"], None);
-        git(&repo, &["remote", "remove", "origin"], None);
+        copy_memory(root, &original, &repo);
         let mut reindex = neo(exe, &repo, false, run);
         reindex.args(["reindex"]);
         ok(reindex);
@@ -472,6 +469,15 @@ fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize) {
     }
 }
 
+/// A copy of the repository `from` at `to`, its memory ref included, that reads its own ref
+/// alone, as the original does (no remote-tracking copy to union).
+fn copy_memory(root: &Path, from: &Path, to: &Path) {
+    git(root, &["clone", "-q", "--no-local", &from.to_string_lossy(), &to.to_string_lossy()], None);
+    git(to, &["fetch", "-q", "origin", "neo-memory:neo-memory"], None);
+    git(to, &["update-ref", "-d", "refs/remotes/origin/neo-memory"], None);
+    git(to, &["remote", "remove", "origin"], None);
+}
+
 /// `-- --interleaved --baseline PATH`: `git neo add` and `git neo recall` through each binary's
 /// warm server, alternating between the two binaries call by call (each on its own copy of the
 /// memory, with its own server and socket directory), so that a drift of the machine during the
@@ -479,11 +485,7 @@ fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize) {
 /// to a third between runs here.
 fn interleaved(n: usize, repo: &Path, baseline: &Path, this: &Path, root: &Path, next: &mut usize, rounds: usize) {
     let copy = root.join(format!("r{n}-baseline"));
-    git(root, &["clone", "-q", "--no-local", &repo.to_string_lossy(), &copy.to_string_lossy()], None);
-    git(&copy, &["fetch", "-q", "origin", "neo-memory:neo-memory"], None);
-    // The copy reads its own ref alone, as the original does (no remote-tracking copy to union).
-    git(&copy, &["update-ref", "-d", "refs/remotes/origin/neo-memory"], None);
-    git(&copy, &["remote", "remove", "origin"], None);
+    copy_memory(root, repo, &copy);
     let sides = [
         ("baseline", baseline.to_path_buf(), copy, root.join("run-baseline")),
         ("this", this.to_path_buf(), repo.to_path_buf(), root.join("run-this")),
