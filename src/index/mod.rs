@@ -17,7 +17,7 @@ pub mod passages;
 mod vectors;
 
 pub use lexical::Lexical;
-pub use vectors::{key as vector_key, split_key, Vectors};
+pub use vectors::{key as vector_key, split_key, Fold, Vectors};
 
 use crate::embed::Embedder;
 use crate::record::{Payload, Record, RecordId};
@@ -147,7 +147,8 @@ impl Drop for Indexes {
     /// committed, unless another process changed the caches since (its stamp is not this one's):
     /// then its files stand.
     fn drop(&mut self) {
-        let vectors = self.unsaved_vectors > 0 && self.vectors.is_some();
+        // A fold built beside that finished is swapped in rather than thrown away.
+        let vectors = self.vectors.as_ref().is_some_and(|v| self.unsaved_vectors > 0 || v.folding());
         if !vectors && self.lexical.held() == 0 {
             return;
         }
@@ -164,7 +165,7 @@ impl Drop for Indexes {
             let ordinals = self.ids.len() as u64;
             if let Some(v) = self.vectors.as_mut().filter(|_| vectors) {
                 // A cache: a failure here only means the next process embeds these again.
-                let _ = v.save(ordinals);
+                let _ = v.save(ordinals, Fold::Later);
             }
             // Likewise: the next process to search commits what is missing.
             let _ = self.lexical.commit_held();
@@ -383,6 +384,8 @@ impl Indexes {
         // lock until it lands, and leaves its vectors in memory for a while.
         lock: &mut Option<std::fs::File>,
     ) -> Result<Option<Refresh>, IndexError> {
+        // A warm session folds the vector index beside its requests; anyone else in place.
+        let fold = if lock.is_some() { Fold::Beside } else { Fold::Now };
         let missing_ids: Vec<RecordId> = match added {
             Some(added) => added.into_iter().filter(|id| state.entries.contains_key(id)).collect(),
             None => {
@@ -465,13 +468,13 @@ impl Indexes {
                         }
                     })?;
                 if embedded < total {
-                    self.save(false)?;
+                    self.save(false, fold)?;
                 }
             }
         }
         self.unsaved_vectors += embedded;
         // A small catch-up by the holder of the lock leaves its vectors in memory for a while.
-        self.save(lock.is_some() && missing.len() <= LEXICAL_BEHIND_UP_TO)?;
+        self.save(lock.is_some() && missing.len() <= LEXICAL_BEHIND_UP_TO, fold)?;
         if let (Some((have, texts)), Some(lock)) = (behind, lock.take()) {
             self.lexical.add_behind(have, texts, lock).map_err(|e| cache_err(&self.dir, e))?;
         }
@@ -522,12 +525,12 @@ impl Indexes {
     }
 
     /// Write the id list, the vectors (unless `defer` and fewer than [`VECTORS_SAVE_EVERY`] wait
-    /// to be written) and the stamp.
-    fn save(&mut self, defer: bool) -> Result<(), IndexError> {
+    /// to be written; folded as `fold` says) and the stamp.
+    fn save(&mut self, defer: bool, fold: Fold) -> Result<(), IndexError> {
         write_ids(&self.dir.join("ids"), &self.ids).map_err(|e| cache_err(&self.dir, e))?;
         if let Some(v) = &mut self.vectors {
             if !defer || self.unsaved_vectors >= VECTORS_SAVE_EVERY {
-                v.save(self.ids.len() as u64).map_err(|e| cache_err(&self.dir, e))?;
+                v.save(self.ids.len() as u64, fold).map_err(|e| cache_err(&self.dir, e))?;
                 self.unsaved_vectors = 0;
             }
         }

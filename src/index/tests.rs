@@ -339,3 +339,86 @@ fn held_back_vectors_never_overwrite_another_processs_caches() {
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");
     assert_eq!(idx.vectors.as_ref().map(Vectors::len), Some(23));
 }
+
+/// The records `from..to` as a warm session's catch-up receives them after its writes.
+fn catch_up_many(warm: &mut Indexes, embedder: &mut HashEmbedder, from: usize, to: usize) -> Option<Refresh> {
+    let state = crate::state::fold((0..to).map(fact));
+    let added: Vec<RecordId> = (from..to).map(|i| fact(i).0).collect();
+    warm.refresh(&state, &[format!("t{to}")], &|_| Some(added.clone()), Some(embedder), true, &mut |_, _| {})
+        .expect("refresh")
+}
+
+/// Caches opened afresh at `to` records, as another process finds them.
+fn reopened(dir: &std::path::Path, embedder: &mut HashEmbedder, to: usize) -> (Indexes, Refresh) {
+    let state = crate::state::fold((0..to).map(fact));
+    Indexes::open(dir, &state, &[format!("t{to}")], &|_| None, Some(embedder), true, &mut |_, _| {}).expect("open")
+}
+
+fn wait_for_fold(warm: &Indexes) {
+    let waited = std::time::Instant::now();
+    while warm.vectors.as_ref().is_some_and(|v| v.folding()) && !warm.vectors.as_ref().is_some_and(Vectors::fold_built)
+    {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(60), "the fold never finished");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A warm session's catch-up that makes the new part too large folds it beside: the catch-up
+/// returns at once, the caches on disk stay complete (another process finds nothing to do),
+/// every record is found meanwhile, and the folded index lands when the session saves again
+/// or lets its caches go.
+#[test]
+fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    let r = catch_up_many(&mut warm, &mut embedder, 20, 1_200);
+    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1_180, embedded: 1_180 })), "{r:?}");
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::folding), "folding beside");
+    let q = embedder.embed(&crate::index::vector_texts(&fact(1_150).1)[..1]).expect("embed").remove(0);
+    assert_eq!(warm.search_vectors(&q, 1).expect("search")[0].0, fact(1_150).0);
+    let (other, r) = reopened(&dir, &mut embedder, 1_200);
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(other.vectors.as_ref().map(Vectors::parts), Some((20, 1_180)), "the parts as they were");
+    drop(other);
+    wait_for_fold(&warm);
+    // More than a warm session holds back: this catch-up saves the vectors, and swaps the fold in.
+    catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);
+    assert!(!warm.vectors.as_ref().is_some_and(Vectors::folding));
+    assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
+    drop(warm);
+    let (idx, r) = reopened(&dir, &mut embedder, 1_240);
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(idx.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
+    for i in [0, 19, 20, 700, 1_199, 1_200, 1_239] {
+        let q = embedder.embed(&crate::index::vector_texts(&fact(i).1)[..1]).expect("embed").remove(0);
+        assert_eq!(idx.search_vectors(&q, 1).expect("search")[0].0, fact(i).0, "record {i}");
+    }
+}
+
+/// A fold built beside is never swapped over caches another process wrote since: the session
+/// finds the stamp changed, opens the caches afresh, and its fold is let go.
+#[test]
+fn a_fold_beside_never_lands_over_another_processs_caches() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    catch_up_many(&mut warm, &mut embedder, 20, 1_200);
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::folding));
+    // Another process writes ten records and catches the caches up to them (folding in place).
+    let (other, r) = reopened(&dir, &mut embedder, 1_210);
+    assert!(matches!(r, Refresh::CaughtUp { added: 10, embedded: 10 }), "{r:?}");
+    drop(other);
+    let written = std::fs::read(dir.join("vectors.usearch")).expect("the other's vectors");
+    wait_for_fold(&warm);
+    let state = crate::state::fold((0..1_210).map(fact));
+    let r = warm.refresh(&state, &["t1210".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {});
+    assert!(matches!(r, Ok(None)), "the session must open the caches afresh: {r:?}");
+    drop(warm);
+    assert_eq!(std::fs::read(dir.join("vectors.usearch")).expect("vectors"), written, "the other's files stand");
+    let (idx, r) = reopened(&dir, &mut embedder, 1_210);
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(idx.vectors.as_ref().map(Vectors::parts), Some((1_210, 0)));
+}

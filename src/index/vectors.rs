@@ -4,10 +4,14 @@
 //! 100k vectors costs a mapping, not a 100 MB read), and `vectors-new.usearch`, a small index of
 //! vectors added since, loaded and rewritten on each catch-up. Searches query both and merge. When
 //! the new part outgrows max(1024, main / 8) it is folded into a rebuilt main index (its graph
-//! built on several threads), so one new record never rewrites the whole index.
+//! built on several threads), so one new record never rewrites the whole index. A long-lived
+//! session builds that index on a thread of its own while it goes on answering, and swaps it in
+//! at a later save ([`Fold::Beside`]); a process that may not live long folds in place.
 
 use crate::embed::{EmbedError, Embedder};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Errors from the vector index.
 #[derive(Debug, thiserror::Error)]
@@ -65,12 +69,117 @@ pub fn split_key(key: u64) -> (u64, usize) {
     (key >> 8, (key & 0xff) as usize)
 }
 
+/// When a save that finds the new part too large folds it into the main index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fold {
+    /// Here and now: the caller may not live long enough for anything else (a command in its
+    /// own process, a first open).
+    Now,
+    /// On a thread of its own while the caller goes on; a later save swaps the new main index in
+    /// (a warm session: building the graph took 1.2 to 2 s at 10k vectors, and every call that
+    /// arrived meanwhile waited for it).
+    Beside,
+    /// Not in this save: the new part is written as it is and the next save folds (a session
+    /// letting its caches go).
+    Later,
+}
+
+/// A fold building on a thread of its own ([`Fold::Beside`]).
+struct Folding {
+    /// The main index rebuilt from both parts as they were when the fold began.
+    built: std::thread::JoinHandle<Result<usearch::Index, VectorError>>,
+    /// Set when the fold is no longer wanted (the index is let go): the thread stops within a
+    /// few hundred insertions.
+    cancel: Arc<AtomicBool>,
+}
+
+/// Write `index` to `path` whole or not at all (a temporary file, then a rename).
+fn write(index: &usearch::Index, path: &Path) -> Result<(), VectorError> {
+    let tmp = path.with_extension("tmp");
+    index.save(&tmp.to_string_lossy()).map_err(us)?;
+    std::fs::rename(&tmp, path).map_err(us)
+}
+
+/// Run the calling thread at a lower priority than the process's others (Linux gives each
+/// thread its own nice value): a fold beside shares the cores with the requests it must not
+/// slow.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority on this thread's own id; a failure leaves the priority as it was.
+    unsafe {
+        let _ = libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+    }
+}
+
 /// A usearch index of unit vectors keyed by [`key`], in a main part and a new part.
 pub struct Vectors {
     dir: PathBuf,
     main: usearch::Index,
     new: usearch::Index,
     dim: usize,
+    folding: Option<Folding>,
+}
+
+impl Drop for Vectors {
+    fn drop(&mut self) {
+        if let Some(f) = self.folding.take() {
+            f.cancel.store(true, Ordering::Relaxed);
+            let _ = f.built.join();
+        }
+    }
+}
+
+/// How often a fold's thread looks at its cancel flag, in insertions.
+const CANCEL_EVERY: usize = 256;
+
+/// The main index rebuilt from `parts` (main, new): every record's passages below `ordinals`, in
+/// key order, inserted from `threads` threads, each in a context of its own (usearch inserts
+/// concurrently). Building the graph is the whole cost of a fold (2.6 to 3.9 s for 13k vectors on
+/// one core).
+fn rebuilt(
+    parts: [&usearch::Index; 2],
+    ordinals: u64,
+    dim: usize,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<usearch::Index, VectorError> {
+    // The keys of every vector, each with the part that holds it, in key order.
+    let mut keys: Vec<(u64, &usearch::Index)> = Vec::with_capacity(parts[0].size() + parts[1].size());
+    for ordinal in 0..ordinals {
+        // A record's passages are numbered from 0 without gaps.
+        for passage in 0..=0xff {
+            let key = key(ordinal, passage);
+            let Some(part) = parts.into_iter().find(|p| p.contains(key)) else { break };
+            keys.push((key, part));
+        }
+    }
+    let merged = usearch::Index::new(&options(dim)).map_err(us)?;
+    merged.reserve_capacity_and_threads(keys.len(), threads).map_err(us)?;
+    let share = keys.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = keys
+            .chunks(share)
+            .map(|chunk| {
+                let merged = &merged;
+                scope.spawn(move || -> Result<(), VectorError> {
+                    let mut buf = vec![0f32; dim];
+                    for (i, &(key, part)) in chunk.iter().enumerate() {
+                        if i % CANCEL_EVERY == 0 && cancel.load(Ordering::Relaxed) {
+                            return Err(VectorError::Usearch("the fold was cancelled".into()));
+                        }
+                        if part.get(key, &mut buf).map_err(us)? > 0 {
+                            merged.add(key, &buf).map_err(us)?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join().map_err(|_| VectorError::Usearch("a thread folding the vector index stopped".into()))?
+        })
+    })?;
+    Ok(merged)
 }
 
 impl Vectors {
@@ -89,6 +198,7 @@ impl Vectors {
             main: usearch::Index::new(&options(dim)).map_err(us)?,
             new: usearch::Index::new(&options(dim)).map_err(us)?,
             dim,
+            folding: None,
         })
     }
 
@@ -189,68 +299,133 @@ impl Vectors {
         Ok(done)
     }
 
-    /// Persist: the new part alone while it is small, else fold it into a rebuilt main index.
-    /// `ordinals` bounds the records' ordinals (usearch cannot list its keys), and a record's
-    /// passages are found by counting up from 0 to the first missing one: callers add a record's
-    /// passages in order, never a later one before an earlier one.
-    pub fn save(&mut self, ordinals: u64) -> Result<(), VectorError> {
+    /// How many vectors the main part and the new part hold.
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> (usize, usize) {
+        (self.main.size(), self.new.size())
+    }
+
+    /// Whether a fold built beside has finished building (the next save swaps it in).
+    #[cfg(test)]
+    pub(crate) fn fold_built(&self) -> bool {
+        self.folding.as_ref().is_some_and(|f| f.built.is_finished())
+    }
+
+    /// Whether a fold is building on a thread of its own ([`Fold::Beside`]).
+    pub fn folding(&self) -> bool {
+        self.folding.is_some()
+    }
+
+    /// Persist: the new part alone while it is small, else fold it into a rebuilt main index,
+    /// as `fold` says. A fold that finished building on its thread is swapped in first, whatever
+    /// `fold` says. `ordinals` bounds the records' ordinals (usearch cannot list its keys), and
+    /// a record's passages are found by counting up from 0 to the first missing one: callers add
+    /// a record's passages in order, never a later one before an earlier one.
+    ///
+    /// The caller holds the caches' lock, and the files are this index's own (a session whose
+    /// caches another process wrote since lets them go, and with them a fold in progress): so
+    /// the main file a fold began from is still the one on disk when it is swapped in.
+    pub fn save(&mut self, ordinals: u64, fold: Fold) -> Result<(), VectorError> {
+        let mut fold = fold;
+        if let Some(f) = self.folding.take_if(|f| f.built.is_finished()) {
+            match f.built.join() {
+                Ok(Ok(built)) => return self.swap_in(built, ordinals),
+                // A fold that failed on its thread is done here, where its error is the save's.
+                _ => fold = Fold::Now,
+            }
+        }
         let (main_path, new_path) = (Self::main_path(&self.dir), Self::new_path(&self.dir));
-        let write = |index: &usearch::Index, path: &Path| -> Result<(), VectorError> {
-            let tmp = path.with_extension("tmp");
-            index.save(&tmp.to_string_lossy()).map_err(us)?;
-            std::fs::rename(&tmp, path).map_err(us)
-        };
         if self.new.size() == 0 {
             return Ok(());
         }
+        let due = self.new.size() > (self.main.size() / 8).max(1024);
         if self.main.size() == 0 {
             // First build: the new part becomes the main index as it is.
             write(&self.new, &main_path)?;
-        } else if self.new.size() > (self.main.size() / 8).max(1024) {
-            // The keys of every vector, each with the part that holds it, in key order.
-            let mut keys: Vec<(u64, &usearch::Index)> = Vec::with_capacity(self.len());
-            for ordinal in 0..ordinals {
-                // A record's passages are numbered from 0 without gaps.
-                for passage in 0..=0xff {
-                    let key = key(ordinal, passage);
-                    let Some(part) = [&self.main, &self.new].into_iter().find(|p| p.contains(key)) else { break };
-                    keys.push((key, part));
-                }
+        } else if due && fold == Fold::Now {
+            if let Some(f) = self.folding.take() {
+                f.cancel.store(true, Ordering::Relaxed);
+                let _ = f.built.join();
             }
-            // Building the graph is the whole cost of a fold (2.6 to 3.9 s for 13k vectors on
-            // one core), inside a catch-up that any call arriving meanwhile waits for: usearch
-            // inserts from several threads at once, each in a context of its own.
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, FOLD_THREADS);
-            let merged = usearch::Index::new(&options(self.dim)).map_err(us)?;
-            merged.reserve_capacity_and_threads(self.len(), threads).map_err(us)?;
-            let dim = self.dim;
-            let share = keys.len().div_ceil(threads).max(1);
-            std::thread::scope(|scope| {
-                let workers: Vec<_> = keys
-                    .chunks(share)
-                    .map(|chunk| {
-                        let merged = &merged;
-                        scope.spawn(move || -> Result<(), VectorError> {
-                            let mut buf = vec![0f32; dim];
-                            for &(key, part) in chunk {
-                                if part.get(key, &mut buf).map_err(us)? > 0 {
-                                    merged.add(key, &buf).map_err(us)?;
-                                }
-                            }
-                            Ok(())
-                        })
-                    })
-                    .collect();
-                workers.into_iter().try_for_each(|w| {
-                    w.join().map_err(|_| VectorError::Usearch("a thread folding the vector index stopped".into()))?
-                })
-            })?;
+            let merged = rebuilt([&self.main, &self.new], ordinals, self.dim, threads, &AtomicBool::new(false))?;
             write(&merged, &main_path)?;
         } else {
+            if due && fold == Fold::Beside && self.folding.is_none() {
+                self.fold_beside(ordinals)?;
+            }
             return write(&self.new, &new_path);
         }
         // The new part is now in the main file: start a fresh new part, and map the main file.
         let _ = std::fs::remove_file(&new_path);
+        *self = Vectors::open(&self.dir, self.dim)?;
+        Ok(())
+    }
+
+    /// Start building the folded main index on a thread of its own, from a copy of the new part
+    /// (which the caller goes on adding to) and a second mapping of the main file (which nobody
+    /// changes until the fold is swapped in). The thread leaves a core to the caller's requests
+    /// and runs at a lower priority than they do: nobody waits for it.
+    fn fold_beside(&mut self, ordinals: u64) -> Result<(), VectorError> {
+        let main = usearch::Index::new(&options(self.dim)).map_err(us)?;
+        main.view(&Self::main_path(&self.dir).to_string_lossy()).map_err(us)?;
+        let new = usearch::Index::new(&options(self.dim)).map_err(us)?;
+        let mut bytes = vec![0u8; self.new.serialized_length()];
+        self.new.save_to_buffer(&mut bytes).map_err(us)?;
+        new.load_from_buffer(&bytes).map_err(us)?;
+        drop(bytes);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&cancel);
+        let dim = self.dim;
+        let threads =
+            std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, FOLD_THREADS);
+        let built = std::thread::Builder::new()
+            .name("git-neo-fold".into())
+            .spawn(move || {
+                lower_priority();
+                rebuilt([&main, &new], ordinals, dim, threads, &stop)
+            })
+            .map_err(us)?;
+        self.folding = Some(Folding { built, cancel });
+        Ok(())
+    }
+
+    /// Swap a fold built beside in: what the new part took in since the fold began (the records
+    /// of later writes) becomes the next new part, the built index the main file.
+    fn swap_in(&mut self, built: usearch::Index, ordinals: u64) -> Result<(), VectorError> {
+        let later = usearch::Index::new(&options(self.dim)).map_err(us)?;
+        let mut carried = Vec::new();
+        for ordinal in 0..ordinals {
+            for passage in 0..=0xff {
+                let key = key(ordinal, passage);
+                if built.contains(key) {
+                    continue;
+                }
+                if !self.new.contains(key) {
+                    break;
+                }
+                carried.push(key);
+            }
+        }
+        later.reserve(carried.len()).map_err(us)?;
+        let mut buf = vec![0f32; self.dim];
+        for key in carried {
+            if self.new.get(key, &mut buf).map_err(us)? > 0 {
+                later.add(key, &buf).map_err(us)?;
+            }
+        }
+        let (main_path, new_path) = (Self::main_path(&self.dir), Self::new_path(&self.dir));
+        // The later part first: until the main file is replaced, the new part on disk still
+        // holds everything the old main file lacks.
+        if later.size() > 0 {
+            let tmp = new_path.with_extension("later");
+            later.save(&tmp.to_string_lossy()).map_err(us)?;
+            write(&built, &main_path)?;
+            std::fs::rename(&tmp, &new_path).map_err(us)?;
+        } else {
+            write(&built, &main_path)?;
+            let _ = std::fs::remove_file(&new_path);
+        }
         *self = Vectors::open(&self.dir, self.dim)?;
         Ok(())
     }
@@ -337,13 +512,13 @@ mod tests {
         let mut e = HashEmbedder::new(64);
         let mut v = Vectors::create(dir.path(), 64).expect("create");
         v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
-        v.save(10).expect("save");
+        v.save(10, Fold::Now).expect("save");
         assert!(dir.path().join("vectors.usearch").exists() && !dir.path().join("vectors-new.usearch").exists());
 
         // A small addition lands in the new part only.
         let mut v = Vectors::open(dir.path(), 64).expect("open");
         v.add_texts(&texts(10..11), &mut e, &mut |_, _| {}).expect("add");
-        v.save(11).expect("save");
+        v.save(11, Fold::Now).expect("save");
         assert!(dir.path().join("vectors-new.usearch").exists());
         let v = Vectors::open(dir.path(), 64).expect("open");
         assert_eq!(v.len(), 11);
@@ -353,7 +528,7 @@ mod tests {
         // A large addition folds everything into the main index.
         let mut v = Vectors::open(dir.path(), 64).expect("open");
         v.add_texts(&texts(11..1100), &mut e, &mut |_, _| {}).expect("add");
-        v.save(1100).expect("save");
+        v.save(1100, Fold::Now).expect("save");
         assert!(!dir.path().join("vectors-new.usearch").exists(), "folded");
         let v = Vectors::open(dir.path(), 64).expect("open");
         assert_eq!(v.len(), 1100);
@@ -363,6 +538,74 @@ mod tests {
             // The graph, built on several threads, finds them as well.
             assert_eq!(v.search(&q, 1).expect("search")[0].0, key(k, 0));
         }
+    }
+
+    fn finds(v: &Vectors, e: &mut HashEmbedder, k: u64) -> bool {
+        let q = e.embed(&[format!("record number {k} about topic {}", k % 17)]).expect("embed").remove(0);
+        v.exact_search(&q, 1).expect("exact")[0].0 == key(k, 0) && v.search(&q, 1).expect("graph")[0].0 == key(k, 0)
+    }
+
+    #[test]
+    fn a_fold_beside_builds_while_the_part_grows_then_swaps_in_what_came_later() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut e = HashEmbedder::new(64);
+        let mut v = Vectors::create(dir.path(), 64).expect("create");
+        v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
+        v.save(10, Fold::Now).expect("save");
+
+        // The save that finds the new part too large starts the fold and writes the part as it is.
+        v.add_texts(&texts(10..1100), &mut e, &mut |_, _| {}).expect("add");
+        v.save(1100, Fold::Beside).expect("save");
+        assert!(v.folding(), "the fold runs beside");
+        assert_eq!(Vectors::open(dir.path(), 64).expect("open").new.size(), 1090, "the files hold the unfolded parts");
+        // Records keep arriving, and are found, while it builds.
+        v.add_texts(&texts(1100..1130), &mut e, &mut |_, _| {}).expect("add");
+        v.save(1130, Fold::Beside).expect("save");
+        assert!(finds(&v, &mut e, 1120) && finds(&v, &mut e, 5));
+        let waited = std::time::Instant::now();
+        while !v.fold_built() {
+            assert!(waited.elapsed() < std::time::Duration::from_secs(60), "the fold never finished");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        v.add_texts(&texts(1130..1140), &mut e, &mut |_, _| {}).expect("add");
+        // The next save swaps it in: the main part holds what the fold began with, the new part
+        // what came after.
+        v.save(1140, Fold::Beside).expect("save");
+        assert!(!v.folding());
+        assert_eq!((v.main.size(), v.new.size()), (1100, 40));
+        let v = Vectors::open(dir.path(), 64).expect("open");
+        assert_eq!((v.main.size(), v.new.size()), (1100, 40), "as written");
+        for k in [0, 9, 10, 600, 1099, 1100, 1129, 1139] {
+            assert!(finds(&v, &mut e, k), "record {k} is found after the swap");
+        }
+    }
+
+    #[test]
+    fn a_fold_beside_is_let_go_with_its_index() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut e = HashEmbedder::new(64);
+        let mut v = Vectors::create(dir.path(), 64).expect("create");
+        v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
+        v.save(10, Fold::Now).expect("save");
+        v.add_texts(&texts(10..3000), &mut e, &mut |_, _| {}).expect("add");
+        v.save(3000, Fold::Beside).expect("save");
+        assert!(v.folding());
+        // Let go at once: the thread stops, nothing is swapped in, the files stand as saved.
+        drop(v);
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["vectors-new.usearch", "vectors.usearch"]);
+        let mut v = Vectors::open(dir.path(), 64).expect("open");
+        assert_eq!((v.main.size(), v.new.size()), (10, 2990));
+        // A session letting its caches go leaves the fold to the next save; a one-shot save folds.
+        v.save(3000, Fold::Later).expect("save");
+        assert_eq!(v.main.size(), 10);
+        v.save(3000, Fold::Now).expect("save");
+        assert_eq!((v.main.size(), v.new.size()), (3000, 0));
+        assert!(finds(&v, &mut e, 2999));
     }
 
     #[test]
