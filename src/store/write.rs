@@ -531,9 +531,9 @@ impl Store {
             let args = ["-c", detach, "gc", "--auto", "--quiet"];
             let _ = match self.maintenance {
                 super::Maintenance::Inline => self.run_git(&args),
-                // The repack shares the cores with the requests that go on meanwhile: with
-                // git's own priority it slowed a call that met it to 219 ms where the median is
-                // 12 (a warm MCP session at 10k facts, 1,500 writes).
+                // The repack shares the cores with the requests that go on meanwhile: at git's
+                // own priority, a call that met it (and a fold beside) took 219 ms, where the
+                // same call takes 87 to 124 ms alone (a warm MCP session at 10k facts).
                 super::Maintenance::Detached => self.run_git_at(&args, BACKGROUND_NICE),
             };
         }
