@@ -463,3 +463,87 @@ fn the_server_catches_up_after_a_write_between_commands_and_saves_on_stopping() 
     let r = json(&String::from_utf8_lossy(&recalled.stdout));
     assert_eq!(r["facts"][0]["subject"], "Timeouts are five seconds per call", "{r}");
 }
+
+/// A repository whose next write crosses git's `gc --auto` threshold (1,500 loose objects that a
+/// branch reaches; `gc.auto` lowered to 512, as git allows), with a `pre-auto-gc` hook (git runs
+/// it from the gc process) that saves that process's stat line.
+fn past_the_gc_threshold(sb: &Sandbox, name: &str) -> std::path::PathBuf {
+    let repo = sb.repo(name);
+    let bulk = repo.join("bulk");
+    std::fs::create_dir_all(&bulk).expect("bulk");
+    for i in 0..1_500 {
+        std::fs::write(bulk.join(i.to_string()), format!("object {i}\n")).expect("a blob's file");
+    }
+    sb.git(&repo, &["add", "bulk"]);
+    sb.git(&repo, &["commit", "-qm", "bulk"]);
+    sb.git(&repo, &["config", "gc.auto", "512"]);
+    let hooks = sb.path(&format!("{name}-hooks"));
+    std::fs::create_dir_all(&hooks).expect("hooks");
+    let hook = hooks.join("pre-auto-gc");
+    std::fs::write(&hook, "#!/bin/sh\ncat /proc/$$/stat > \"$GIT_DIR/gc-stat\"\n").expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    sb.git(&repo, &["config", "core.hooksPath", &hooks.to_string_lossy()]);
+    repo
+}
+
+/// The priority (nice value) a gc ran at in `repo`, once it ran and let go of its lock and of the
+/// loose objects it packed (so that no gc outlives the test).
+fn gc_nice(repo: &Path) -> i32 {
+    let git_dir = repo.join(".git");
+    let loose = || {
+        std::fs::read_dir(git_dir.join("objects"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|d| d.file_name().len() == 2)
+            .map(|d| std::fs::read_dir(d.path()).map_or(0, |f| f.count()))
+            .sum::<usize>()
+    };
+    let start = Instant::now();
+    while !git_dir.join("gc-stat").exists() || git_dir.join("gc.pid").exists() || loose() >= 1_500 {
+        assert!(start.elapsed() < Duration::from_secs(120), "no gc ran, or it never finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    nice_of(&std::fs::read_to_string(git_dir.join("gc-stat")).expect("the hook's stat line"))
+}
+
+/// A process's nice value: the 19th field of its stat line, the 17th after its name.
+fn nice_of(stat: &str) -> i32 {
+    let fields: Vec<&str> = stat.rsplit_once(") ").expect("a stat line").1.split(' ').collect();
+    fields[16].parse().expect("a nice value")
+}
+
+/// Every long-lived way in (the server, MCP) leaves a gc that a write sets off to git's own
+/// background process, below its own priority; a command in its own process runs it inline, at
+/// its own. Every write lands either way.
+#[test]
+fn a_write_past_the_gc_threshold_leaves_the_gc_to_git_below_every_long_lived_way_in() {
+    let sb = Sandbox::new();
+    let ours = nice_of(&std::fs::read_to_string("/proc/self/stat").expect("our stat"));
+    let add = ["add", "-t", "pattern", "-s", "Retry payment webhooks with backoff"];
+
+    let own = past_the_gc_threshold(&sb, "own");
+    assert!(neo(&sb, &own, false, &add).status.success());
+    assert_eq!(gc_nice(&own), ours, "a command in its own process waits for its gc");
+
+    let served = past_the_gc_threshold(&sb, "served");
+    let server = start(&sb, &served);
+    assert!(neo(&sb, &served, true, &add).status.success());
+    assert_eq!(status(&sb, &served)["commands"], 1, "the server ran the add");
+    assert!(gc_nice(&served) >= (ours + 10).min(19), "the server's gc ran at its own priority");
+    drop(server);
+
+    let mcp = past_the_gc_threshold(&sb, "mcp");
+    let mut client = crate::mcp::Client::spawn(sb.dir.path(), &mcp, &[("GIT_NEO_EMBEDDER", "hash")]);
+    let (failed, said) = client
+        .call("add_fact", serde_json::json!({"type": "pattern", "subject": "Retry payment webhooks with backoff"}));
+    assert!(!failed, "{said}");
+    assert!(gc_nice(&mcp) >= (ours + 10).min(19), "MCP's gc ran at its own priority");
+    drop(client);
+
+    for repo in [&own, &served, &mcp] {
+        let facts = json(&String::from_utf8_lossy(&neo(&sb, repo, false, &["list", "--json"]).stdout));
+        assert_eq!(facts.as_array().map(Vec::len), Some(1), "{facts}");
+        sb.git(repo, &["fsck", "--no-dangling"]);
+    }
+}
