@@ -288,6 +288,32 @@ impl Indexes {
         self.catch_up(state, (&tips, added), embedder, lexical, progress, &mut lock)
     }
 
+    /// Swap in a fold that finished building beside (a warm session calls this between
+    /// commands, once its answer is out): otherwise the built index waits for the next save of
+    /// the vectors, which a session that only recalls never makes. `Ok(false)` when there is
+    /// none, or when another process wrote the caches since (the session's next catch-up opens
+    /// them afresh and lets the fold go).
+    pub fn land_fold(&mut self) -> Result<bool, IndexError> {
+        if !self.vectors.as_ref().is_some_and(Vectors::fold_built) {
+            return Ok(false);
+        }
+        // A commit of the last catch-up still running behind holds the lock: let it land first.
+        self.lexical.settle().map_err(|e| cache_err(&self.dir, e))?;
+        let _lock = Self::lock(&self.dir)?;
+        let on_disk: Option<Stamp> =
+            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        if on_disk.as_ref() != Some(&self.stamp) {
+            return Ok(false);
+        }
+        let ordinals = self.ids.len() as u64;
+        if let Some(v) = self.vectors.as_mut() {
+            // The swap writes both parts: what was held back is on disk too.
+            v.save(ordinals, Fold::Beside).map_err(|e| cache_err(&self.dir, e))?;
+            self.unsaved_vectors = 0;
+        }
+        Ok(true)
+    }
+
     /// Whether the caches in `dir` hold vectors (of some model, in this cache format): without
     /// them the first semantic open embeds every record.
     pub fn has_vectors(dir: &Path) -> bool {

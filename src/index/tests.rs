@@ -365,8 +365,8 @@ fn wait_for_fold(warm: &Indexes) {
 
 /// A warm session's catch-up that makes the new part too large folds it beside: the catch-up
 /// returns at once, the caches on disk stay complete (another process finds nothing to do),
-/// every record is found meanwhile, and the folded index lands when the session saves again
-/// or lets its caches go.
+/// every record is found meanwhile, and the folded index lands between commands
+/// ([`Indexes::land_fold`]).
 #[test]
 fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -383,9 +383,15 @@ fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
     assert_eq!(other.vectors.as_ref().map(Vectors::parts), Some((20, 1_180)), "the parts as they were");
     drop(other);
     wait_for_fold(&warm);
-    // More than a warm session holds back: this catch-up saves the vectors, and swaps the fold in.
-    catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);
+    // Between commands the session lands it: the main part is the built index.
+    assert!(warm.land_fold().expect("land the fold"));
     assert!(!warm.vectors.as_ref().is_some_and(Vectors::folding));
+    assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 0)));
+    let (other, r) = reopened(&dir, &mut embedder, 1_200);
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(other.vectors.as_ref().map(Vectors::parts), Some((1_200, 0)), "as written");
+    drop(other);
+    catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);
     assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
     drop(warm);
     let (idx, r) = reopened(&dir, &mut embedder, 1_240);
@@ -413,6 +419,7 @@ fn a_fold_beside_never_lands_over_another_processs_caches() {
     drop(other);
     let written = std::fs::read(dir.join("vectors.usearch")).expect("the other's vectors");
     wait_for_fold(&warm);
+    assert!(!warm.land_fold().expect("land"), "never over the other's caches");
     let state = crate::state::fold((0..1_210).map(fact));
     let r = warm.refresh(&state, &["t1210".into()], &|_| None, Some(&mut embedder), true, &mut |_, _| {});
     assert!(matches!(r, Ok(None)), "the session must open the caches afresh: {r:?}");
@@ -421,4 +428,24 @@ fn a_fold_beside_never_lands_over_another_processs_caches() {
     let (idx, r) = reopened(&dir, &mut embedder, 1_210);
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");
     assert_eq!(idx.vectors.as_ref().map(Vectors::parts), Some((1_210, 0)));
+}
+
+/// A fold built beside also lands with the next save of the vectors, the records that arrived
+/// meanwhile carried into the next new part.
+#[test]
+fn a_fold_beside_lands_with_the_next_save_of_the_vectors() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    catch_up_many(&mut warm, &mut embedder, 20, 1_200);
+    wait_for_fold(&warm);
+    // More than a warm session holds back: this catch-up saves the vectors, and swaps the fold in.
+    catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);
+    assert!(!warm.vectors.as_ref().is_some_and(Vectors::folding));
+    assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
+    drop(warm);
+    let (idx, r) = reopened(&dir, &mut embedder, 1_240);
+    assert!(matches!(r, Refresh::UpToDate), "{r:?}");
+    assert_eq!(idx.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
 }

@@ -306,8 +306,7 @@ impl Vectors {
     }
 
     /// Whether a fold built beside has finished building (the next save swaps it in).
-    #[cfg(test)]
-    pub(crate) fn fold_built(&self) -> bool {
+    pub fn fold_built(&self) -> bool {
         self.folding.as_ref().is_some_and(|f| f.built.is_finished())
     }
 

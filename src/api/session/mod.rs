@@ -410,9 +410,10 @@ impl Session {
 
     /// Catch the open recall indexes of the memory this session writes to up to that memory
     /// (after a write), so that the next recall does not wait for it, and build what its next
-    /// write reads ([`crate::state::State::prepare_same_thing`]): what a long-lived front end
-    /// does between requests. Whether the indexes had anything to do. A failure is left for the
-    /// next recall to meet and report.
+    /// write reads ([`crate::state::State::prepare_same_thing`]), and swap in a vector index that
+    /// finished folding beside the requests ([`crate::index::Indexes::land_fold`]): what a
+    /// long-lived front end does between requests. Whether the indexes had anything to catch up.
+    /// A failure is left for the next recall to meet and report.
     pub fn settle(&mut self) -> bool {
         let scope = self.target();
         let Some(part) = self.parts.get_mut(&scope) else { return false };
@@ -420,11 +421,15 @@ impl Session {
             memory.state().prepare_same_thing();
         }
         let (Some(memory), Some((_, at))) = (part.memory.as_ref(), part.indexes.as_ref()) else { return false };
-        if *at == memory.tip_ids() {
-            return false;
+        let caught_up = *at != memory.tip_ids();
+        if caught_up {
+            let _ = self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, true);
         }
-        let _ = self.warm.refresh_indexes(&mut part.indexes, memory, &self.opts.embedder, true);
-        true
+        // A vector index folded beside the requests is swapped in as soon as it is built.
+        if let Some((indexes, _)) = part.indexes.as_mut() {
+            let _ = indexes.land_fold();
+        }
+        caught_up
     }
 
     /// How many records this session holds in memory, over every scope it has read (what a
