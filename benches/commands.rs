@@ -423,16 +423,17 @@ fn mcp(exe: &Path, repo: &Path, run: &Path, next: &mut usize, rounds: usize) -> 
     (median(add), median(replacing), median(recall))
 }
 
-/// `-- --writes N`: N `add_fact` calls in a row through one warm `git neo mcp` on a memory of
-/// 10k facts, each binary on a copy of its own: the median, the 99th percentile, and the five
-/// slowest calls (which call, how long). About 1,400 one-fact writes cross git's `gc --auto` threshold, and
-/// about 1,400 new vectors (an eighth of the main index) fold the vector index's new part into
-/// a rebuilt main one: what an agent that writes a lot meets now and then, not at the median.
-fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize) {
-    let original = fresh_memory_of(root, "writes", 10_000, true);
+/// `-- --writes N [--size S]`: N `add_fact` calls in a row through one warm `git neo mcp` on a
+/// memory of S facts (10k unless given), each binary on a copy of its own: the median, the 99th
+/// percentile, and the five slowest calls (which call, how long). About 1,400 one-fact writes
+/// cross git's `gc --auto` threshold, and new vectors past an eighth of the main index (about
+/// 1,400 at 10k, 12,500 at 100k) fold the vector index's new part into a rebuilt main one: what
+/// an agent that writes a lot meets now and then, not at the median.
+fn writes(binaries: &[(&str, PathBuf)], root: &Path, run: &Path, calls: usize, size: usize) {
+    let original = fresh_memory_of(root, "writes", size, true);
     git(&original, &["repack", "-adq"], None);
     git(&original, &["prune-packed"], None);
-    println!("\n| binary | `add_fact` calls in a row, 10k facts | p50 | p99 | slowest | the five slowest (call: ms) |\n|---|---|---|---|---|---|");
+    println!("\n| binary | `add_fact` calls in a row, {size} facts | p50 | p99 | slowest | the five slowest (call: ms) |\n|---|---|---|---|---|---|");
     for (name, exe) in binaries {
         let repo = root.join(format!("writes-{name}"));
         copy_memory(root, &original, &repo);
@@ -569,7 +570,7 @@ fn main() {
         if let Some(b) = &baseline {
             binaries.insert(0, ("baseline", b.clone()));
         }
-        writes(&binaries, tmp.path(), &run, calls.max(1));
+        writes(&binaries, tmp.path(), &run, calls.max(1), one.unwrap_or(10_000));
         return;
     }
     if args.iter().any(|a| a == "--fleet") {
