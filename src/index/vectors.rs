@@ -6,7 +6,7 @@
 //! the new part outgrows max(1024, main / 8) it is folded into a rebuilt main index (its graph
 //! built on several threads), so one new record never rewrites the whole index. A long-lived
 //! session builds that index on a thread of its own while it goes on answering, and swaps it in
-//! at a later save ([`Fold::Beside`]); a process that may not live long folds in place.
+//! once it is built ([`Fold::Beside`]); a process that may not live long folds in place.
 
 use crate::embed::{EmbedError, Embedder};
 use std::path::{Path, PathBuf};
@@ -75,9 +75,10 @@ pub enum Fold {
     /// Here and now: the caller may not live long enough for anything else (a command in its
     /// own process, a first open).
     Now,
-    /// On a thread of its own while the caller goes on; a later save swaps the new main index in
-    /// (a warm session: building the graph took 1.2 to 2 s at 10k vectors, and every call that
-    /// arrived meanwhile waited for it).
+    /// On a thread of its own while the caller goes on; once built, the next save swaps the new
+    /// main index in (a warm session, which also asks between commands through
+    /// `Indexes::land_fold`: building the graph took 0.6 to 2 s at 10k vectors, and every call
+    /// that arrived meanwhile waited for it).
     Beside,
     /// Not in this save: the new part is written as it is and the next save folds (a session
     /// letting its caches go).
