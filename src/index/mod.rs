@@ -148,7 +148,7 @@ impl Drop for Indexes {
     /// then its files stand.
     fn drop(&mut self) {
         // A fold built beside that finished is swapped in rather than thrown away.
-        let vectors = self.vectors.as_ref().is_some_and(|v| self.unsaved_vectors > 0 || v.folding());
+        let vectors = self.vectors.as_ref().is_some_and(|v| self.unsaved_vectors > 0 || v.fold_built());
         if !vectors && self.lexical.held() == 0 {
             return;
         }
@@ -159,8 +159,7 @@ impl Drop for Indexes {
         if lock.try_lock().is_err() {
             return;
         }
-        let on_disk: Option<Stamp> =
-            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let on_disk = self.stamp_on_disk();
         if on_disk.as_ref() == Some(&self.stamp) {
             let ordinals = self.ids.len() as u64;
             if let Some(v) = self.vectors.as_mut().filter(|_| vectors) {
@@ -272,8 +271,7 @@ impl Indexes {
         // A commit of the last catch-up still running behind holds the lock: let it land first.
         self.lexical.settle().map_err(|e| cache_err(&self.dir, e))?;
         let mut lock = Some(Self::lock(&self.dir)?);
-        let on_disk: Option<Stamp> =
-            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let on_disk = self.stamp_on_disk();
         if on_disk.as_ref() != Some(&self.stamp) || (embedder.is_some() && self.vectors.is_none()) {
             return Ok(None);
         }
@@ -300,8 +298,7 @@ impl Indexes {
         // A commit of the last catch-up still running behind holds the lock: let it land first.
         self.lexical.settle().map_err(|e| cache_err(&self.dir, e))?;
         let _lock = Self::lock(&self.dir)?;
-        let on_disk: Option<Stamp> =
-            std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let on_disk = self.stamp_on_disk();
         if on_disk.as_ref() != Some(&self.stamp) {
             return Ok(false);
         }
@@ -321,6 +318,12 @@ impl Indexes {
             .ok()
             .and_then(|b| serde_json::from_slice::<Stamp>(&b).ok())
             .is_some_and(|s| s.format == CACHE_FORMAT && s.model.is_some())
+    }
+
+    /// The stamp the caches' files carry now (another process may have written them since this
+    /// one read it).
+    fn stamp_on_disk(&self) -> Option<Stamp> {
+        std::fs::read(Self::stamp_path(&self.dir)).ok().and_then(|b| serde_json::from_slice(&b).ok())
     }
 
     fn stamp_path(dir: &Path) -> PathBuf {

@@ -354,6 +354,18 @@ fn reopened(dir: &std::path::Path, embedder: &mut HashEmbedder, to: usize) -> (I
     Indexes::open(dir, &state, &[format!("t{to}")], &|_| None, Some(embedder), true, &mut |_, _| {}).expect("open")
 }
 
+/// Caches in a new `tmp/index` warm at twenty records, whose catch-up of 1,180 more started a
+/// fold beside.
+fn folding_at_1200(tmp: &tempfile::TempDir) -> (std::path::PathBuf, HashEmbedder, Indexes) {
+    let dir = tmp.path().join("index");
+    let mut embedder = HashEmbedder::new(32);
+    let mut warm = open_at_twenty(&dir, &mut embedder);
+    let r = catch_up_many(&mut warm, &mut embedder, 20, 1_200);
+    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1_180, embedded: 1_180 })), "{r:?}");
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::folding), "folding beside");
+    (dir, embedder, warm)
+}
+
 fn wait_for_fold(warm: &Indexes) {
     let waited = std::time::Instant::now();
     while warm.vectors.as_ref().is_some_and(|v| v.folding()) && !warm.vectors.as_ref().is_some_and(Vectors::fold_built)
@@ -370,12 +382,7 @@ fn wait_for_fold(warm: &Indexes) {
 #[test]
 fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("index");
-    let mut embedder = HashEmbedder::new(32);
-    let mut warm = open_at_twenty(&dir, &mut embedder);
-    let r = catch_up_many(&mut warm, &mut embedder, 20, 1_200);
-    assert!(matches!(r, Some(Refresh::CaughtUp { added: 1_180, embedded: 1_180 })), "{r:?}");
-    assert!(warm.vectors.as_ref().is_some_and(Vectors::folding), "folding beside");
+    let (dir, mut embedder, mut warm) = folding_at_1200(&tmp);
     let q = embedder.embed(&crate::index::vector_texts(&fact(1_150).1)[..1]).expect("embed").remove(0);
     assert_eq!(warm.search_vectors(&q, 1).expect("search")[0].0, fact(1_150).0);
     let (other, r) = reopened(&dir, &mut embedder, 1_200);
@@ -408,11 +415,7 @@ fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
 #[test]
 fn a_fold_beside_never_lands_over_another_processs_caches() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("index");
-    let mut embedder = HashEmbedder::new(32);
-    let mut warm = open_at_twenty(&dir, &mut embedder);
-    catch_up_many(&mut warm, &mut embedder, 20, 1_200);
-    assert!(warm.vectors.as_ref().is_some_and(Vectors::folding));
+    let (dir, mut embedder, mut warm) = folding_at_1200(&tmp);
     // Another process writes ten records and catches the caches up to them (folding in place).
     let (other, r) = reopened(&dir, &mut embedder, 1_210);
     assert!(matches!(r, Refresh::CaughtUp { added: 10, embedded: 10 }), "{r:?}");
@@ -435,10 +438,7 @@ fn a_fold_beside_never_lands_over_another_processs_caches() {
 #[test]
 fn a_fold_beside_lands_with_the_next_save_of_the_vectors() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("index");
-    let mut embedder = HashEmbedder::new(32);
-    let mut warm = open_at_twenty(&dir, &mut embedder);
-    catch_up_many(&mut warm, &mut embedder, 20, 1_200);
+    let (dir, mut embedder, mut warm) = folding_at_1200(&tmp);
     wait_for_fold(&warm);
     // More than a warm session holds back: this catch-up saves the vectors, and swaps the fold in.
     catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);

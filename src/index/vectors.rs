@@ -123,10 +123,7 @@ pub struct Vectors {
 
 impl Drop for Vectors {
     fn drop(&mut self) {
-        if let Some(f) = self.folding.take() {
-            f.cancel.store(true, Ordering::Relaxed);
-            let _ = f.built.join();
-        }
+        self.cancel_fold();
     }
 }
 
@@ -343,10 +340,7 @@ impl Vectors {
             // First build: the new part becomes the main index as it is.
             write(&self.new, &main_path)?;
         } else if due && fold == Fold::Now {
-            if let Some(f) = self.folding.take() {
-                f.cancel.store(true, Ordering::Relaxed);
-                let _ = f.built.join();
-            }
+            self.cancel_fold();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, FOLD_THREADS);
             let merged = rebuilt([&self.main, &self.new], ordinals, self.dim, threads, &AtomicBool::new(false))?;
             write(&merged, &main_path)?;
@@ -360,6 +354,14 @@ impl Vectors {
         let _ = std::fs::remove_file(&new_path);
         *self = Vectors::open(&self.dir, self.dim)?;
         Ok(())
+    }
+
+    /// Stop a fold building beside, if any, and wait for its thread.
+    fn cancel_fold(&mut self) {
+        if let Some(f) = self.folding.take() {
+            f.cancel.store(true, Ordering::Relaxed);
+            let _ = f.built.join();
+        }
     }
 
     /// Start building the folded main index on a thread of its own, from a copy of the new part
@@ -545,18 +547,24 @@ mod tests {
         v.exact_search(&q, 1).expect("exact")[0].0 == key(k, 0) && v.search(&q, 1).expect("graph")[0].0 == key(k, 0)
     }
 
+    /// An index in `dir` of 10 records in its main part and `10..n` in its new part, whose save
+    /// (the new part too large) started a fold beside.
+    fn folding_beside(dir: &Path, e: &mut HashEmbedder, n: u64) -> Vectors {
+        let mut v = Vectors::create(dir, 64).expect("create");
+        v.add_texts(&texts(0..10), e, &mut |_, _| {}).expect("add");
+        v.save(10, Fold::Now).expect("save");
+        v.add_texts(&texts(10..n), e, &mut |_, _| {}).expect("add");
+        v.save(n, Fold::Beside).expect("save");
+        assert!(v.folding(), "the fold runs beside");
+        v
+    }
+
     #[test]
     fn a_fold_beside_builds_while_the_part_grows_then_swaps_in_what_came_later() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut e = HashEmbedder::new(64);
-        let mut v = Vectors::create(dir.path(), 64).expect("create");
-        v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
-        v.save(10, Fold::Now).expect("save");
-
         // The save that finds the new part too large starts the fold and writes the part as it is.
-        v.add_texts(&texts(10..1100), &mut e, &mut |_, _| {}).expect("add");
-        v.save(1100, Fold::Beside).expect("save");
-        assert!(v.folding(), "the fold runs beside");
+        let mut v = folding_beside(dir.path(), &mut e, 1100);
         assert_eq!(Vectors::open(dir.path(), 64).expect("open").new.size(), 1090, "the files hold the unfolded parts");
         // Records keep arriving, and are found, while it builds.
         v.add_texts(&texts(1100..1130), &mut e, &mut |_, _| {}).expect("add");
@@ -584,12 +592,7 @@ mod tests {
     fn a_fold_beside_is_let_go_with_its_index() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut e = HashEmbedder::new(64);
-        let mut v = Vectors::create(dir.path(), 64).expect("create");
-        v.add_texts(&texts(0..10), &mut e, &mut |_, _| {}).expect("add");
-        v.save(10, Fold::Now).expect("save");
-        v.add_texts(&texts(10..3000), &mut e, &mut |_, _| {}).expect("add");
-        v.save(3000, Fold::Beside).expect("save");
-        assert!(v.folding());
+        let v = folding_beside(dir.path(), &mut e, 3000);
         // Let go at once: the thread stops, nothing is swapped in, the files stand as saved.
         drop(v);
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
