@@ -11,11 +11,13 @@
 //! - `raw-256`: raw fastembed at git-neo's settings (256-token window, same threads, no spinning),
 //!   unsorted batches of 64: the baseline the pipeline is held to;
 //! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
-//! - `no-arena`: the same without ONNX Runtime's memory arena, as the background server runs it;
+//! - `no-arena`: the same without ONNX Runtime's memory arena and spinning within a call, as the
+//!   background server and `git neo mcp` run it;
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
 //!
 //! `-- --queries`: one short text per call, as recall embeds its query, p50 latency per
-//! configuration (intra-op threads, spin-waiting, arena): what a warm recall pays the model.
+//! configuration (intra-op threads, spin-waiting, arena): what a warm recall pays the model
+//! (`--busy N`: with N other threads spinning beside).
 
 // Tests and benches print, read the environment and run processes freely (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
@@ -38,7 +40,7 @@ fn paths_for_load() -> git_neo::embed::ModelPaths {
 
 /// In the child: embed one set with one configuration; print `texts/s peak-MB`.
 fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
-    use git_neo::embed::{Embedder, FastEmbedder, ModelPaths, RunOptions};
+    use git_neo::embed::{Embedder, FastEmbedder, ModelPaths, RunOptions, Spin};
     let (short, long) = common::registry_corpus(n_short, n_long);
     let texts = if set == "short" { short } else { long };
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -56,8 +58,8 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
         .collect();
     let paths = ModelPaths::in_cache(&common::cache_root());
     let mut run = match config {
-        "before" => RunOptions { spin: true, window: 512, ..RunOptions::default() },
-        "no-arena" => RunOptions { arena: false, ..RunOptions::default() },
+        "before" => RunOptions { spin: Spin::Always, window: 512, ..RunOptions::default() },
+        "no-arena" => RunOptions { arena: false, spin: Spin::WithinCall, ..RunOptions::default() },
         _ => RunOptions::default(),
     };
     let args: Vec<String> = std::env::args().collect();
@@ -65,7 +67,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
         run.token_budget = b.parse().expect("--budget N");
     }
     if args.iter().any(|a| a == "--spin") {
-        run.spin = true;
+        run.spin = Spin::Always;
     }
     if texts.is_empty() || args.iter().any(|a| a == "--load-only") {
         let _e = FastEmbedder::load_with(&paths_for_load(), &run).expect("model");
@@ -120,33 +122,86 @@ fn whole_reindex(n: usize) -> (f64, f64) {
     (t.elapsed().as_secs_f64(), peak)
 }
 
-/// One short text per call (200 distinct queries), p50 and p90 in ms, per configuration.
-fn queries() {
-    use git_neo::embed::{Embedder, FastEmbedder, RunOptions};
+/// The CPU time this process has used so far, in ms.
+fn cpu_ms() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage writes a whole rusage into the pointer it is given.
+    let u = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
+        u.assume_init()
+    };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(u.ru_utime) + ms(u.ru_stime)
+}
+
+/// One short text per call (200 distinct queries), p50 and p90 in ms, per configuration, with
+/// `busy` other threads spinning beside, and a pause between calls as a client leaves one; the
+/// CPU each call cost (spinning included, measured over the whole run).
+fn queries(busy: usize) {
+    use git_neo::embed::{Embedder, FastEmbedder, RunOptions, Spin};
     let (short, _) = common::registry_corpus(220, 0);
     let queries: Vec<String> =
         short.iter().map(|t| t.split_whitespace().take(12).collect::<Vec<_>>().join(" ")).collect();
-    println!("\n| one query per call ({} queries) | p50 ms | p90 ms |\n|---|---|---|", queries.len() - 20);
-    let configs: [(&str, RunOptions); 4] = [
+    println!(
+        "\n| one query per call ({} queries, {busy} busy threads beside) | p50 ms | p90 ms | CPU ms per call |\n|---|---|---|---|",
+        queries.len() - 20
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinners: Vec<_> = (0..busy)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    let configs: [(&str, RunOptions); 5] = [
         ("default threads, arena", RunOptions::default()),
-        ("default threads, no arena (server)", RunOptions { arena: false, ..RunOptions::default() }),
+        ("default threads, no arena", RunOptions { arena: false, ..RunOptions::default() }),
         ("1 thread, no arena", RunOptions { threads: Some(1), arena: false, ..RunOptions::default() }),
-        ("default threads, spinning, no arena", RunOptions { spin: true, arena: false, ..RunOptions::default() }),
+        (
+            "default threads, spinning on after each call, no arena",
+            RunOptions { spin: Spin::Always, arena: false, ..RunOptions::default() },
+        ),
+        (
+            "default threads, spinning within a call, no arena (server)",
+            RunOptions { spin: Spin::WithinCall, arena: false, ..RunOptions::default() },
+        ),
     ];
     for (name, run) in configs {
         let mut e = FastEmbedder::load_with(&paths_for_load(), &run).expect("the model is installed");
+        let mut cpu = 0.0;
         let mut times: Vec<f64> = queries
             .iter()
             .enumerate()
             .filter_map(|(i, q)| {
+                let c = cpu_ms();
                 let t = Instant::now();
                 e.embed(std::slice::from_ref(q)).expect("embed");
+                let took = t.elapsed().as_secs_f64() * 1000.0;
+                // A client reads the answer before it asks again: whatever spins on meanwhile
+                // is counted with the call.
+                std::thread::sleep(std::time::Duration::from_millis(2));
                 // The first calls warm the runtime up.
-                (i >= 20).then(|| t.elapsed().as_secs_f64() * 1000.0)
+                (i >= 20).then(|| {
+                    cpu += cpu_ms() - c;
+                    took
+                })
             })
             .collect();
         times.sort_by(f64::total_cmp);
-        println!("| {name} | {:.2} | {:.2} |", times[times.len() / 2], times[times.len() * 9 / 10]);
+        let n = times.len() as f64;
+        // The busy threads' CPU is this process's too: only measured without them.
+        let per_call = if busy == 0 { format!("{:.2}", cpu / n) } else { "-".into() };
+        println!("| {name} | {:.2} | {:.2} | {per_call} |", times[times.len() / 2], times[times.len() * 9 / 10]);
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        let _ = s.join();
     }
 }
 
@@ -156,7 +211,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     if args.iter().any(|a| a == "--queries") {
-        queries();
+        let busy = args.iter().position(|a| a == "--busy").and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok());
+        queries(busy.unwrap_or(0));
         return;
     }
     let (n_short, n_long) = if quick { (300, 100) } else { (1_000, 400) };

@@ -33,10 +33,8 @@ pub const MAX_BATCH: usize = 256;
 pub struct RunOptions {
     /// Intra-op threads (default: the machine's cores).
     pub threads: Option<usize>,
-    /// Let ONNX Runtime's idle threads spin-wait between operators. Off by default: spinning
-    /// wins a little on an idle machine and loses most when the cores are shared (an editor, a
-    /// compiler, the agent itself).
-    pub spin: bool,
+    /// Whether ONNX Runtime's idle threads spin-wait for the next operator's work ([`Spin`]).
+    pub spin: Spin,
     /// Padded tokens per model call.
     pub token_budget: usize,
     /// The window texts are cut at (the bench sets fastembed's old default, 512, to compare).
@@ -52,8 +50,45 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { threads: None, spin: false, token_budget: TOKEN_BUDGET, window: MAX_TOKENS, arena: true }
+        RunOptions { threads: None, spin: Spin::Never, token_budget: TOKEN_BUDGET, window: MAX_TOKENS, arena: true }
     }
+}
+
+/// How ONNX Runtime's intra-op threads wait between the operators of one model call.
+///
+/// Measured in `cargo bench --bench embed -- --queries [--busy N]` (one short query per call, a
+/// pause between calls as a client leaves one, two cores): a sleeping thread is woken for every
+/// operator a call splits, 6.1 to 6.4 ms a query on a quiet machine; spinning within a call and
+/// stopping when it returns, 4.7 to 4.9 ms, with no more CPU per query (10.1 to 10.7 ms against
+/// 10.5 to 10.9: the wake-ups cost what the spinning does). With two other busy threads beside
+/// it was faster too (11.1 against 13.0 to 14.8 ms), with one it was slower (8.3 to 9.7 against
+/// 6.7 to 7.4 ms: one of the call's two threads waits, spinning, for the other to be scheduled).
+/// Spinning on after the call, ONNX Runtime's default, costs 2 to 3 ms of CPU per query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spin {
+    /// Sleep until woken: what a one-shot command uses (its one query is a few ms of the
+    /// hundreds the model's load costs it) and what bulk embedding needs no more than.
+    Never,
+    /// Spin between the operators of a call, stop as the call returns: the background server and
+    /// `git neo mcp`, where one short query per call is the work a user waits for.
+    WithinCall,
+    /// ONNX Runtime's default: spin on after a call too (the embed bench's `before`).
+    Always,
+}
+
+/// ONNX Runtime's session settings for `spin`.
+fn spin_config(spin: Spin) -> [(&'static str, &'static str); 3] {
+    let (allow, stop) = match spin {
+        Spin::Never => ("0", "0"),
+        Spin::WithinCall => ("1", "1"),
+        Spin::Always => ("1", "0"),
+    };
+    [
+        ("session.intra_op.allow_spinning", allow),
+        ("session.inter_op.allow_spinning", allow),
+        // The pool's threads stop spinning as soon as the last call returns.
+        ("session.force_spinning_stop", stop),
+    ]
 }
 
 /// all-MiniLM-L6-v2 (int8), mean pooling, 384 dimensions.
@@ -98,13 +133,13 @@ impl FastEmbedder {
         let model = fastembed::UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer_files)
             .with_pooling(fastembed::Pooling::Mean);
         let threads = run.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let spin = if run.spin { "1" } else { "0" };
-        let options = fastembed::InitOptionsUserDefined::default()
+        let mut options = fastembed::InitOptionsUserDefined::default()
             .with_environment(environment)
             .with_max_length(run.window)
-            .with_intra_threads(threads)
-            .with_session_config("session.intra_op.allow_spinning", spin)
-            .with_session_config("session.inter_op.allow_spinning", spin);
+            .with_intra_threads(threads);
+        for (key, value) in spin_config(run.spin) {
+            options = options.with_session_config(key, value);
+        }
         let options =
             options.with_execution_providers(vec![ort::ep::CPU::default().with_arena_allocator(run.arena).build()]);
         let model = fastembed::TextEmbedding::try_new_from_user_defined(model, options)
@@ -184,6 +219,24 @@ impl Embedder for FastEmbedder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spinning_within_a_call_stops_when_the_call_returns() {
+        let setting = |spin, key| spin_config(spin).into_iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+        for key in ["session.intra_op.allow_spinning", "session.inter_op.allow_spinning"] {
+            assert_eq!(setting(Spin::Never, key), Some("0"), "{key}");
+            assert_eq!(setting(Spin::WithinCall, key), Some("1"), "{key}");
+            assert_eq!(setting(Spin::Always, key), Some("1"), "{key}");
+        }
+        let stop = "session.force_spinning_stop";
+        assert_eq!(setting(Spin::WithinCall, stop), Some("1"));
+        assert_eq!(setting(Spin::Always, stop), Some("0"));
+        // The long-lived loader (the server's and `git neo mcp`'s) spins within a call only.
+        let long = RunOptions { arena: false, spin: Spin::WithinCall, ..RunOptions::default() };
+        assert_eq!(super::super::long_lived_options().spin, long.spin);
+        assert!(!super::super::long_lived_options().arena);
+        assert_eq!(RunOptions::default().spin, Spin::Never, "a one-shot command sleeps between operators");
+    }
 
     #[test]
     fn batches_are_sorted_bounded_by_the_budget_and_cover_every_text() {

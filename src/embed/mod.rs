@@ -13,7 +13,7 @@ mod pending;
 mod shared;
 
 pub use cache::TextCache;
-pub use fast::{FastEmbedder, RunOptions, MAX_TOKENS};
+pub use fast::{FastEmbedder, RunOptions, Spin, MAX_TOKENS};
 pub use hash::HashEmbedder;
 pub use memo::Memo;
 pub use pending::{Pending, Settled};
@@ -167,10 +167,16 @@ pub fn load(choice: &EmbedderChoice) -> Result<Box<dyn Embedder>, NoEmbedder> {
 }
 
 /// [`load`] for a process that lives long and embeds for many memories (the background server):
-/// without ONNX Runtime's arena, so a large catch-up's buffers are handed back ([`RunOptions::arena`]).
+/// without ONNX Runtime's arena, so a large catch-up's buffers are handed back ([`RunOptions::arena`]), its
+/// threads spinning within a call ([`Spin::WithinCall`]): one short query per call is what its users wait for.
 /// [`Settled`] tells, without waiting, when the load is over.
 pub fn load_long_lived(choice: &EmbedderChoice) -> Result<(Box<dyn Embedder>, Settled), NoEmbedder> {
-    load_with(choice, RunOptions { arena: false, ..RunOptions::default() })
+    load_with(choice, long_lived_options())
+}
+
+/// How [`load_long_lived`] runs the model.
+fn long_lived_options() -> RunOptions {
+    RunOptions { arena: false, spin: Spin::WithinCall, ..RunOptions::default() }
 }
 
 fn load_with(choice: &EmbedderChoice, run: RunOptions) -> Result<(Box<dyn Embedder>, Settled), NoEmbedder> {

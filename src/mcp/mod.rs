@@ -395,6 +395,8 @@ impl NeoServer {
         // Calls are answered one at a time: a repack inside `add_fact` would hold the caller and
         // every call queued behind it for seconds.
         session.set_maintenance(git_neo::api::Maintenance::Detached);
+        // One short query per call is what its client waits for (`embed::Spin::WithinCall`).
+        session.set_long_lived();
         let server = NeoServer { warm: Arc::new(Mutex::new(Kept { session, fetch_org })), live: Arc::default() };
         server.begin();
         server

@@ -118,6 +118,9 @@ struct Warm {
     library: Option<Library>,
     notices: Vec<Notice>,
     progress: Progress,
+    /// Load the model as a process that answers one request after another runs it
+    /// ([`embed::load_long_lived`]).
+    long_lived: bool,
 }
 
 fn write_context(identity: Option<&Identity>, now: Timestamp, store: &Store) -> Result<WriteContext> {
@@ -157,7 +160,9 @@ impl Warm {
     /// when there is none.
     fn ensure_embedder(&mut self, choice: &EmbedderChoice) {
         if self.embedder.is_none() && self.no_embedder.is_none() {
-            match embed::load(choice) {
+            let loaded =
+                if self.long_lived { embed::load_long_lived(choice).map(|(e, _)| e) } else { embed::load(choice) };
+            match loaded {
                 Ok(e) => self.embedder = Some(e),
                 Err(why) => self.no_embedder = Some(why),
             }
@@ -327,6 +332,7 @@ impl Session {
                 library: None,
                 notices: Vec::new(),
                 progress: Box::new(|_, _, _| {}),
+                long_lived: false,
             },
         }
     }
@@ -371,6 +377,14 @@ impl Session {
     /// long-lived front end that serves one request after another wants.
     pub fn set_maintenance(&mut self, maintenance: crate::store::Maintenance) {
         self.maintenance = maintenance;
+    }
+
+    /// Run the model, once this session loads it, as a process that answers one request after
+    /// another runs it ([`embed::load_long_lived`]: no arena that keeps the largest batch's
+    /// buffers, threads that spin within a call): what `git neo mcp` wants. A model already
+    /// loaded, or given ([`Session::give_embedder`]), stays as it is.
+    pub fn set_long_lived(&mut self) {
+        self.warm.long_lived = true;
     }
 
     /// The session `git neo session start` made current in this worktree, if any. A warm
