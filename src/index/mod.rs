@@ -12,6 +12,7 @@
 //! when that is possible (one tip each, the new descending from the old, additions only), and from
 //! comparing id sets otherwise.
 
+mod flat;
 pub(crate) mod lexical;
 pub mod passages;
 mod vectors;
@@ -284,6 +285,16 @@ impl Indexes {
         }
         let added = if self.stamp.tips == tips { Some(Vec::new()) } else { added_since(&self.stamp.tips) };
         self.catch_up(state, (&tips, added), embedder, lexical, progress, &mut lock)
+    }
+
+    /// Lay the vectors out for recall's exact scan ([`Vectors::prepare_scan`]): what a session
+    /// that answers one request after another does between them.
+    pub fn prepare_scan(&mut self) -> Result<(), IndexError> {
+        let ordinals = self.ids.len() as u64;
+        match self.vectors.as_mut() {
+            Some(v) => v.prepare_scan(ordinals).map_err(|e| cache_err(&self.dir, e)),
+            None => Ok(()),
+        }
     }
 
     /// Swap in a fold that finished building beside (a warm session calls this between

@@ -389,17 +389,27 @@ fn a_warm_session_folds_its_vectors_beside_and_lands_the_fold_later() {
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");
     assert_eq!(other.vectors.as_ref().map(Vectors::parts), Some((20, 1_180)), "the parts as they were");
     drop(other);
+    // Between commands the session lays its vectors out for the exact scan, the fold running.
+    warm.prepare_scan().expect("lay out");
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::scans_laid_out));
     wait_for_fold(&warm);
     // Between commands the session lands it: the main part is the built index.
     assert!(warm.land_fold().expect("land the fold"));
     assert!(!warm.vectors.as_ref().is_some_and(Vectors::folding));
     assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 0)));
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::scans_laid_out), "the layout outlives the swap");
     let (other, r) = reopened(&dir, &mut embedder, 1_200);
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");
     assert_eq!(other.vectors.as_ref().map(Vectors::parts), Some((1_200, 0)), "as written");
     drop(other);
     catch_up_many(&mut warm, &mut embedder, 1_200, 1_240);
     assert_eq!(warm.vectors.as_ref().map(Vectors::parts), Some((1_200, 40)));
+    // The records the catch-up brought are laid out too, and recall's scan finds them.
+    assert!(warm.vectors.as_ref().is_some_and(Vectors::scans_laid_out), "grown with the catch-up");
+    for i in [3, 1_199, 1_239] {
+        let q = embedder.embed(&crate::index::vector_texts(&fact(i).1)[..1]).expect("embed").remove(0);
+        assert_eq!(warm.search_passages(&q, 1).expect("search")[0].0, fact(i).0, "record {i}");
+    }
     drop(warm);
     let (idx, r) = reopened(&dir, &mut embedder, 1_240);
     assert!(matches!(r, Refresh::UpToDate), "{r:?}");

@@ -7,7 +7,11 @@
 //! built on several threads), so one new record never rewrites the whole index. A long-lived
 //! session builds that index on a thread of its own while it goes on answering, and swaps it in
 //! once it is built ([`Fold::Beside`]); a process that may not live long folds in place.
+//! Recall's exact scan of a small index reads usearch's parts, or, in a session that lays the
+//! vectors out between requests ([`Vectors::prepare_scan`]), a copy of them side by side
+//! ([`super::flat::Flat`]).
 
+use super::flat::Flat;
 use crate::embed::{EmbedError, Embedder};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +24,11 @@ pub enum VectorError {
     Usearch(String),
     #[error(transparent)]
     Embed(EmbedError),
+}
+
+/// usearch's f16 values as their bit patterns.
+fn f16_bits(values: &[usearch::f16]) -> Vec<u16> {
+    usearch::f16::to_i16s(values).iter().map(|&b| b as u16).collect()
 }
 
 fn us(e: impl std::fmt::Display) -> VectorError {
@@ -119,6 +128,11 @@ pub struct Vectors {
     new: usearch::Index,
     dim: usize,
     folding: Option<Folding>,
+    /// Both parts' vectors side by side for recall's exact scan ([`Vectors::prepare_scan`]).
+    flat: Option<Flat>,
+    /// The size at which making `flat` last failed (its keys did not add up): not tried again
+    /// until the index changes.
+    flat_failed_at: Option<usize>,
 }
 
 impl Drop for Vectors {
@@ -197,7 +211,70 @@ impl Vectors {
             new: usearch::Index::new(&options(dim)).map_err(us)?,
             dim,
             folding: None,
+            flat: None,
+            flat_failed_at: None,
         })
+    }
+
+    /// Lay every vector out for recall's exact scan ([`flat::Flat`]), when this index is small
+    /// enough to be scanned and they are not laid out yet: for a caller that answers one
+    /// request after another, between them (a command in its own process scans once, through
+    /// usearch, and never pays for this). `ordinals` bounds the records' ordinals, as in
+    /// [`Vectors::save`]. Every vector added later is laid out as it is added; a layout whose
+    /// count no longer matches the index's is not used.
+    pub fn prepare_scan(&mut self, ordinals: u64) -> Result<(), VectorError> {
+        let len = self.len();
+        if len > EXACT_UP_TO || len == 0 {
+            self.flat = None;
+            return Ok(());
+        }
+        if self.flat.as_ref().is_some_and(|f| f.len() == len) || self.flat_failed_at == Some(len) {
+            return Ok(());
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut flat = Flat::new(self.dim, threads);
+        flat.reserve(len);
+        let mut buf = vec![usearch::f16::from_i16s(&[0])[0]; self.dim];
+        let mut held = 0;
+        for ordinal in 0..ordinals {
+            // A record's passages are numbered from 0 without gaps.
+            for passage in 0..=0xff {
+                let key = key(ordinal, passage);
+                let (in_main, in_new) = (self.main.contains(key), self.new.contains(key));
+                if !in_main && !in_new {
+                    break;
+                }
+                held += usize::from(in_main) + usize::from(in_new);
+                let part = if in_new { &self.new } else { &self.main };
+                if part.get(key, &mut buf[..]).map_err(us)? == 0 {
+                    return Err(VectorError::Usearch(format!("the vector of key {key} could not be read")));
+                }
+                flat.push(key, &f16_bits(&buf));
+            }
+        }
+        // Every vector of both parts once, or the scan would miss some: usearch's scan stays.
+        if held == len && flat.len() == len {
+            self.flat = Some(flat);
+            self.flat_failed_at = None;
+        } else {
+            self.flat = None;
+            self.flat_failed_at = Some(len);
+        }
+        Ok(())
+    }
+
+    /// Whether recall's exact scan reads the vectors laid out by [`Vectors::prepare_scan`].
+    pub fn scans_laid_out(&self) -> bool {
+        self.flat.as_ref().is_some_and(|f| f.len() == self.len())
+    }
+
+    /// Reopen the files after a fold, keeping the vectors laid out for the scan: a fold moves
+    /// vectors between the parts, never adds or drops one.
+    fn reopen(&mut self) -> Result<(), VectorError> {
+        let flat = self.flat.take();
+        *self = Vectors::open(&self.dir, self.dim)?;
+        self.flat = flat.filter(|f| f.len() == self.len());
+        Ok(())
     }
 
     /// Open the index files in `dir` (missing files are empty parts).
@@ -286,10 +363,23 @@ impl Vectors {
                     )));
                 }
                 // A duplicate key is an error in usearch: remove first (a retried catch-up).
+                let again = self.new.contains(*key) || self.main.contains(*key);
                 if self.new.contains(*key) {
                     self.new.remove(*key).map_err(us)?;
                 }
                 self.new.add(*key, &v).map_err(us)?;
+                // The layout for the scan grows with the index: a vector as stored, or, when a
+                // key came again, it is laid out afresh by the next `prepare_scan`.
+                if again {
+                    self.flat = None;
+                } else if let Some(flat) = self.flat.as_mut() {
+                    let mut stored = vec![usearch::f16::from_i16s(&[0])[0]; self.dim];
+                    if self.new.get(*key, &mut stored[..]).map_err(us)? == 0 {
+                        self.flat = None;
+                    } else {
+                        flat.push(*key, &f16_bits(&stored));
+                    }
+                }
             }
             done += chunk.len();
             progress(done, texts.len());
@@ -352,8 +442,7 @@ impl Vectors {
         }
         // The new part is now in the main file: start a fresh new part, and map the main file.
         let _ = std::fs::remove_file(&new_path);
-        *self = Vectors::open(&self.dir, self.dim)?;
-        Ok(())
+        self.reopen()
     }
 
     /// Stop a fold building beside, if any, and wait for its thread.
@@ -428,8 +517,7 @@ impl Vectors {
             write(&built, &main_path)?;
             let _ = std::fs::remove_file(&new_path);
         }
-        *self = Vectors::open(&self.dir, self.dim)?;
-        Ok(())
+        self.reopen()
     }
 
     fn merged(parts: [Vec<(u64, f32)>; 2], limit: usize) -> Vec<(u64, f32)> {
@@ -458,6 +546,9 @@ impl Vectors {
     /// neighbours: on SciFact's 13k passages, two graphs built from the same vectors ranked
     /// apart by 0.01 to 0.02 nDCG@10 (docs/recall.md).
     pub fn search_best(&self, query: &[f32], limit: usize) -> Result<Vec<(u64, f32)>, VectorError> {
+        if let Some(flat) = self.flat.as_ref().filter(|f| f.len() == self.len() && f.len() <= EXACT_UP_TO) {
+            return Ok(flat.search(query, limit.max(1)));
+        }
         if self.len() <= EXACT_UP_TO {
             self.exact_search(query, limit)
         } else {
@@ -540,6 +631,93 @@ mod tests {
             // The graph, built on several threads, finds them as well.
             assert_eq!(v.search(&q, 1).expect("search")[0].0, key(k, 0));
         }
+    }
+
+    /// The query for record `k` of [`texts`].
+    fn query(e: &mut HashEmbedder, k: u64) -> Vec<f32> {
+        e.embed(&[format!("record number {k} about topic {}", k % 17)]).expect("embed").remove(0)
+    }
+
+    /// `search_best` against usearch's own exact scan: the same keys in the same order, scores
+    /// within f16 rounding (usearch rounds the query to f16 too).
+    fn same_as_usearch(v: &Vectors, q: &[f32], limit: usize) {
+        let laid_out = v.search_best(q, limit).expect("search");
+        let usearch = v.exact_search(q, limit).expect("exact");
+        assert_eq!(laid_out.len(), usearch.len());
+        for (a, b) in laid_out.iter().zip(&usearch) {
+            assert!((a.1 - b.1).abs() < 2e-3, "{a:?} against {b:?}");
+        }
+        // Ranks may only swap between scores closer than the rounding.
+        let keys = |r: &[(u64, f32)]| r.iter().map(|x| x.0).collect::<std::collections::BTreeSet<_>>();
+        let (a, b) = (keys(&laid_out[..limit / 2]), keys(&usearch));
+        assert!(a.is_subset(&b), "the laid-out scan's top half is usearch's too");
+    }
+
+    #[test]
+    fn a_laid_out_scan_finds_what_usearchs_scan_finds_and_follows_the_index() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut e = HashEmbedder::new(64);
+        let mut v = Vectors::create(dir.path(), 64).expect("create");
+        // Records with several passages, across both parts.
+        let many = |range: std::ops::Range<u64>| -> Vec<(u64, String)> {
+            range
+                .flat_map(|k| (0..3).map(move |p| (key(k, p), format!("record {k} passage {p} on topic {}", k % 13))))
+                .collect()
+        };
+        v.add_texts(&many(0..600), &mut e, &mut |_, _| {}).expect("add");
+        v.save(600, Fold::Now).expect("save");
+        let mut v = Vectors::open(dir.path(), 64).expect("open");
+        v.add_texts(&many(600..700), &mut e, &mut |_, _| {}).expect("add");
+        assert!(!v.scans_laid_out(), "nothing is laid out until asked");
+        v.prepare_scan(700).expect("lay out");
+        assert!(v.scans_laid_out());
+        for k in [0u64, 311, 599, 600, 699] {
+            let q = query(&mut e, k);
+            same_as_usearch(&v, &q, 20);
+        }
+        // A record added later is laid out as it is added, and found.
+        v.add_texts(&[(key(700, 0), "a record nobody wrote before, about ferrets".into())], &mut e, &mut |_, _| {})
+            .expect("add");
+        assert!(v.scans_laid_out(), "grown with the index");
+        let q = e.embed(&["a record nobody wrote before, about ferrets".to_string()]).expect("embed").remove(0);
+        assert_eq!(v.search_best(&q, 1).expect("search")[0].0, key(700, 0));
+        same_as_usearch(&v, &q, 20);
+        // A fold moves vectors between the parts: the layout stays, and still agrees.
+        v.add_texts(&many(701..1200), &mut e, &mut |_, _| {}).expect("add");
+        v.save(1200, Fold::Now).expect("fold");
+        assert_eq!(v.parts().1, 0, "folded");
+        assert!(v.scans_laid_out(), "kept across the fold");
+        for k in [5u64, 650, 1100] {
+            same_as_usearch(&v, &query(&mut e, k), 20);
+        }
+        // A key that comes again (a retried catch-up) lets the layout go; usearch scans meanwhile.
+        v.add_texts(&[(key(5, 0), "record 5 written again".into())], &mut e, &mut |_, _| {}).expect("add");
+        assert!(!v.scans_laid_out());
+        same_as_usearch(&v, &query(&mut e, 9), 20);
+    }
+
+    #[test]
+    fn a_layout_whose_keys_do_not_add_up_is_not_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut e = HashEmbedder::new(64);
+        let mut v = Vectors::create(dir.path(), 64).expect("create");
+        // Record 3's passages start at 1: the layout, counting up from 0, would miss it.
+        let mut texts = texts(0..10);
+        texts.push((key(3, 1), "the second passage of record 3 only".into()));
+        texts.retain(|(k, _)| *k != key(3, 0));
+        v.add_texts(&texts, &mut e, &mut |_, _| {}).expect("add");
+        v.prepare_scan(10).expect("lay out");
+        assert!(!v.scans_laid_out(), "usearch's scan stays");
+        let q = e.embed(&["the second passage of record 3 only".to_string()]).expect("embed").remove(0);
+        assert_eq!(v.search_best(&q, 1).expect("search")[0].0, key(3, 1), "and finds it");
+        // Past the exact scan's size nothing is laid out at all.
+        let mut big = Vectors::create(dir.path(), 8).expect("create");
+        let mut e8 = HashEmbedder::new(8);
+        let n = EXACT_UP_TO as u64 + 1;
+        big.add_texts(&(0..n).map(|k| (key(k, 0), format!("r{k}"))).collect::<Vec<_>>(), &mut e8, &mut |_, _| {})
+            .expect("add");
+        big.prepare_scan(n).expect("lay out");
+        assert!(!big.scans_laid_out());
     }
 
     fn finds(v: &Vectors, e: &mut HashEmbedder, k: u64) -> bool {

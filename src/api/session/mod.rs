@@ -443,6 +443,13 @@ impl Session {
         if let Some((indexes, _)) = part.indexes.as_mut() {
             let _ = indexes.land_fold();
         }
+        // Every scope's vectors laid out for recall's exact scan, off the next request's clock
+        // (a layout that fails leaves the scan to usearch).
+        for part in self.parts.values_mut() {
+            if let Some((indexes, _)) = part.indexes.as_mut() {
+                let _ = indexes.prepare_scan();
+            }
+        }
         caught_up
     }
 
