@@ -31,6 +31,11 @@ fn f16_bits(values: &[usearch::f16]) -> Vec<u16> {
     usearch::f16::to_i16s(values).iter().map(|&b| b as u16).collect()
 }
 
+/// A buffer for one vector read as usearch stores it (f16).
+fn f16_buffer(dim: usize) -> Vec<usearch::f16> {
+    usearch::f16::from_i16s(&vec![0; dim]).to_vec()
+}
+
 fn us(e: impl std::fmt::Display) -> VectorError {
     VectorError::Usearch(e.to_string())
 }
@@ -216,7 +221,7 @@ impl Vectors {
         })
     }
 
-    /// Lay every vector out for recall's exact scan ([`flat::Flat`]), when this index is small
+    /// Lay every vector out for recall's exact scan ([`Flat`]), when this index is small
     /// enough to be scanned and they are not laid out yet: for a caller that answers one
     /// request after another, between them (a command in its own process scans once, through
     /// usearch, and never pays for this). `ordinals` bounds the records' ordinals, as in
@@ -234,7 +239,7 @@ impl Vectors {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut flat = Flat::new(self.dim, threads);
         flat.reserve(len);
-        let mut buf = vec![usearch::f16::from_i16s(&[0])[0]; self.dim];
+        let mut buf = f16_buffer(self.dim);
         let mut held = 0;
         for ordinal in 0..ordinals {
             // A record's passages are numbered from 0 without gaps.
@@ -373,7 +378,7 @@ impl Vectors {
                 if again {
                     self.flat = None;
                 } else if let Some(flat) = self.flat.as_mut() {
-                    let mut stored = vec![usearch::f16::from_i16s(&[0])[0]; self.dim];
+                    let mut stored = f16_buffer(self.dim);
                     if self.new.get(*key, &mut stored[..]).map_err(us)? == 0 {
                         self.flat = None;
                     } else {
