@@ -46,10 +46,9 @@ impl Flat {
     /// Add a vector of f16 bit patterns (as usearch stores it) under `key`.
     pub fn push(&mut self, key: u64, bits: &[u16]) {
         debug_assert_eq!(bits.len(), self.dim);
-        let norm = bits.iter().map(|&b| f16_to_f32(b)).map(|x| x * x).sum::<f32>().sqrt();
         self.keys.push(key);
         self.data.extend_from_slice(bits);
-        self.norms.push(norm);
+        self.norms.push(norm(bits));
     }
 
     /// The `limit` vectors most similar to `query` (key, cosine similarity), best first, equal
@@ -59,16 +58,14 @@ impl Flat {
         if n == 0 || limit == 0 || query.len() != self.dim {
             return Vec::new();
         }
-        let qn = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let qn = query_norm(query);
         let mut scores = vec![0f32; n];
         let threads = if n >= SPLIT_FROM { self.threads } else { 1 };
         let rows = n.div_ceil(threads);
         let score = |first: usize, out: &mut [f32]| {
             for (i, s) in out.iter_mut().enumerate() {
                 let r = first + i;
-                let row = &self.data[r * self.dim..(r + 1) * self.dim];
-                let norms = qn * self.norms[r];
-                *s = if norms > 0.0 { dot(query, row) / norms } else { 0.0 };
+                *s = cosine(query, qn, &self.data[r * self.dim..(r + 1) * self.dim], self.norms[r]);
             }
         };
         if threads == 1 {
@@ -97,6 +94,28 @@ impl Flat {
         }
         order.sort_unstable_by(better);
         order.into_iter().map(|i| (self.keys[i as usize], scores[i as usize])).collect()
+    }
+}
+
+/// The norm of a vector of f16 bit patterns, as [`cosine`] takes it.
+pub fn norm(bits: &[u16]) -> f32 {
+    bits.iter().map(|&b| f16_to_f32(b)).map(|x| x * x).sum::<f32>().sqrt()
+}
+
+/// The norm of a query, as [`cosine`] takes it.
+pub fn query_norm(query: &[f32]) -> f32 {
+    query.iter().map(|x| x * x).sum::<f32>().sqrt()
+}
+
+/// The cosine similarity of `query` (its norm `qn`) and a row of f16 bit patterns (its norm
+/// `rn`), 0 when either is zero: how every exact scan of a small index scores, laid out or not
+/// (`Vectors::search_best`).
+pub fn cosine(query: &[f32], qn: f32, row: &[u16], rn: f32) -> f32 {
+    let norms = qn * rn;
+    if norms > 0.0 {
+        dot(query, row) / norms
+    } else {
+        0.0
     }
 }
 

@@ -555,10 +555,30 @@ impl Vectors {
             return Ok(flat.search(query, limit.max(1)));
         }
         if self.len() <= EXACT_UP_TO {
-            self.exact_search(query, limit)
+            let found = self.exact_search(query, limit)?;
+            self.scored_as_laid_out(query, found)
         } else {
             self.search(query, limit)
         }
+    }
+
+    /// `hits` of usearch's exact scan, scored again as the laid-out scan scores (`flat::cosine`)
+    /// and ranked by that score: an answer is the same whether the session asking had its
+    /// vectors laid out or not (usearch rounds the query to f16 and has its own kernels, which
+    /// put its scores up to about 1e-4 from these).
+    fn scored_as_laid_out(&self, query: &[f32], hits: Vec<(u64, f32)>) -> Result<Vec<(u64, f32)>, VectorError> {
+        let qn = super::flat::query_norm(query);
+        let mut buf = f16_buffer(self.dim);
+        let mut out = Vec::with_capacity(hits.len());
+        for (key, _) in hits {
+            let part = if self.new.contains(key) { &self.new } else { &self.main };
+            if part.get(key, &mut buf[..]).map_err(us)? > 0 {
+                let row = f16_bits(&buf);
+                out.push((key, super::flat::cosine(query, qn, &row, super::flat::norm(&row))));
+            }
+        }
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(out)
     }
 
     /// (key, cosine similarity), best first.
@@ -674,11 +694,17 @@ mod tests {
         let mut v = Vectors::open(dir.path(), 64).expect("open");
         v.add_texts(&many(600..700), &mut e, &mut |_, _| {}).expect("add");
         assert!(!v.scans_laid_out(), "nothing is laid out until asked");
+        let probes = [0u64, 311, 599, 600, 699];
+        let before: Vec<Vec<(u64, f32)>> =
+            probes.iter().map(|&k| v.search_best(&query(&mut e, k), 20).expect("search")).collect();
         v.prepare_scan(700).expect("lay out");
         assert!(v.scans_laid_out());
-        for k in [0u64, 311, 599, 600, 699] {
+        for (&k, before) in probes.iter().zip(&before) {
             let q = query(&mut e, k);
             same_as_usearch(&v, &q, 20);
+            // Laid out or not, the same answer to the last bit (a session's first recall is not
+            // laid out yet, its second is; a command in its own process never is).
+            assert_eq!(&v.search_best(&q, 20).expect("search"), before, "record {k}");
         }
         // A record added later is laid out as it is added, and found.
         v.add_texts(&[(key(700, 0), "a record nobody wrote before, about ferrets".into())], &mut e, &mut |_, _| {})
