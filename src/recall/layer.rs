@@ -177,6 +177,44 @@ impl Budget {
         }
     }
 
+    /// Whether an item of `chars` characters would fit what is left of `layer`'s share (nothing
+    /// taken, nothing counted).
+    pub fn would_fit(&self, layer: LayerKind, chars: usize) -> bool {
+        self.used + estimate(chars) <= layer.share().of(self.limit)
+    }
+
+    /// [`Budget::fit`] of `items` taken best first by `order` (a total order), without sorting
+    /// them all: they are put in order a chunk at a time, and once not even the smallest would
+    /// fit what is left, the rest are cut unsorted. What it takes, and how many it cuts, are
+    /// what sorting them all and fitting them would give.
+    pub fn fit_best_first<'i, T>(
+        &mut self,
+        layer: LayerKind,
+        items: &'i mut [T],
+        chars: impl Fn(&T) -> usize,
+        order: impl Fn(&T, &T) -> std::cmp::Ordering,
+    ) -> Vec<&'i T> {
+        const CHUNK: usize = 64;
+        let smallest = items.iter().map(&chars).min().unwrap_or(0);
+        let mut taken = Vec::new();
+        let mut from = 0;
+        while from < items.len() {
+            if !self.would_fit(layer, smallest) {
+                self.cut += items.len() - from;
+                break;
+            }
+            let end = (from + CHUNK).min(items.len());
+            if end < items.len() {
+                items[from..].select_nth_unstable_by(end - from - 1, &order);
+            }
+            items[from..end].sort_by(&order);
+            taken.extend((from..end).filter(|&i| self.admit(layer, chars(&items[i]))));
+            from = end;
+        }
+        let items: &'i [T] = items;
+        taken.into_iter().map(|i| &items[i]).collect()
+    }
+
     /// The items of `layer` that fit, in order (an item that does not fit is cut, and a smaller
     /// one after it may still fit).
     pub fn fit<T: Footprint>(&mut self, layer: LayerKind, items: Vec<T>) -> Vec<T> {
@@ -362,6 +400,53 @@ impl Serialize for Recall {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Taking the best first a chunk at a time takes what sorting them all and fitting them
+    /// takes, cuts as many, and leaves the same budget, whatever the sizes and the budget.
+    #[test]
+    fn fitting_the_best_first_takes_what_sorting_them_all_takes() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for round in 0..200 {
+            // (score, id, chars): ties in score broken by id, as constraints are.
+            let n = next(500) as usize;
+            let items: Vec<(u64, u64, usize)> =
+                (0..n as u64).map(|id| (next(50), id, 20 + next(600) as usize)).collect();
+            let order = |a: &(u64, u64, usize), b: &(u64, u64, usize)| b.0.cmp(&a.0).then(a.1.cmp(&b.1));
+            let limit = [50, 400, 2_000, 8_000, 100_000][round % 5];
+            let mut sorted = items.clone();
+            sorted.sort_by(order);
+            let mut all = Budget::new(limit);
+            let expected: Vec<u64> = all
+                .fit(LayerKind::Constraints, sorted.iter().map(|i| Sized(i.2, i.1)).collect())
+                .into_iter()
+                .map(|s| s.1)
+                .collect();
+            let mut chunked = Budget::new(limit);
+            let mut shuffled = items.clone();
+            let taken: Vec<u64> = chunked
+                .fit_best_first(LayerKind::Constraints, &mut shuffled, |i| i.2, order)
+                .into_iter()
+                .map(|i| i.1)
+                .collect();
+            assert_eq!(taken, expected, "round {round}: {n} items, budget {limit}");
+            assert_eq!(chunked, all, "round {round}: the same tokens used and items cut");
+        }
+    }
+
+    /// An item of so many characters, with an id.
+    struct Sized(usize, u64);
+
+    impl Footprint for Sized {
+        fn chars(&self) -> usize {
+            self.0
+        }
+    }
 
     #[test]
     fn every_layer_has_a_distinct_name_that_finds_it() {

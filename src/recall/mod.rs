@@ -479,7 +479,8 @@ pub struct Ranked<'s> {
     state: &'s State,
     req: &'s Request,
     fusion: Fusion,
-    /// Every constraint in force, scored, best first; items are built only for those that fit.
+    /// Every constraint in force, scored, in no order (`Ranked::fit` puts the best first as far
+    /// as the budget reads); items are built only for those that fit.
     constraints: Vec<(f64, &'s crate::state::ConstraintRow, Rank)>,
     facts: Vec<Item>,
     attempts: Vec<Item>,
@@ -527,7 +528,8 @@ pub fn rank<'s>(state: &'s State, req: &'s Request, found: Found) -> Ranked<'s> 
     let Sorted { facts, known_unknowns, invalidated, attempts } = sorted(matched, state, req, &shadowed);
     let best_constraint = constraints
         .iter()
-        .find(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
+        .filter(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
+        .min_by(|a, b| constraint_order(a, b))
         .and_then(|(_, c, r)| state.entries.get(&c.id).map(|e| item(e, state, *r, &fusion, req.now)));
     let familiarity = Familiarity::of(facts.first().or(best_constraint.as_ref()), vector.first().map(|(_, s)| *s));
     Ranked { state, req, fusion, constraints, facts, attempts, invalidated, known_unknowns, familiarity, found }
@@ -545,15 +547,23 @@ impl Ranked<'_> {
         let items = match kind {
             LayerKind::Constraints => {
                 // Items for constraints are built only for those that fit: the estimate is read
-                // from the state's row.
-                let mut shown = Vec::new();
-                for (_, c, rank) in std::mem::take(&mut self.constraints) {
-                    if budget.admit(kind, c.chars + layer::RECORD_MARKUP) {
-                        if let Some(e) = self.state.entries.get(&c.id) {
-                            shown.push(item(e, self.state, rank, &self.fusion, self.req.now));
-                        }
-                    }
-                }
+                // from the state's row. A memory can hold tens of thousands of constraints, and
+                // sorting them all was 1 to 2 ms of a recall at 100k records: they are put in
+                // order only as far as the budget reads them (`Budget::fit_best_first`).
+                let mut rest = std::mem::take(&mut self.constraints);
+                let taken = budget.fit_best_first(
+                    kind,
+                    &mut rest,
+                    |(_, c, _)| c.chars + layer::RECORD_MARKUP,
+                    constraint_order,
+                );
+                let shown = taken
+                    .into_iter()
+                    .filter_map(|(_, c, rank)| {
+                        let e = self.state.entries.get(&c.id)?;
+                        Some(item(e, self.state, *rank, &self.fusion, self.req.now))
+                    })
+                    .collect();
                 return Layer::Records(shown);
             }
             LayerKind::Facts => std::mem::take(&mut self.facts),
@@ -620,8 +630,9 @@ impl Ranked<'_> {
     }
 }
 
-/// Every constraint in force for `req` (as a live session sees it, with `req.pin`), scored, best
-/// first: constraints always apply, so all are weighed and the budget takes the best that fit.
+/// Every constraint in force for `req` (as a live session sees it, with `req.pin`), scored (in no
+/// order: [`constraint_order`]): constraints always apply, so all are weighed and the budget takes
+/// the best that fit.
 fn ranked_constraints<'s>(
     state: &'s State,
     req: &Request,
@@ -630,7 +641,7 @@ fn ranked_constraints<'s>(
 ) -> Vec<(f64, &'s crate::state::ConstraintRow, Rank)> {
     let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
-    let mut constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
+    let constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
         .constraint_rows()
         .iter()
         .filter(|c| constraint_type && c.in_effect_at(req.now))
@@ -653,8 +664,16 @@ fn ranked_constraints<'s>(
             (s, c, rank)
         })
         .collect();
-    constraint_entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
+    // Put in order only as far as the budget reads them (`Ranked::fit`).
     constraint_entries
+}
+
+/// Constraints best first: by score, then by id.
+fn constraint_order(
+    a: &(f64, &crate::state::ConstraintRow, Rank),
+    b: &(f64, &crate::state::ConstraintRow, Rank),
+) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id))
 }
 
 /// Whether `e` carries the area label `area` (any, when `None`).
