@@ -38,24 +38,44 @@ fn paths_for_load() -> git_neo::embed::ModelPaths {
     git_neo::embed::ModelPaths::in_cache(&common::cache_root())
 }
 
+/// Threads that keep cores busy beside a measurement (a compiler or an editor), until stopped.
+struct Busy {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl Busy {
+    fn start(n: usize) -> Busy {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    }
+                    x
+                })
+            })
+            .collect();
+        Busy { stop, threads }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
 /// In the child: embed one set with one configuration; print `texts/s peak-MB`.
 fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     use git_neo::embed::{Embedder, FastEmbedder, ModelPaths, RunOptions, Spin};
     let (short, long) = common::registry_corpus(n_short, n_long);
     let texts = if set == "short" { short } else { long };
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinners: Vec<_> = (0..if busy { 2 } else { 0 })
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-                x
-            })
-        })
-        .collect();
+    let spinners = Busy::start(if busy { 2 } else { 0 });
     let paths = ModelPaths::in_cache(&common::cache_root());
     let mut run = match config {
         "before" => RunOptions { spin: Spin::Always, window: 512, ..RunOptions::default() },
@@ -81,10 +101,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
         _ => e.raw().embed(&texts, Some(64)).expect("embed").len(),
     };
     let secs = t.elapsed().as_secs_f64();
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for s in spinners {
-        let _ = s.join();
-    }
+    spinners.stop();
     println!("{} {}", n as f64 / secs, peak_rss_mb());
 }
 
@@ -146,19 +163,7 @@ fn queries(busy: usize) {
         "\n| one query per call ({} queries, {busy} busy threads beside) | p50 ms | p90 ms | CPU ms per call |\n|---|---|---|---|",
         queries.len() - 20
     );
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinners: Vec<_> = (0..busy)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let mut x = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-                x
-            })
-        })
-        .collect();
+    let spinners = Busy::start(busy);
     let configs: [(&str, RunOptions); 5] = [
         ("default threads, arena", RunOptions::default()),
         ("default threads, no arena", RunOptions { arena: false, ..RunOptions::default() }),
@@ -199,10 +204,7 @@ fn queries(busy: usize) {
         let per_call = if busy == 0 { format!("{:.2}", cpu / n) } else { "-".into() };
         println!("| {name} | {:.2} | {:.2} | {per_call} |", times[times.len() / 2], times[times.len() * 9 / 10]);
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for s in spinners {
-        let _ = s.join();
-    }
+    spinners.stop();
 }
 
 mod common;
