@@ -62,7 +62,7 @@ impl Default for RunOptions {
 /// stopping when it returns, 4.7 to 4.9 ms, with no more CPU per query (10.1 to 10.7 ms against
 /// 10.5 to 10.9: the wake-ups cost what the spinning does). With two other busy threads beside
 /// it was faster too (11.1 against 13.0 to 14.8 ms), with one it was slower (8.3 to 9.7 against
-/// 6.7 to 7.4 ms: one of the call's two threads waits, spinning, for the other to be scheduled).
+/// 6.7 to 7.6 ms: one of the call's two threads waits, spinning, for the other to be scheduled).
 /// Spinning on after the call, ONNX Runtime's default, costs 2 to 3 ms of CPU per query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Spin {
