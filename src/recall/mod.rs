@@ -641,16 +641,24 @@ fn ranked_constraints<'s>(
 ) -> Vec<(f64, &'s crate::state::ConstraintRow, Rank)> {
     let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
+    // A live session keeps its constraints as they stood when it started (worked out once per
+    // pin and state: it asks the same of every constraint on every recall).
+    let pinned = req.pin.as_ref().filter(|_| constraint_type).map(|p| {
+        state.pinned_constraints(p.version(), |c| match c.status {
+            Status::Valid => p.has_seen(&c.id),
+            _ => state.entries.get(&c.id).is_some_and(|e| p.as_started(e)),
+        })
+    });
     let constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
         .constraint_rows()
         .iter()
-        .filter(|c| constraint_type && c.in_effect_at(req.now))
-        .filter(|c| match &req.pin {
-            // A live session keeps its constraints as they stood when it started.
-            Some(p) if c.status == Status::Valid => p.has_seen(&c.id),
-            Some(p) => state.entries.get(&c.id).is_some_and(|e| p.as_started(e)),
+        .enumerate()
+        .filter(|(at, c)| match &pinned {
+            Some(kept) => kept.get(*at) == Some(&true),
             None => c.status == Status::Valid,
         })
+        .map(|(_, c)| c)
+        .filter(|c| constraint_type && c.in_effect_at(req.now))
         .filter(|c| req.area.is_none() || state.entries.get(&c.id).is_some_and(scope_ok))
         .map(|c| {
             let rank = ranks.get(&c.id).copied().unwrap_or_default();
@@ -899,6 +907,76 @@ mod tests {
             layers.put(kind, ranked.fit(kind, &mut budget));
         }
         ranked.into_recall(layers, budget)
+    }
+
+    fn constraint(subject: &str, at: i64) -> (RecordId, Record) {
+        let (_, mut r) = fact(subject, at);
+        if let Payload::Fact(f) = &mut r.payload {
+            f.fact_type = FactType::Constraint;
+        }
+        (r.encode().0, r)
+    }
+
+    /// A live session's constraints are worked out once per pin and state, and again when
+    /// either changes: a record the session takes in, or a write folded into the state.
+    #[test]
+    fn a_pinned_sessions_constraints_follow_its_pin_and_the_state() {
+        let (a, b, c) = (
+            constraint("Deploys need a review", 0),
+            constraint("Keys rotate monthly", 1),
+            constraint("Logs keep 30 days", 2),
+        );
+        let shown = |state: &crate::state::State, pin: &Arc<pin::Pin>| {
+            let req = Request {
+                query: "deploys".into(),
+                k: 5,
+                budget: 10_000,
+                types: Vec::new(),
+                area: None,
+                now: Timestamp(1_780_000_000),
+                as_of: None,
+                origins: None,
+                fetched: None,
+                fusion: FusionKind::default(),
+                floor: 0.0,
+                expand: expand::When::Never,
+                pin: Some(pin.clone()),
+            };
+            let mut ranked = rank(state, &req, Found::default());
+            let mut budget = Budget::new(req.budget);
+            let Layer::Records(items) = ranked.fit(LayerKind::Constraints, &mut budget) else { panic!("records") };
+            let mut ids: Vec<RecordId> = items.iter().map(|i| i.id).collect();
+            ids.sort();
+            ids
+        };
+        let sorted = |mut v: Vec<RecordId>| {
+            v.sort();
+            v
+        };
+        let state = crate::state::fold([a.clone(), b.clone()]);
+        let mut pin = pin::Pin::new([a.0].into_iter().collect(), Timestamp(0));
+        assert_eq!(shown(&state, &Arc::new(pin.clone())), vec![a.0], "b came after the session began");
+        assert_eq!(shown(&state, &Arc::new(pin.clone())), vec![a.0], "asked again: the same");
+        pin.add([b.0]);
+        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0]), "taken in: shown");
+        let state = state.with_records(vec![c.clone()]);
+        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0]), "c is another's");
+        pin.add([c.0]);
+        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0, c.0]));
+
+        // What the state keeps per version is worked out once, and again after a write.
+        let calls = std::cell::Cell::new(0);
+        let keeps = |_: &crate::state::ConstraintRow| {
+            calls.set(calls.get() + 1);
+            true
+        };
+        let state = crate::state::fold([a.clone()]);
+        assert_eq!(state.pinned_constraints(7, keeps).len(), 1);
+        assert_eq!(state.pinned_constraints(7, keeps).len(), 1);
+        assert_eq!(calls.get(), 1, "the second answer was kept");
+        let state = state.with_records(vec![b.clone()]);
+        assert_eq!(state.pinned_constraints(7, keeps).len(), 2, "a write drops what was kept");
+        assert_eq!(calls.get(), 3);
     }
 
     fn in_area(subject: &str, area: &str, at: i64) -> (RecordId, Record) {

@@ -22,17 +22,36 @@ pub struct Pin {
     seen: HashSet<RecordId>,
     /// When the session started (or last refreshed).
     pub since: Timestamp,
+    /// Names what `seen` holds: no two pins of this process with different contents share one
+    /// (a pin that takes in a record gets a new one). What was worked out from a pin is kept
+    /// under it ([`crate::state::State::pinned_constraints`]).
+    version: u64,
+}
+
+/// The next [`Pin::version`].
+fn next_version() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl Pin {
     /// A session that starts at `since` having seen `seen`.
     pub fn new(seen: HashSet<RecordId>, since: Timestamp) -> Pin {
-        Pin { seen, since }
+        Pin { seen, since, version: next_version() }
     }
 
     /// The session wrote these (or took them in).
     pub fn add(&mut self, ids: impl IntoIterator<Item = RecordId>) {
+        let before = self.seen.len();
         self.seen.extend(ids);
+        if self.seen.len() != before {
+            self.version = next_version();
+        }
+    }
+
+    /// What this pin's contents are called: equal versions, equal contents.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Whether the session has seen record `id`.
