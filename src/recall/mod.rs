@@ -641,13 +641,27 @@ fn ranked_constraints<'s>(
 ) -> Vec<(f64, &'s crate::state::ConstraintRow, Rank)> {
     let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
-    // A live session keeps its constraints as they stood when it started (worked out once per
-    // pin and state: it asks the same of every constraint on every recall).
-    let pinned = req.pin.as_ref().filter(|_| constraint_type).map(|p| {
-        state.pinned_constraints(p.version(), |c| match c.status {
-            Status::Valid => p.has_seen(&c.id),
-            _ => state.entries.get(&c.id).is_some_and(|e| p.as_started(e)),
-        })
+    // A live session keeps its constraints as they stood when it started: seen, and valid or
+    // made invalid only by records it has not seen. What the rows are to what it had seen at
+    // its start is kept by the state between recalls; its own writes are asked here.
+    let pinned: Option<Vec<bool>> = req.pin.as_ref().filter(|_| constraint_type).map(|p| {
+        state.with_pinned_rows(
+            p.version(),
+            |id| p.started_with(id),
+            |rows, known| {
+                rows.iter()
+                    .zip(known)
+                    .map(|(c, k)| {
+                        let seen = k.in_base || p.took_in(&c.id);
+                        match (&c.status, &k.replaced_by) {
+                            (Status::Valid, _) => seen,
+                            (_, Some((by_in_base, by))) => seen && !by_in_base && !by.iter().any(|b| p.took_in(b)),
+                            (_, None) => false,
+                        }
+                    })
+                    .collect()
+            },
+        )
     });
     let constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
         .constraint_rows()
@@ -917,16 +931,33 @@ mod tests {
         (r.encode().0, r)
     }
 
-    /// A live session's constraints are worked out once per pin and state, and again when
-    /// either changes: a record the session takes in, or a write folded into the state.
+    fn supersession(old: RecordId, new: RecordId, at: i64) -> (RecordId, Record) {
+        let r = Record {
+            kind: Kind::Supersession,
+            payload: Payload::Supersession(crate::record::Supersession {
+                old,
+                old_scope: None,
+                new: Some(new),
+                reason: "revised".into(),
+                method: crate::record::SupersessionMethod::Explicit,
+                score: None,
+            }),
+            author: "T <t@example.com>".into(),
+            created_at: Timestamp(1_770_000_000 + at),
+            body: String::new(),
+        };
+        (r.encode().0, r)
+    }
+
+    /// A live session's constraints stand as they stood when it started, through writes applied
+    /// in place to the state (another writer's, or its own), with what each row is to what the
+    /// session had seen worked out once per row and kept between recalls.
     #[test]
     fn a_pinned_sessions_constraints_follow_its_pin_and_the_state() {
-        let (a, b, c) = (
-            constraint("Deploys need a review", 0),
-            constraint("Keys rotate monthly", 1),
-            constraint("Logs keep 30 days", 2),
-        );
-        let shown = |state: &crate::state::State, pin: &Arc<pin::Pin>| {
+        let a = constraint("Deploys need a review", 0);
+        let b = constraint("Keys rotate monthly", 1);
+        let c = constraint("Logs keep 30 days", 2);
+        let shown = |state: &crate::state::State, pin: &pin::Pin| {
             let req = Request {
                 query: "deploys".into(),
                 k: 5,
@@ -940,7 +971,7 @@ mod tests {
                 fusion: FusionKind::default(),
                 floor: 0.0,
                 expand: expand::When::Never,
-                pin: Some(pin.clone()),
+                pin: Some(Arc::new(pin.clone())),
             };
             let mut ranked = rank(state, &req, Found::default());
             let mut budget = Budget::new(req.budget);
@@ -955,28 +986,42 @@ mod tests {
         };
         let state = crate::state::fold([a.clone(), b.clone()]);
         let mut pin = pin::Pin::new([a.0].into_iter().collect(), Timestamp(0));
-        assert_eq!(shown(&state, &Arc::new(pin.clone())), vec![a.0], "b came after the session began");
-        assert_eq!(shown(&state, &Arc::new(pin.clone())), vec![a.0], "asked again: the same");
+        assert_eq!(shown(&state, &pin), vec![a.0], "b came after the session began");
+        assert_eq!(shown(&state, &pin), vec![a.0], "asked again: the same");
         pin.add([b.0]);
-        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0]), "taken in: shown");
+        assert_eq!(shown(&state, &pin), sorted(vec![a.0, b.0]), "taken in: shown");
         let state = state.with_records(vec![c.clone()]);
-        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0]), "c is another's");
-        pin.add([c.0]);
-        assert_eq!(shown(&state, &Arc::new(pin.clone())), sorted(vec![a.0, b.0, c.0]));
+        assert_eq!(shown(&state, &pin), sorted(vec![a.0, b.0]), "c is another's");
+        // Another writer replaces a, in place: the session keeps a as it started.
+        let a2 = constraint("Deploys need two reviews", 3);
+        let state = state.with_records(vec![a2.clone(), supersession(a.0, a2.0, 4)]);
+        assert_eq!(shown(&state, &pin), sorted(vec![a.0, b.0]), "a stands for the session");
+        // The session replaces b itself: it sees its own write at once.
+        let b2 = constraint("Keys rotate weekly", 5);
+        let by_me = supersession(b.0, b2.0, 6);
+        let state = state.with_records(vec![b2.clone(), by_me.clone()]);
+        assert_eq!(shown(&state, &pin), sorted(vec![a.0, b.0]), "not yet taken in");
+        pin.add([b2.0, by_me.0]);
+        assert_eq!(shown(&state, &pin), sorted(vec![a.0, b2.0]), "its own replacement");
 
-        // What the state keeps per version is worked out once, and again after a write.
+        // What a row is to a base is worked out once, across writes applied in place.
         let calls = std::cell::Cell::new(0);
-        let keeps = |_: &crate::state::ConstraintRow| {
+        let in_base = |_: &RecordId| {
             calls.set(calls.get() + 1);
             true
         };
         let state = crate::state::fold([a.clone()]);
-        assert_eq!(state.pinned_constraints(7, keeps).len(), 1);
-        assert_eq!(state.pinned_constraints(7, keeps).len(), 1);
-        assert_eq!(calls.get(), 1, "the second answer was kept");
+        let rows =
+            |state: &crate::state::State| state.with_pinned_rows(7, in_base, |rows, known| (rows.len(), known.len()));
+        assert_eq!(rows(&state), (1, 1));
+        assert_eq!(rows(&state), (1, 1));
+        assert_eq!(calls.get(), 1, "kept");
         let state = state.with_records(vec![b.clone()]);
-        assert_eq!(state.pinned_constraints(7, keeps).len(), 2, "a write drops what was kept");
-        assert_eq!(calls.get(), 3);
+        assert_eq!(rows(&state), (2, 2));
+        assert_eq!(calls.get(), 2, "only the new row was asked");
+        let state = state.with_records(vec![a2.clone(), supersession(a.0, a2.0, 4)]);
+        assert_eq!(rows(&state), (3, 3));
+        assert_eq!(calls.get(), 4, "the new row, and what replaced a");
     }
 
     fn in_area(subject: &str, area: &str, at: i64) -> (RecordId, Record) {

@@ -19,54 +19,69 @@ use std::collections::HashSet;
 /// What a session has seen: every record of its memories when it started, and its own writes.
 #[derive(Clone, Debug)]
 pub struct Pin {
-    seen: HashSet<RecordId>,
+    /// What it had seen when it started: shared, never changed (a copy of the pin, as a write
+    /// makes, does not copy it).
+    base: std::sync::Arc<Base>,
+    /// What it took in since: its own writes, a handful.
+    own: HashSet<RecordId>,
     /// When the session started (or last refreshed).
     pub since: Timestamp,
-    /// Names what `seen` holds: no two pins of this process with different contents share one
-    /// (a pin that takes in a record gets a new one). What was worked out from a pin is kept
-    /// under it ([`crate::state::State::pinned_constraints`]).
-    version: u64,
 }
 
-/// The next [`Pin::version`].
-fn next_version() -> u64 {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+/// Every record a session had seen when it started, under a version no other base of this
+/// process shares: what is worked out from a base alone is kept under its version
+/// ([`crate::state::State::with_pinned_rows`]).
+#[derive(Debug)]
+struct Base {
+    seen: HashSet<RecordId>,
+    version: u64,
 }
 
 impl Pin {
     /// A session that starts at `since` having seen `seen`.
     pub fn new(seen: HashSet<RecordId>, since: Timestamp) -> Pin {
-        Pin { seen, since, version: next_version() }
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let version = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Pin { base: std::sync::Arc::new(Base { seen, version }), own: HashSet::new(), since }
     }
 
     /// The session wrote these (or took them in).
     pub fn add(&mut self, ids: impl IntoIterator<Item = RecordId>) {
-        let before = self.seen.len();
-        self.seen.extend(ids);
-        if self.seen.len() != before {
-            self.version = next_version();
+        for id in ids {
+            if !self.base.seen.contains(&id) {
+                self.own.insert(id);
+            }
         }
     }
 
-    /// What this pin's contents are called: equal versions, equal contents.
+    /// The version of what the session had seen when it started: equal versions, equal sets.
     pub fn version(&self) -> u64 {
-        self.version
+        self.base.version
+    }
+
+    /// Whether the session had seen record `id` when it started.
+    pub fn started_with(&self, id: &RecordId) -> bool {
+        self.base.seen.contains(id)
+    }
+
+    /// Whether the session took record `id` in since it started (its own write).
+    pub fn took_in(&self, id: &RecordId) -> bool {
+        self.own.contains(id)
     }
 
     /// Whether the session has seen record `id`.
     pub fn has_seen(&self, id: &RecordId) -> bool {
-        self.seen.contains(id)
+        self.started_with(id) || self.took_in(id)
     }
 
     /// How many records the session has seen.
     pub fn len(&self) -> usize {
-        self.seen.len()
+        self.base.seen.len() + self.own.len()
     }
 
     /// Whether it has seen none.
     pub fn is_empty(&self) -> bool {
-        self.seen.is_empty()
+        self.len() == 0
     }
 
     /// Whether `e` was in force as this session sees it: seen, and either valid now or made

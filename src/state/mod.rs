@@ -319,18 +319,32 @@ pub struct State {
     /// scopes reads to let the strongest scope's value of a key shadow the others'); built on
     /// first use and grown with every write.
     keyed: std::sync::OnceLock<HashMap<String, Vec<RecordId>>>,
-    /// Which of [`State::constraint_rows`] a live session's pin keeps, for the last few pins
-    /// asked ([`State::pinned_constraints`]); dropped by every change.
+    /// What each of [`State::constraint_rows`] is to the last few pins' bases (what a live
+    /// session had seen when it started): [`State::with_pinned_rows`].
     pinned: PinnedRows,
 }
 
-/// Per pin version, which constraint rows it keeps (row by row): a live session asks the same
-/// question on every recall, and working it out looks each of 16k constraints up in a set of
-/// every record the session has seen (100k at 100k records, a cache miss each): 2 ms a recall.
+/// Per base version (what a live session had seen when it started), what each constraint row
+/// is to it: a live session asks the same of every constraint on every recall, and asking it
+/// looks each of 16k constraints up in a set of every record the session had seen (100k at
+/// 100k records, a cache miss each): 2 ms a recall. Rows keep their places while writes are
+/// applied in place (rows are added at the end, and only a valid row is replaced, once), so
+/// what is kept survives them; a fold makes a new state, which starts empty.
 #[derive(Debug, Default)]
-struct PinnedRows(std::sync::Mutex<Vec<(u64, std::sync::Arc<[bool]>)>>);
+struct PinnedRows(std::sync::Mutex<Vec<(u64, Vec<PinnedRow>)>>);
 
-/// How many pins' rows are kept (an HTTP server's few live sessions on one memory).
+/// What one constraint row is to a pin's base.
+#[derive(Clone, Debug)]
+pub struct PinnedRow {
+    /// The base holds the row's record.
+    pub in_base: bool,
+    /// Once the row is no longer valid (it stays so until the next fold): the records that
+    /// replaced or retracted it, and whether the base holds any of them (`None` while valid, or
+    /// when the row's record is not in the state).
+    pub replaced_by: Option<(bool, Box<[RecordId]>)>,
+}
+
+/// How many bases' rows are kept (an HTTP server's few live sessions on one memory).
 const PINNED_KEPT: usize = 4;
 
 impl Clone for PinnedRows {
@@ -578,8 +592,6 @@ impl State {
         if !self.in_place(&new) {
             return self.refolded(new);
         }
-        // Rows and statuses change below: what pins kept must be worked out again.
-        self.pinned = PinnedRows::default();
         let mut replaced: Vec<RecordId> = Vec::new();
         let mut added: Vec<RecordId> = Vec::new();
         for (id, record) in new {
@@ -886,23 +898,43 @@ impl State {
         })
     }
 
-    /// For each of [`State::constraint_rows`], whether the pin whose version is `version` keeps
-    /// it (`keeps`), worked out once per pin version and state: `keeps` must answer from the
-    /// pin and this state alone, so that a version names its answer.
-    pub fn pinned_constraints(&self, version: u64, keeps: impl Fn(&ConstraintRow) -> bool) -> std::sync::Arc<[bool]> {
+    /// `f` over what each of [`State::constraint_rows`] is to the base whose version is
+    /// `version` (`in_base` answers for it), worked out once per base and row: rows added since
+    /// the last call, and rows no longer valid, are worked out on the way.
+    pub fn with_pinned_rows<R>(
+        &self,
+        version: u64,
+        in_base: impl Fn(&RecordId) -> bool,
+        f: impl FnOnce(&[ConstraintRow], &[PinnedRow]) -> R,
+    ) -> R {
         let rows = self.constraint_rows();
         let mut kept = self.pinned.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(at) = kept.iter().position(|(v, _)| *v == version) {
-            let found = kept.remove(at);
-            let answer = found.1.clone();
-            kept.push(found);
-            return answer;
+        let at = match kept.iter().position(|(v, _)| *v == version) {
+            Some(at) => at,
+            None => {
+                if kept.len() == PINNED_KEPT {
+                    kept.remove(0);
+                }
+                kept.push((version, Vec::with_capacity(rows.len())));
+                kept.len() - 1
+            }
+        };
+        let mut found = kept.remove(at);
+        let known = &mut found.1;
+        known.truncate(rows.len());
+        for row in &rows[known.len()..] {
+            known.push(PinnedRow { in_base: in_base(&row.id), replaced_by: None });
         }
-        let answer: std::sync::Arc<[bool]> = rows.iter().map(keeps).collect();
-        if kept.len() == PINNED_KEPT {
-            kept.remove(0);
+        for (row, known) in rows.iter().zip(known.iter_mut()) {
+            if row.status != Status::Valid && known.replaced_by.is_none() {
+                known.replaced_by = self.entries.get(&row.id).map(|e| {
+                    let by: Box<[RecordId]> = e.retracted_by.iter().chain(&e.superseded_by).copied().collect();
+                    (by.iter().any(&in_base), by)
+                });
+            }
         }
-        kept.push((version, answer.clone()));
+        let answer = f(rows, known);
+        kept.push(found);
         answer
     }
 
