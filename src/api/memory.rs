@@ -29,7 +29,23 @@ pub(crate) struct Memory {
     pub(crate) written: Vec<RecordId>,
     /// How the fold came to hold what it holds (see [`Lineage`]).
     pub(in crate::api) lineage: Lineage,
+    /// This process's last commits on the ref, oldest first, each with the records it added:
+    /// what a catch-up of the caches reads instead of diffing the two trees
+    /// ([`Memory::records_added_since`]: 1.3 ms at 100k records, after every write).
+    pub(in crate::api) advances: std::collections::VecDeque<Advance>,
 }
+
+/// One commit this process made on the memory's ref: the tip it was made on, the commit, and
+/// the records it added to the tree.
+#[derive(Clone, Debug)]
+pub(crate) struct Advance {
+    pub from: ObjectId,
+    pub to: ObjectId,
+    pub added: Vec<RecordId>,
+}
+
+/// How many of a memory's own commits are remembered ([`Memory::advances`]).
+const ADVANCES_KEPT: usize = 64;
 
 /// How a memory's fold came to hold its records: a generation, new whenever records may have
 /// left it (a load, a purge), and the records taken in place since, in the order they came. A
@@ -77,11 +93,41 @@ impl Memory {
             scope: crate::scope::Scope::Project,
             written: Vec::new(),
             lineage: Lineage::fresh(),
+            advances: std::collections::VecDeque::new(),
         };
         if memory.store.write_mode() == WriteMode::Review {
             memory.ensure_proposals()?;
         }
         Ok(memory)
+    }
+
+    /// Remember commits this process just made on the ref ([`Memory::advances`]).
+    pub(in crate::api) fn advanced(&mut self, advances: Vec<Advance>) {
+        for a in advances {
+            if self.advances.len() == ADVANCES_KEPT {
+                self.advances.pop_front();
+            }
+            self.advances.push_back(a);
+        }
+    }
+
+    /// The records this process's own commits added on the way from `old` to `new`, when one
+    /// chain of them leads there.
+    pub(in crate::api) fn added_by_own_commits(&self, old: ObjectId, new: ObjectId) -> Option<Vec<RecordId>> {
+        let start = self.advances.iter().position(|a| a.from == old)?;
+        let mut at = old;
+        let mut added = Vec::new();
+        for a in self.advances.iter().skip(start) {
+            if a.from != at {
+                return None;
+            }
+            added.extend_from_slice(&a.added);
+            at = a.to;
+            if at == new {
+                return Some(added);
+            }
+        }
+        None
     }
 
     /// Say which scope this memory is (new facts' default area label follows it).

@@ -57,6 +57,12 @@ pub struct WriteOutcome {
     pub added: usize,
     /// How many compare-and-swap attempts it took.
     pub attempts: u32,
+    /// The ref's tip the commit was made on (`None` when the write made the ref, or wrote
+    /// nothing).
+    pub parent: Option<ObjectId>,
+    /// For [`Store::write_records`]: the records the commit added to the tree (those it did not
+    /// hold already), in the order given.
+    pub added_records: Vec<RecordId>,
 }
 
 /// How many ref updates (lock held, not yet committed) are in progress in this process.
@@ -255,17 +261,25 @@ impl Store {
             }
             (blobs, None)
         };
+        // Which records the tree did not hold: worked out again on each attempt of the swap.
+        let mut added_at: Vec<usize> = Vec::new();
         let written = self.update_tree(message, who, now, create_empty, &mut |tree, editor| {
-            let mut added = 0;
-            for (path, blob) in &blobs {
+            added_at.clear();
+            for (at, (path, blob)) in blobs.iter().enumerate() {
                 if tree.lookup_entry_by_path(path).git(|| format!("looking up {path}"))?.is_none() {
                     editor
                         .upsert(path.as_str(), gix::objs::tree::EntryKind::Blob, *blob)
                         .git(|| format!("adding {path}"))?;
-                    added += 1;
+                    added_at.push(at);
                 }
             }
-            Ok(added)
+            Ok(added_at.len())
+        });
+        let written = written.map(|mut w| {
+            if w.commit.is_some() {
+                w.added_records = added_at.iter().map(|&at| records[at].1).collect();
+            }
+            w
         });
         // The pack's `.keep` file protects it while nothing refers to its objects; once the commit
         // has landed (or failed, leaving them unreferenced) it goes, so `gc --auto` may fold the
@@ -424,7 +438,7 @@ impl Store {
                     .git(|| "adding FORMAT".into())?;
             }
             if added == 0 && !(create_empty && local.is_none()) {
-                return Ok(WriteOutcome { commit: None, added: 0, attempts });
+                return Ok(WriteOutcome { commit: None, added: 0, attempts, parent: None, added_records: Vec::new() });
             }
             // gix's own `write` checks that every entry of every tree it writes exists: at 10k
             // records that is the 256 subtrees of `facts/` and a stat of each loose one, 2 ms of
@@ -465,7 +479,13 @@ impl Store {
             match result {
                 Ok(_) => {
                     self.maintain_after_write();
-                    return Ok(WriteOutcome { commit: Some(commit_id), added, attempts });
+                    return Ok(WriteOutcome {
+                        commit: Some(commit_id),
+                        added,
+                        attempts,
+                        parent: local,
+                        added_records: Vec::new(),
+                    });
                 }
                 Err(err) if is_lost_race(&err) => {
                     if started.elapsed() > CONTENTION_BUDGET {

@@ -70,6 +70,10 @@ impl Memory {
     fn records_added_since(&self, old: &[String]) -> Option<Vec<RecordId>> {
         let ([old], [(_, new)]) = (old, self.tips.as_slice()) else { return None };
         let old = ObjectId::from_hex(old.as_bytes()).ok()?;
+        if let Some(mut added) = self.added_by_own_commits(old, *new) {
+            added.sort_by_key(|id| self.state.entries.get(id).map(|e| (e.record.created_at, *id)));
+            return Some(added);
+        }
         if !self.store.is_ancestor(old, *new).ok()? {
             return None;
         }
@@ -390,4 +394,63 @@ pub(crate) fn fetched(parts: &[Source<'_>]) -> Option<std::sync::Arc<std::collec
     let fetched: std::collections::HashSet<RecordId> =
         parts.iter().flat_map(|p| p.memory.fetched().keys().copied()).collect();
     (!fetched.is_empty()).then(|| std::sync::Arc::new(fetched))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::write::plan::{Destination, WritePlan};
+    use crate::api::write::{AddRequest, WriteContext};
+    use crate::store::{Identity, Store, StoreOptions};
+
+    /// What a catch-up of the caches is told was added since an older tip: read from this
+    /// process's own commits when one chain of them leads there, the same as the tree diff says;
+    /// from the diff when another process wrote in between.
+    #[test]
+    // A test repository is made with git itself, as the store's own tests make theirs.
+    #[allow(clippy::disallowed_methods)]
+    fn own_commits_say_what_they_added_as_the_trees_do() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
+        assert!(init.expect("git init").success());
+        let load = || Memory::load(Store::discover(dir.path(), StoreOptions::default()).expect("store")).expect("load");
+        let ctx = WriteContext::new(
+            Identity { name: "Ada".into(), email: "ada@example.com".into() },
+            Timestamp(1_772_366_400),
+        );
+        let mut memory = load();
+        let add = |memory: &mut Memory, subjects: &[&str]| {
+            let records = subjects
+                .iter()
+                .map(|s| {
+                    let req =
+                        AddRequest { fact_type: "decision".into(), subject: (*s).into(), ..AddRequest::default() };
+                    memory.prepare_fact(&req, &ctx).expect("fact")
+                })
+                .collect();
+            memory.apply(WritePlan::one(Destination::ByMode, "neo: add {id}".into(), records), &ctx).expect("apply");
+            memory.tips()[0].1
+        };
+        let first = add(&mut memory, &["Builds run on two cores"]);
+        add(&mut memory, &["Releases are tagged", "Builds run on two cores"]);
+        let last = add(&mut memory, &["Logs keep 30 days", "Keys rotate monthly"]);
+        let own = memory.added_by_own_commits(first, last).expect("one chain of own commits");
+        assert_eq!(own.len(), 3, "what was there already is not added again");
+        let old = [first.to_string()];
+        let told = memory.records_added_since(&old).expect("told");
+        let diffed = load().records_added_since(&old).expect("diffed");
+        assert_eq!(told, diffed, "in the same order");
+        assert!(own.iter().all(|id| told.contains(id)));
+
+        // Another process writes: the chain no longer leads to the tip, and the diff says it.
+        let mut other = load();
+        let theirs = add(&mut other, &["Queues drain at night"]);
+        let mut memory = memory;
+        let now = add(&mut memory, &["Deploys need a review"]);
+        assert!(memory.added_by_own_commits(theirs, now).is_some(), "ours, on top of theirs");
+        assert!(memory.added_by_own_commits(last, now).is_none(), "theirs is in between");
+        assert!(memory.added_by_own_commits(first, now).is_none(), "ours, then theirs, then ours");
+        let old = [last.to_string()];
+        assert_eq!(memory.records_added_since(&old).expect("diffed").len(), 2, "theirs and ours");
+    }
 }

@@ -307,9 +307,10 @@ fn commit_groups(
     ctx: &WriteContext,
     create: bool,
     progress: &mut dyn FnMut(usize, usize),
-) -> Result<(Vec<ObjectId>, usize)> {
+) -> Result<(Vec<ObjectId>, usize, Vec<crate::api::memory::Advance>)> {
     let total: usize = groups.iter().map(|(_, g)| g.len()).sum();
     let (mut commits, mut added, mut done) = (Vec::new(), 0, 0);
+    let mut advances = Vec::new();
     for (message, group) in groups {
         let encoded: Vec<(Kind, RecordId, Vec<u8>)> =
             group.iter().filter(|c| !c.present).map(|c| (c.record.kind, c.id, c.bytes.clone())).collect();
@@ -322,6 +323,9 @@ fn commit_groups(
             Ok(w) => {
                 commits.extend(w.commit);
                 added += w.added;
+                if let (Some(from), Some(to)) = (w.parent, w.commit) {
+                    advances.push(crate::api::memory::Advance { from, to, added: w.added_records });
+                }
             }
             Err(e) if done > 0 => return Err(Error::ImportInterrupted { landed: done, total, source: Box::new(e) }),
             Err(e) => return Err(e),
@@ -329,7 +333,7 @@ fn commit_groups(
         done += group.len();
         progress(done, total);
     }
-    Ok((commits, added))
+    Ok((commits, added, advances))
 }
 
 fn view(store: &Store, expected_tip: Option<ObjectId>, groups: &[(String, Vec<Checked>)]) -> PlanView {
@@ -410,8 +414,9 @@ impl Memory {
         }
         let before = target.store.local_tip()?;
         let moved = plan.expected_tip.is_some() && before != expected_tip;
-        let (commits, added) = commit_groups(&target.store, &groups, ctx, plan.create, progress)?;
+        let (commits, added, advances) = commit_groups(&target.store, &groups, ctx, plan.create, progress)?;
         target.absorb(groups, commits.last().copied())?;
+        target.advanced(advances);
         // A live session sees its own writes at once (`recall::pin`).
         self.written.extend(ids.iter().map(|(id, _)| *id));
         Ok(Applied { ids, added, commits, proposed, moved, dry_run: None })
@@ -448,7 +453,7 @@ pub(crate) fn apply_to_store(store: &Store, plan: &WritePlan, ctx: &WriteContext
     if ctx.dry_run {
         return Ok(Applied { ids, dry_run: Some(view(store, plan.expected_tip, &groups)), ..Applied::default() });
     }
-    let (commits, added) = commit_groups(store, &groups, ctx, plan.create, &mut |_, _| {})?;
+    let (commits, added, _) = commit_groups(store, &groups, ctx, plan.create, &mut |_, _| {})?;
     Ok(Applied { ids, added, commits, ..Applied::default() })
 }
 

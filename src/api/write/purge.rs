@@ -76,6 +76,7 @@ impl Memory {
         self.state = state::fold(std::mem::take(&mut self.state.entries).into_values().map(|e| (e.id, e.record)));
         // A record left: whatever was folded from this memory must fold it again.
         self.lineage = crate::api::memory::Lineage::fresh();
+        self.advances.clear();
         Ok(PurgeOutcome {
             id,
             path,
