@@ -895,11 +895,9 @@ mod tests {
         assert!(md.contains("also said in the same words by"), "{md}");
     }
 
-    /// Recall `query` over `records`, every one a lexical match of the same score.
-    fn recall_all(records: &[(RecordId, Record)], query: &str, k: usize) -> Recall {
-        let state = crate::state::fold(records.to_vec());
-        let lexical: Vec<(RecordId, f32)> = records.iter().map(|r| (r.0, 5.0)).collect();
-        let req = Request {
+    /// A request for `query` as the tests ask it: a budget every layer fits in, no expansion.
+    fn request(query: &str, k: usize, pin: Option<Arc<pin::Pin>>) -> Request {
+        Request {
             query: query.into(),
             k,
             budget: 10_000,
@@ -912,8 +910,15 @@ mod tests {
             fusion: FusionKind::default(),
             floor: 0.0,
             expand: expand::When::Never,
-            pin: None,
-        };
+            pin,
+        }
+    }
+
+    /// Recall `query` over `records`, every one a lexical match of the same score.
+    fn recall_all(records: &[(RecordId, Record)], query: &str, k: usize) -> Recall {
+        let state = crate::state::fold(records.to_vec());
+        let lexical: Vec<(RecordId, f32)> = records.iter().map(|r| (r.0, 5.0)).collect();
+        let req = request(query, k, None);
         let mut ranked = rank(&state, &req, Found { lexical, ..Found::default() });
         let mut budget = Budget::new(req.budget);
         let mut layers = Layers::default();
@@ -958,21 +963,7 @@ mod tests {
         let b = constraint("Keys rotate monthly", 1);
         let c = constraint("Logs keep 30 days", 2);
         let shown = |state: &crate::state::State, pin: &pin::Pin| {
-            let req = Request {
-                query: "deploys".into(),
-                k: 5,
-                budget: 10_000,
-                types: Vec::new(),
-                area: None,
-                now: Timestamp(1_780_000_000),
-                as_of: None,
-                origins: None,
-                fetched: None,
-                fusion: FusionKind::default(),
-                floor: 0.0,
-                expand: expand::When::Never,
-                pin: Some(Arc::new(pin.clone())),
-            };
+            let req = request("deploys", 5, Some(Arc::new(pin.clone())));
             let mut ranked = rank(state, &req, Found::default());
             let mut budget = Budget::new(req.budget);
             let Layer::Records(items) = ranked.fit(LayerKind::Constraints, &mut budget) else { panic!("records") };
