@@ -358,8 +358,9 @@ struct Executor {
     heavy: bool,
     /// The repository whose command just ran, to account for once its answer is out.
     served: Option<Key>,
-    /// The command line's parser, built once: clap builds every subcommand and argument of
-    /// the whole interface before it parses, 0.25 ms a request when it was built for each.
+    /// The command line's parser, built once: clap builds the whole interface's subcommands
+    /// before it parses (0.25 ms a request when it was built for each), and each subcommand's
+    /// arguments the first time that command is parsed (`#[command(defer)]`), kept after.
     parser: clap::Command,
 }
 
