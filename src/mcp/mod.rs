@@ -397,6 +397,8 @@ impl NeoServer {
         session.set_maintenance(git_neo::api::Maintenance::Detached);
         // One short query per call is what its client waits for (`embed::Spin::WithinCall`).
         session.set_long_lived();
+        // Recall's telemetry is appended after the answer, as the session settles.
+        session.answer_first();
         let server = NeoServer { warm: Arc::new(Mutex::new(Kept { session, fetch_org })), live: Arc::default() };
         server.begin();
         server

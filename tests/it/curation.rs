@@ -753,3 +753,61 @@ fn the_report_renders_its_charts_in_a_headless_browser() {
         assert!(x.iter().all(|l| l.len() == unit_len), "{name}: labels as fine as the step: {x:?}");
     }
 }
+
+/// A front end that settles between requests (`Session::answer_first`: the background server,
+/// `git neo mcp`) appends recall's telemetry after the answer: not before the recall returns,
+/// by the settle after it; what a settle has not appended yet is appended before telemetry is
+/// read and when the session ends. A session that does not answer first appends at once.
+#[test]
+fn telemetry_waits_for_the_answer_and_is_never_lost() {
+    let sb = Sandbox::new();
+    let repo = sb.repo("r");
+    let log = repo.join(".git/neo/telemetry/recalls.jsonl");
+    let count = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
+    let ask = |s: &mut Session, query: &str| {
+        s.recall(&RecallQuery {
+            query: query.into(),
+            k: 5,
+            budget: 2_000,
+            types: vec![],
+            area: None,
+            as_of: None,
+            front: Some(Front::Mcp),
+            all_sessions: false,
+        })
+        .expect("recall");
+    };
+    let mut s = session(&repo, START, &EmbedderChoice::Hash);
+    s.add(&AddRequest {
+        fact_type: "pattern".into(),
+        subject: "Retry payment webhooks with backoff".into(),
+        ..AddRequest::default()
+    })
+    .expect("add");
+    s.answer_first();
+    ask(&mut s, "payment webhooks");
+    assert_eq!(count(), 0, "not on the recall's clock");
+    s.settle();
+    assert_eq!(count(), 1, "appended as the session settles");
+    ask(&mut s, "webhook retries");
+    let stats = s.stats().expect("stats");
+    assert_eq!(stats.recalls, 2, "what waits is read too");
+    assert_eq!(count(), 2);
+    ask(&mut s, "backoff");
+    ask(&mut s, "payments");
+    assert_eq!(count(), 3, "a recall appends the one before it first");
+    drop(s);
+    assert_eq!(count(), 4, "and the last is appended as the session ends");
+    let queries: Vec<String> = std::fs::read_to_string(&log)
+        .expect("telemetry")
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["query"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(queries, ["payment webhooks", "webhook retries", "backoff", "payments"], "in the order asked");
+
+    let mut plain = session(&repo, START, &EmbedderChoice::Hash);
+    ask(&mut plain, "payment webhooks");
+    assert_eq!(count(), 5, "a session that does not answer first appends at once");
+}

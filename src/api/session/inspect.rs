@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 impl Session {
     /// Everything `git neo report` shows (see the module docs).
     pub fn report_data(&mut self) -> Result<ReportData> {
+        // What a recall kept for after its answer is read too.
+        self.flush_telemetry();
         let now = self.now();
         let project = self.project_store()?;
         let tel = telemetry::Settings::from_config(&|k| project.config_value(k))?;
@@ -148,6 +150,8 @@ impl Session {
 impl Session {
     /// Recall telemetry and memory sizes (see the module docs).
     pub fn stats(&mut self) -> Result<Stats> {
+        // What a recall kept for after its answer is read too.
+        self.flush_telemetry();
         let project = self.project_store()?;
         let settings = telemetry::Settings::from_config(&|k| project.config_value(k))?;
         let curate = CurateSettings::from_config(&|k| project.config_value(k))?;

@@ -73,6 +73,8 @@ impl Session {
     }
 
     fn curate_facts(&mut self, opts: CurateOptions) -> Result<CurateReport> {
+        // What a recall kept for after its answer is read too.
+        self.flush_telemetry();
         let scope = self.target();
         let project = self.project_store()?;
         let settings = CurateSettings::from_config(&|k| project.config_value(k))?;
@@ -178,6 +180,8 @@ impl Session {
 impl Session {
     /// Read the telemetry for implicit feedback and write what is new (see the module docs).
     pub fn feedback(&mut self, dry_run: bool) -> Result<FeedbackReport> {
+        // What a recall kept for after its answer is read too.
+        self.flush_telemetry();
         let store = self.project_store()?;
         let settings = telemetry::Settings::from_config(&|k| store.config_value(k))?;
         let events = if settings.on { telemetry::read(&store.caches()) } else { Vec::new() };

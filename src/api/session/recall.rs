@@ -213,6 +213,12 @@ impl Session {
             latency_ms,
             r.scopes.clone(),
         );
+        // The events before this one first, so that the file keeps them in order.
+        self.flush_telemetry();
+        if self.warm.answer_first {
+            self.warm.telemetry.push((caches, event));
+            return Ok(());
+        }
         append(&caches, &event)
     }
 

@@ -614,6 +614,8 @@ impl Executor {
         let mut session = Session::new(opts);
         // A repack inside a request would hold every client queued behind it.
         session.set_maintenance(git_neo::api::Maintenance::Detached);
+        // Recall's telemetry is appended after the answer, as the repository settles.
+        session.answer_first();
         if let Ok(model) = &self.model {
             session.give_embedder(Box::new(model.clone()));
         }
