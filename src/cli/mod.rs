@@ -427,6 +427,22 @@ fn usage_json(e: &clap::Error, code: i32) {
 /// Parse `args`, run the command, and return the exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
+    // The per-prompt commands go through the warm background server when one answers, before
+    // clap builds the interface to read them (`daemon::route`): the server reads them itself.
+    let mut fallback = None;
+    if let Some(route) = daemon::route(&args).filter(|_| daemon::enabled(&process_env)) {
+        let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
+        let here = match route.dir {
+            Some(d) => Some(d),
+            None => std::env::current_dir().ok(),
+        };
+        if let (Some(argv), Some(here)) = (argv, here) {
+            match daemon::try_run(&argv, &here, &process_env, route.reads_stdin) {
+                Ok(code) => return code,
+                Err(f) => fallback = Some(f),
+            }
+        }
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -450,9 +466,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         },
     };
-    // The per-prompt commands go through the warm background server when one answers.
+    // A command the server declined (or that found none) runs here, with what it read of stdin.
     let mut stdin = None;
-    if daemon::eligible(&cli) && daemon::enabled(&process_env) {
+    if let Some(fallback) = fallback {
+        if let (true, Some(why)) = (cli.verbose, &fallback.why) {
+            let _ = writeln!(std::io::stderr(), "git-neo: running in this process: {why}");
+        }
+        stdin = fallback.stdin;
+    } else if daemon::eligible(&cli) && daemon::enabled(&process_env) {
+        // A command line the route leaves to clap (`-C` spelled `-CPATH`, say) that is the server's.
         let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
         if let Some(argv) = argv {
             let reads_stdin = matches!(cli.command, Command::Hook(_));

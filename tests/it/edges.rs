@@ -138,6 +138,39 @@ fn a_relative_dash_c_lands_in_that_repository_through_the_server_too() {
     assert!(!has_ref(&sb, &nested, "refs/heads/neo-memory"), "nothing landed in r1/r1");
 }
 
+/// A command line the client sends to the server before clap reads it (`daemon::route`) that
+/// does not parse there is declined and read here: the same usage error, exit code and JSON as
+/// without the server. A `-C` the route reads as the client's directory, though it is a value
+/// (`--area -C`, say, which clap refuses as a value), is checked by the server against its own
+/// reading: declined, and read here too.
+#[test]
+fn a_command_line_the_server_cannot_parse_fails_as_it_does_without_it() {
+    let sb = Sandbox::new();
+    let r1 = sb.repo("r1");
+    let server = Server::start(&sb, &r1, &[]);
+    ok(&neo_in(&sb, &r1, true, &["add", "-t", "decision", "-s", "Deploys go out from the main branch"]));
+    let served = server.served(&sb);
+    for args in [
+        &["recall"][..],
+        &["--json", "recall"],
+        &["add", "-t", "pattern"],
+        &["--json", "add", "-t", "no-such-type", "-s", "S"],
+        &["recall", "deploys", "--budget", "lots"],
+        &["add", "-t", "pattern", "-s", "Area", "--area", "-C", "r1"],
+    ] {
+        let on = neo_in(&sb, &r1, true, args);
+        let off = neo_in(&sb, &r1, false, args);
+        assert_eq!(on.status.code(), off.status.code(), "{args:?}: {}", stderr(&on));
+        assert_ne!(on.status.code(), Some(0), "{args:?} fails");
+        assert_eq!(stdout(&on), stdout(&off), "{args:?}");
+        assert_eq!(stderr(&on), stderr(&off), "{args:?}");
+    }
+    // Only the unknown type parses (the library refuses it, the server's session as this one).
+    assert_eq!(server.served(&sb), served + 1, "the server ran none of those that do not parse");
+    let subjects = list_subjects(&sb, &r1, None);
+    assert_eq!(subjects.len(), 1, "nothing was written: {subjects:?}");
+}
+
 #[test]
 fn the_server_declines_a_request_for_another_work_tree() {
     let sb = Sandbox::new();
