@@ -90,7 +90,7 @@ pub(crate) struct Cli {
 // to parse one was 0.7 ms of each process's start, which every command through the background
 // server pays on top of the server's answer (`git neo add` there: about 12 ms in all at 10k
 // facts). Deferred, a command line parses in about 0.2 ms less, and a whole `git neo` process
-// that goes no further starts 0.5 ms sooner (docs/ARCHITECTURE.md, "The background server").
+// that goes no further starts 0.5 ms sooner (docs/recall.md, the eleventh look).
 #[derive(Subcommand)]
 #[command(defer = true)]
 enum Command {
@@ -437,9 +437,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             None => std::env::current_dir().ok(),
         };
         if let (Some(argv), Some(here)) = (argv, here) {
-            match daemon::try_run(&argv, &here, &process_env, route.reads_stdin) {
-                Ok(code) => return code,
-                Err(f) => fallback = Some(f),
+            match daemon::try_run_if_up(&argv, &here, &process_env, route.reads_stdin) {
+                Some(Ok(code)) => return code,
+                Some(Err(f)) => fallback = Some(f),
+                // No server running: clap reads the command line first, and only one that
+                // parses starts the server (below).
+                None => {}
             }
         }
     }

@@ -138,15 +138,20 @@ fn a_relative_dash_c_lands_in_that_repository_through_the_server_too() {
     assert!(!has_ref(&sb, &nested, "refs/heads/neo-memory"), "nothing landed in r1/r1");
 }
 
-/// A command line the client sends to the server before clap reads it (`daemon::route`) that
-/// does not parse there is declined and read here: the same usage error, exit code and JSON as
-/// without the server. A `-C` the route reads as the client's directory, though it is a value
+/// A command line the client sends to a running server before clap reads it (`daemon::route`)
+/// that does not parse there is declined and read here: the same usage error, exit code and
+/// JSON as without the server; with no server running, it starts none. A `-C` the route reads as the client's directory, though it is a value
 /// (`--area -C`, say, which clap refuses as a value), is checked by the server against its own
 /// reading: declined, and read here too.
 #[test]
 fn a_command_line_the_server_cannot_parse_fails_as_it_does_without_it() {
     let sb = Sandbox::new();
     let r1 = sb.repo("r1");
+    // With no server running, a command line that does not parse starts none.
+    let no_query = neo_in(&sb, &r1, true, &["recall"]);
+    assert_eq!(no_query.status.code(), Some(2), "{}", stderr(&no_query));
+    let status = neo_in(&sb, &r1, false, &["daemon", "status", "--json"]);
+    assert!(String::from_utf8_lossy(&status.stdout).contains("\"running\": false"), "{}", stdout(&status));
     let server = Server::start(&sb, &r1, &[]);
     ok(&neo_in(&sb, &r1, true, &["add", "-t", "decision", "-s", "Deploys go out from the main branch"]));
     let served = server.served(&sb);

@@ -360,6 +360,21 @@ fn connect_or_start(socket: &Path, env: Env) -> Option<UnixStream> {
 /// In the client: run the command through the server (starting it when there is none), and
 /// return its exit code after printing its output. `Err` means the caller runs it itself.
 pub fn try_run(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Result<i32, Fallback> {
+    run_through(argv, dir, env, reads_stdin, true)
+}
+
+/// [`try_run`] for a command line clap has not read ([`route`]): only through a server already
+/// running. `None` when none is (or the directory is in no repository): the caller reads the
+/// command line and goes on as for any other, so that a command line that does not parse never
+/// starts a server.
+pub fn try_run_if_up(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Option<Result<i32, Fallback>> {
+    match run_through(argv, dir, env, reads_stdin, false) {
+        Err(Fallback { stdin: None, why: None }) => None,
+        other => Some(other),
+    }
+}
+
+fn run_through(argv: &[String], dir: &Path, env: Env, reads_stdin: bool, start: bool) -> Result<i32, Fallback> {
     use std::io::IsTerminal;
     let no_server = |why: Option<String>| Fallback { stdin: None, why };
     // The server resolves `-C` against this, so it is sent absolute.
@@ -368,8 +383,10 @@ pub fn try_run(argv: &[String], dir: &Path, env: Env, reads_stdin: bool) -> Resu
     // Not in a repository: the command says so itself.
     let Some(tree) = work_tree(&dir) else { return Err(no_server(None)) };
     let Some(socket) = socket_path(env) else { return Err(no_server(None)) };
-    let Some(mut stream) = connect_or_start(&socket, env) else {
-        return Err(no_server(Some("the server did not start in time".into())));
+    let stream = if start { connect_or_start(&socket, env) } else { UnixStream::connect(&socket).ok() };
+    let Some(mut stream) = stream else {
+        let why = start.then(|| "the server did not start in time".to_string());
+        return Err(no_server(why));
     };
     let stdin = if reads_stdin {
         // Bytes, not text: a prompt that is not UTF-8 still reaches the hook (lossily).
