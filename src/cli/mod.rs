@@ -432,11 +432,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let mut fallback = None;
     if let Some(route) = daemon::route(&args).filter(|_| daemon::enabled(&process_env)) {
         let argv: Option<Vec<String>> = args.iter().map(|a| a.to_str().map(str::to_string)).collect();
-        let here = match route.dir {
-            Some(d) => Some(d),
-            None => std::env::current_dir().ok(),
-        };
-        if let (Some(argv), Some(here)) = (argv, here) {
+        // `-C` as given (or here): `try_run` resolves it against the working directory.
+        let here = route.dir.unwrap_or_else(|| PathBuf::from("."));
+        if let Some(argv) = argv {
             match daemon::try_run_if_up(&argv, &here, &process_env, route.reads_stdin) {
                 Some(Ok(code)) => return code,
                 Some(Err(f)) => fallback = Some(f),

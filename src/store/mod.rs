@@ -483,3 +483,14 @@ impl<T, E: Into<gix::Error>> GitContext<T> for std::result::Result<T, E> {
         self.map_err(|e| Error::Git { context: context(), source: Box::new(e.into()) })
     }
 }
+
+/// A new git repository in a temporary directory, made with git itself as a user's would be:
+/// what the unit tests that write a memory start from.
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn test_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
+    assert!(init.expect("git init").success());
+    dir
+}

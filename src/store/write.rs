@@ -784,9 +784,7 @@ mod tests {
 
     #[test]
     fn a_lock_file_is_cleared_only_when_no_git_neo_writer_holds_the_writers_lock() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
-        assert!(init.expect("git init").success());
+        let dir = crate::store::test_repo();
         let store = store_at(dir.path(), 300);
         let lock = store.lock_path();
         std::fs::create_dir_all(lock.parent().expect("refs/heads")).expect("refs/heads");

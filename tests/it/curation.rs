@@ -32,6 +32,20 @@ fn session(repo: &Path, at: i64, embedder: &EmbedderChoice) -> Session {
     })
 }
 
+/// A recall as an agent asks it through MCP: five records, a 2,000-token budget.
+fn mcp_query(query: &str) -> RecallQuery {
+    RecallQuery {
+        query: query.into(),
+        k: 5,
+        budget: 2_000,
+        types: vec![],
+        area: None,
+        as_of: None,
+        front: Some(Front::Mcp),
+        all_sessions: false,
+    }
+}
+
 fn at(s: &mut Session, t: i64) {
     let dir = s.dir().to_path_buf();
     s.set_caller(
@@ -275,18 +289,7 @@ fn simulated_year(embedder: &EmbedderChoice) -> Year {
                 .collect();
             for j in 0..2 {
                 at(&mut a, t + (1 + i as i64 % 28) * DAY + (i as i64) * 120 + j * 30);
-                let r = a
-                    .recall(&RecallQuery {
-                        query: text.into(),
-                        k: 5,
-                        budget: 2_000,
-                        types: vec![],
-                        area: None,
-                        as_of: None,
-                        front: Some(Front::Mcp),
-                        all_sessions: false,
-                    })
-                    .expect("recall");
+                let r = a.recall(&mcp_query(text)).expect("recall");
                 if r.items(LayerKind::Constraints).iter().chain(r.items(LayerKind::Facts)).any(|i| want.contains(&i.id))
                 {
                     break;
@@ -765,17 +768,7 @@ fn telemetry_waits_for_the_answer_and_is_never_lost() {
     let log = repo.join(".git/neo/telemetry/recalls.jsonl");
     let count = || std::fs::read_to_string(&log).map_or(0, |t| t.lines().count());
     let ask = |s: &mut Session, query: &str| {
-        s.recall(&RecallQuery {
-            query: query.into(),
-            k: 5,
-            budget: 2_000,
-            types: vec![],
-            area: None,
-            as_of: None,
-            front: Some(Front::Mcp),
-            all_sessions: false,
-        })
-        .expect("recall");
+        s.recall(&mcp_query(query)).expect("recall");
     };
     let mut s = session(&repo, START, &EmbedderChoice::Hash);
     s.add(&AddRequest {

@@ -407,12 +407,8 @@ mod tests {
     /// process's own commits when one chain of them leads there, the same as the tree diff says;
     /// from the diff when another process wrote in between.
     #[test]
-    // A test repository is made with git itself, as the store's own tests make theirs.
-    #[allow(clippy::disallowed_methods)]
     fn own_commits_say_what_they_added_as_the_trees_do() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
-        assert!(init.expect("git init").success());
+        let dir = crate::store::test_repo();
         let load = || Memory::load(Store::discover(dir.path(), StoreOptions::default()).expect("store")).expect("load");
         let ctx = WriteContext::new(
             Identity { name: "Ada".into(), email: "ada@example.com".into() },

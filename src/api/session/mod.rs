@@ -854,11 +854,9 @@ impl Session {
 }
 
 /// What waits to be appended to telemetry is appended as the session ends (a failure then has no
-/// command left to be told in).
+/// command left to be told in: its notice goes with the session).
 impl Drop for Session {
     fn drop(&mut self) {
-        for (caches, event) in std::mem::take(&mut self.warm.telemetry) {
-            let _ = crate::api::learn::telemetry::append(&caches, &event);
-        }
+        self.flush_telemetry();
     }
 }

@@ -469,12 +469,8 @@ mod tests {
     }
 
     #[test]
-    // A test repository is made with git itself, as the store's own tests make theirs.
-    #[allow(clippy::disallowed_methods)]
     fn apply_filters_every_record_and_leaves_out_what_is_stored() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
-        assert!(init.expect("git init").success());
+        let dir = crate::store::test_repo();
         let tip = || Store::discover(dir.path(), StoreOptions::default()).expect("store").local_tip().expect("tip");
         let ctx = WriteContext::new(
             Identity { name: "Ada Tester".into(), email: "ada@example.com".into() },

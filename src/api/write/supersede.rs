@@ -643,12 +643,8 @@ mod tests {
     /// Each record an add writes is checked once: the fact before the model is asked anything,
     /// its supersession while planning, and neither again when the plan is applied.
     #[test]
-    // A test repository is made with git itself, as the store's own tests make theirs.
-    #[allow(clippy::disallowed_methods)]
     fn an_add_checks_each_record_it_writes_once() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let init = std::process::Command::new("git").args(["init", "-q"]).current_dir(dir.path()).status();
-        assert!(init.expect("git init").success());
+        let dir = crate::store::test_repo();
         let mut memory =
             Memory::load(Store::discover(dir.path(), StoreOptions::default()).expect("store")).expect("load");
         let ctx = WriteContext::new(
