@@ -397,13 +397,13 @@ mod tests {
     fn appended_lessons_only_insert_and_keep_front_matter() {
         let skill = "---\nname: release\ndescription: how we release\n---\n# Release\nSteps.";
         let one = append(skill, "Run the tests with --locked\nbefore tagging.");
-        assert!(one.starts_with(front_matter(skill).unwrap()));
+        assert!(one.starts_with(front_matter(skill).expect("the skill has front matter")));
         assert!(is_append(skill, &one), "{one}");
         assert!(one.contains("- Run the tests with --locked before tagging.\n"));
         let two = append(&one, "Second");
         assert!(is_append(&one, &two));
         assert_eq!(two.matches(BEGIN).count(), 1, "one section");
-        assert!(two.find("- Second").unwrap() < two.find(END).unwrap());
+        assert!(two.find("- Second").expect("the second lesson") < two.find(END).expect("the end marker"));
         assert!(!is_append("a\nb\n", "a\nc\n"));
         assert!(is_append("", &append("", "x")));
     }

@@ -122,13 +122,13 @@ mod tests {
 
     #[test]
     fn both_formats_of_git_config_parameters_parse() {
-        assert_eq!(parse_parameters("'neo.ref'='refs/heads/other'").unwrap(), vec!["neo.ref=refs/heads/other"]);
+        assert_eq!(parse_parameters("'neo.ref'='refs/heads/other'").expect("parses"), vec!["neo.ref=refs/heads/other"]);
         assert_eq!(
-            parse_parameters(" 'neo.ref=refs/heads/x' 'core.bare'").unwrap(),
+            parse_parameters(" 'neo.ref=refs/heads/x' 'core.bare'").expect("parses"),
             vec!["neo.ref=refs/heads/x", "core.bare"]
         );
-        assert_eq!(parse_parameters(r"'user.name'='it'\''s'").unwrap(), vec!["user.name=it's"]);
-        assert_eq!(parse_parameters(r"'a.b'='wow'\!''").unwrap(), vec!["a.b=wow!"]);
+        assert_eq!(parse_parameters(r"'user.name'='it'\''s'").expect("parses"), vec!["user.name=it's"]);
+        assert_eq!(parse_parameters(r"'a.b'='wow'\!''").expect("parses"), vec!["a.b=wow!"]);
         assert!(parse_parameters("'unclosed").is_err());
         assert!(parse_parameters("bare").is_err());
     }
@@ -142,7 +142,7 @@ mod tests {
             ("GIT_CONFIG_PARAMETERS", "'neo.ref'='refs/heads/b'"),
         ];
         let env = |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string());
-        assert_eq!(overrides(&env).unwrap(), vec!["neo.ref=refs/heads/a", "neo.ref=refs/heads/b"]);
+        assert_eq!(overrides(&env).expect("parses"), vec!["neo.ref=refs/heads/a", "neo.ref=refs/heads/b"]);
         let broken = |k: &str| (k == "GIT_CONFIG_COUNT").then(|| "2".to_string());
         let err = overrides(&broken).unwrap_err().to_string();
         assert!(err.contains("GIT_CONFIG_KEY_0"), "{err}");

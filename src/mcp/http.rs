@@ -314,12 +314,12 @@ mod tests {
 
     #[test]
     fn addresses_and_tokens_are_checked_with_the_flag_named() {
-        assert_eq!(parse_addr("8765").unwrap(), "127.0.0.1:8765".parse().unwrap());
-        assert_eq!(parse_addr("0.0.0.0:80").unwrap(), "0.0.0.0:80".parse().unwrap());
-        assert_eq!(parse_addr("[::1]:9").unwrap(), "[::1]:9".parse().unwrap());
+        assert_eq!(parse_addr("8765").expect("a port"), "127.0.0.1:8765".parse().expect("an address"));
+        assert_eq!(parse_addr("0.0.0.0:80").expect("host and port"), "0.0.0.0:80".parse().expect("an address"));
+        assert_eq!(parse_addr("[::1]:9").expect("an IPv6 address"), "[::1]:9".parse().expect("an address"));
         assert!(parse_addr("localhost").unwrap_err().starts_with("--http:"));
         assert!(parse_addr("").is_err());
-        assert_eq!(check_token("  a-long-enough-token\n").unwrap(), "a-long-enough-token");
+        assert_eq!(check_token("  a-long-enough-token\n").expect("a valid token"), "a-long-enough-token");
         assert!(check_token("short").unwrap_err().contains("16"));
         assert!(check_token("a token with spaces in it").unwrap_err().contains("spaces"));
         assert!(check_token(&"x".repeat(MAX_TOKEN + 1)).is_err());

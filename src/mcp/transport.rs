@@ -294,7 +294,7 @@ mod tests {
         struct Sink(Arc<Mutex<Vec<u8>>>);
         impl Write for Sink {
             fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
+                self.0.lock().expect("the sink's lock").extend_from_slice(b);
                 Ok(b.len())
             }
             fn flush(&mut self) -> std::io::Result<()> {
@@ -307,8 +307,8 @@ mod tests {
             delivered += 1;
             true
         });
-        let text = String::from_utf8(sink.lock().unwrap().clone()).unwrap();
-        (text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(), delivered)
+        let text = String::from_utf8(sink.lock().expect("the sink's lock").clone()).expect("UTF-8 replies");
+        (text.lines().map(|l| serde_json::from_str(l).expect("a JSON reply")).collect(), delivered)
     }
 
     #[test]
@@ -320,7 +320,7 @@ mod tests {
         input.extend_from_slice(ping);
         let (replies, delivered) = run(&input);
         assert_eq!(delivered, 2, "both pings reach the service: {replies:?}");
-        let codes: Vec<i64> = replies.iter().map(|r| r["error"]["code"].as_i64().unwrap()).collect();
+        let codes: Vec<i64> = replies.iter().map(|r| r["error"]["code"].as_i64().expect("an error code")).collect();
         assert_eq!(codes, vec![-32700, -32600, -32700]);
         assert_eq!(replies[1]["id"], 3, "an invalid request's id is echoed");
         assert!(replies[0]["id"].is_null());
@@ -334,7 +334,7 @@ mod tests {
         let (replies, delivered) = run(&input);
         assert_eq!(delivered, 1);
         assert_eq!(replies.len(), 1);
-        assert!(replies[0]["error"]["message"].as_str().unwrap().contains("longer than"));
+        assert!(replies[0]["error"]["message"].as_str().expect("an error message").contains("longer than"));
     }
 
     #[test]
@@ -347,7 +347,10 @@ mod tests {
         let (replies, delivered) = run(&input);
         assert_eq!(delivered, 0);
         assert_eq!(replies[0]["id"], 42, "{replies:?}");
-        assert!(replies[0]["error"]["message"].as_str().unwrap().contains("query runs past"), "{replies:?}");
+        assert!(
+            replies[0]["error"]["message"].as_str().expect("an error message").contains("query runs past"),
+            "{replies:?}"
+        );
     }
 
     #[test]

@@ -213,6 +213,11 @@ mod tests {
         assert!(stale(Vec::new(), Timestamp(0)).is_none());
         let s = stale(vec![c(5, FactType::Pattern), c(1, FactType::Constraint)], Timestamp(0)).expect("stale");
         assert!(s.summary.contains("1 new constraint, 1 new fact"), "{}", s.summary);
-        assert!(s.summary.find("subject 1").unwrap() < s.summary.find("subject 5").unwrap(), "{}", s.summary);
+        assert!(
+            s.summary.find("subject 1").expect("subject 1 listed")
+                < s.summary.find("subject 5").expect("subject 5 listed"),
+            "{}",
+            s.summary
+        );
     }
 }
