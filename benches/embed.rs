@@ -6,11 +6,13 @@
 //! READMEs of the crates in the local cargo registry cache, as short texts (one paragraph of one
 //! to three sentences) and long ones (consecutive paragraphs merged to about 300 tokens). Each
 //! configuration runs in a child process of its own, so its peak RSS (VmHWM) is its own:
-//! - `before`: fastembed as git-neo drove it before (512-token window, unsorted batches of 64,
-//!   ONNX Runtime's default spin-waiting);
-//! - `raw-256`: raw fastembed at git-neo's settings (256-token window, same threads, no spinning),
-//!   unsorted batches of 64: the baseline the pipeline is held to;
-//! - `git-neo`: `FastEmbedder::embed` (tokenised first, sorted, token-budget batches);
+//! - `before`: fastembed as git-neo drove it first (f32 products, 512-token window, unsorted
+//!   batches of 64, ONNX Runtime's default spin-waiting);
+//! - `raw-256`: raw fastembed at git-neo's settings (f32 products, 256-token window, same threads,
+//!   no spinning), unsorted batches of 64: the baseline the pipeline is held to;
+//! - `f32`: `FastEmbedder::embed` with the f32 products (tokenised first, sorted, token-budget
+//!   batches), as git-neo ran the model before its products went to int8;
+//! - `git-neo`: `FastEmbedder::embed` (int8 products, one text per call);
 //! - `no-arena`: the same without ONNX Runtime's memory arena and spinning within a call, as the
 //!   background server and `git neo mcp` run it;
 //! - with `--busy`, the same with two other threads spinning (a compiler or an editor).
@@ -78,7 +80,8 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     let spinners = Busy::start(if busy { 2 } else { 0 });
     let paths = ModelPaths::in_cache(&common::cache_root());
     let mut run = match config {
-        "before" => RunOptions { spin: Spin::Always, window: 512, ..RunOptions::default() },
+        "before" => RunOptions { spin: Spin::Always, window: 512, int8: false, ..RunOptions::default() },
+        "raw-256" | "f32" => RunOptions { int8: false, ..RunOptions::default() },
         "no-arena" => RunOptions { arena: false, spin: Spin::WithinCall, ..RunOptions::default() },
         _ => RunOptions::default(),
     };
@@ -97,7 +100,7 @@ fn child(config: &str, set: &str, n_short: usize, n_long: usize, busy: bool) {
     let mut e = FastEmbedder::load_with(&paths, &run).expect("the model is installed (scripts/install-model.sh)");
     let t = Instant::now();
     let n = match config {
-        "git-neo" | "no-arena" => e.embed(&texts).expect("embed").len(),
+        "git-neo" | "no-arena" | "f32" => e.embed(&texts).expect("embed").len(),
         _ => e.raw().embed(&texts, Some(64)).expect("embed").len(),
     };
     let secs = t.elapsed().as_secs_f64();
@@ -164,7 +167,11 @@ fn queries(busy: usize) {
         queries.len() - 20
     );
     let spinners = Busy::start(busy);
-    let configs: [(&str, RunOptions); 5] = [
+    let configs: [(&str, RunOptions); 7] = [
+        (
+            "f32 products, default threads, spinning within a call, no arena (the server before)",
+            RunOptions { spin: Spin::WithinCall, arena: false, int8: false, ..RunOptions::default() },
+        ),
         ("default threads, arena", RunOptions::default()),
         ("default threads, no arena", RunOptions { arena: false, ..RunOptions::default() }),
         ("1 thread, no arena", RunOptions { threads: Some(1), arena: false, ..RunOptions::default() }),
@@ -175,6 +182,10 @@ fn queries(busy: usize) {
         (
             "default threads, spinning within a call, no arena (server)",
             RunOptions { spin: Spin::WithinCall, arena: false, ..RunOptions::default() },
+        ),
+        (
+            "1 thread, spinning within a call, no arena",
+            RunOptions { threads: Some(1), spin: Spin::WithinCall, arena: false, ..RunOptions::default() },
         ),
     ];
     for (name, run) in configs {
@@ -247,7 +258,7 @@ fn main() {
         }
         for set in ["short", "long"] {
             let mut rows = Vec::new();
-            for config in ["before", "raw-256", "git-neo", "no-arena"] {
+            for config in ["before", "raw-256", "f32", "git-neo", "no-arena"] {
                 let mut results: Vec<(f64, f64)> = (0..runs)
                     .map(|_| {
                         let mut cmd = Command::new(&exe);

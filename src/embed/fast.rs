@@ -10,7 +10,7 @@
 //! ([`TOKEN_BUDGET`]) rather than a count, so padding is small and the largest tensor is bounded
 //! whatever the input. Results come back in the caller's order.
 
-use super::{normalize, EmbedError, Embedder, ModelPaths, MODEL_DIM, MODEL_ID};
+use super::{normalize, EmbedError, Embedder, ModelPaths, MODEL_DIM, MODEL_ID, MODEL_ID_F32};
 use std::sync::OnceLock;
 
 /// ONNX Runtime allows one environment per process; it is created once and kept.
@@ -46,11 +46,24 @@ pub struct RunOptions {
     /// (without it, 20 repositories of 1,000 facts left the server at 265 MB resident instead of
     /// 333 MB).
     pub arena: bool,
+    /// Run the weight products on int8 ([`super::int8`]; on by default). Each text is then
+    /// embedded in a call of its own: the activations' eight-bit scale is one per call, so a text
+    /// sharing a call with others (and their padding) would get a vector that depends on them. The
+    /// f32 products (the embed bench's `f32` rows) batch as before and stamp caches with another
+    /// model id ([`MODEL_ID_F32`]): their vectors are not the int8 ones.
+    pub int8: bool,
 }
 
 impl Default for RunOptions {
     fn default() -> RunOptions {
-        RunOptions { threads: None, spin: Spin::Never, token_budget: TOKEN_BUDGET, window: MAX_TOKENS, arena: true }
+        RunOptions {
+            threads: None,
+            spin: Spin::Never,
+            token_budget: TOKEN_BUDGET,
+            window: MAX_TOKENS,
+            arena: true,
+            int8: true,
+        }
     }
 }
 
@@ -96,6 +109,8 @@ pub struct FastEmbedder {
     model: fastembed::TextEmbedding,
     token_budget: usize,
     window: usize,
+    /// [`RunOptions::int8`]: one text per call, and the int8 model id.
+    int8: bool,
 }
 
 impl FastEmbedder {
@@ -130,8 +145,20 @@ impl FastEmbedder {
             special_tokens_map_file: read("special_tokens_map.json")?,
             tokenizer_config_file: read("tokenizer_config.json")?,
         };
-        let model = fastembed::UserDefinedEmbeddingModel::new(read("model.onnx")?, tokenizer_files)
-            .with_pooling(fastembed::Pooling::Mean);
+        let mut onnx = read("model.onnx")?;
+        if run.int8 {
+            let rewritten = super::int8::quantize_products(&onnx).map_err(EmbedError::Model)?;
+            if rewritten.products == 0 {
+                return Err(EmbedError::Model(
+                    "model.onnx has no int8 weight products: it is not the pinned model \
+                     (scripts/install-model.sh installs it)"
+                        .to_string(),
+                ));
+            }
+            onnx = rewritten.model;
+        }
+        let model =
+            fastembed::UserDefinedEmbeddingModel::new(onnx, tokenizer_files).with_pooling(fastembed::Pooling::Mean);
         let threads = run.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let mut options = fastembed::InitOptionsUserDefined::default()
             .with_environment(environment)
@@ -144,7 +171,7 @@ impl FastEmbedder {
             options.with_execution_providers(vec![ort::ep::CPU::default().with_arena_allocator(run.arena).build()]);
         let model = fastembed::TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| EmbedError::Model(e.to_string()))?;
-        Ok(FastEmbedder { model, token_budget: run.token_budget.max(run.window), window: run.window })
+        Ok(FastEmbedder { model, token_budget: run.token_budget.max(run.window), window: run.window, int8: run.int8 })
     }
 
     /// The underlying fastembed model, for measuring git-neo's overhead against it.
@@ -177,7 +204,11 @@ pub fn plan_batches(lengths: &[usize], budget: usize) -> Vec<Vec<usize>> {
 
 impl Embedder for FastEmbedder {
     fn model_id(&self) -> &str {
-        MODEL_ID
+        if self.int8 {
+            MODEL_ID
+        } else {
+            MODEL_ID_F32
+        }
     }
 
     fn dim(&self) -> usize {
@@ -189,8 +220,9 @@ impl Embedder for FastEmbedder {
             return Ok(Vec::new());
         }
         let model_err = |e: String| EmbedError::Model(e);
-        // Token counts (cut at the window). One text alone is not worth the extra pass.
-        let lengths: Vec<usize> = if texts.len() == 1 {
+        // Token counts (cut at the window). One text alone is not worth the extra pass, nor are
+        // texts that each go alone.
+        let lengths: Vec<usize> = if texts.len() == 1 || self.int8 {
             vec![self.window]
         } else {
             let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -198,7 +230,12 @@ impl Embedder for FastEmbedder {
             encodings.iter().map(|e| e.get_attention_mask().iter().filter(|&&m| m == 1).count()).collect()
         };
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for batch in plan_batches(&lengths, self.token_budget) {
+        let batches = if self.int8 {
+            (0..texts.len()).map(|i| vec![i]).collect()
+        } else {
+            plan_batches(&lengths, self.token_budget)
+        };
+        for batch in batches {
             let inputs: Vec<&str> = batch.iter().map(|&i| texts[i].as_str()).collect();
             let vectors = self.model.embed(&inputs, Some(inputs.len())).map_err(|e| model_err(e.to_string()))?;
             for (i, mut v) in batch.into_iter().zip(vectors) {

@@ -8,6 +8,7 @@
 mod cache;
 mod fast;
 mod hash;
+pub mod int8;
 mod memo;
 mod pending;
 mod shared;
@@ -65,8 +66,13 @@ pub struct ModelPaths {
     pub runtime: PathBuf,
 }
 
-/// The model id stamped into caches.
-pub const MODEL_ID: &str = "all-minilm-l6-v2-int8@1";
+/// The model id stamped into caches: the pinned model with its weight products on int8
+/// ([`int8`]), each text embedded alone.
+pub const MODEL_ID: &str = "all-minilm-l6-v2-int8@2";
+/// The id of the same model run with f32 products ([`RunOptions::int8`] off; every cache stamped
+/// before the int8 products). Its vectors differ from [`MODEL_ID`]'s (cosine 0.99 or more), so
+/// caches stamped with it are rebuilt.
+pub const MODEL_ID_F32: &str = "all-minilm-l6-v2-int8@1";
 /// The model's dimension.
 pub const MODEL_DIM: usize = 384;
 /// The model files `scripts/install-model.sh` installs.

@@ -75,6 +75,43 @@ fn hybrid_beats_lexical_and_vector_on_the_fixture() {
     );
 }
 
+/// The int8 products (what every way in runs) against the same model with f32 products, on the
+/// recall fixture's facts: the vectors stay close (on SciFact's abstracts the cosine was 0.989 at
+/// least), they are stamped with another model id (caches built with the f32 products are
+/// rebuilt), and a text's vector is the same alone as among others (one text per call: the
+/// activations' scale must not depend on what else is embedded).
+#[test]
+#[ignore = "needs the model: scripts/install-model.sh"]
+fn int8_products_keep_the_vectors_and_do_not_depend_on_the_batch() {
+    use git_neo::embed::RunOptions;
+    let paths = ModelPaths::in_cache(&model_root());
+    assert!(paths.missing().is_empty(), "the embedding model is not installed: run scripts/install-model.sh");
+    let facts =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/recall/facts.jsonl"))
+            .expect("facts");
+    let texts: Vec<String> = facts
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+        .map(|f| format!("{}\n{}", f["subject"].as_str().expect("subject"), f["body"].as_str().expect("body")))
+        .collect();
+    assert!(texts.len() >= 60);
+    let mut int8 = FastEmbedder::load(&paths).expect("load the model");
+    let mut f32 = FastEmbedder::load_with(&paths, &RunOptions { int8: false, ..RunOptions::default() }).expect("load");
+    assert_ne!(int8.model_id(), f32.model_id(), "the f32 products' vectors are not the int8 ones");
+    let a = int8.embed(&texts).expect("embed");
+    let b = f32.embed(&texts).expect("embed");
+    let mut cosines: Vec<f32> = a.iter().zip(&b).map(|(x, y)| git_neo::embed::cosine(x, y)).collect();
+    cosines.sort_by(f32::total_cmp);
+    println!("cosine int8 vs f32 products: min {:.4}, median {:.4}", cosines[0], cosines[cosines.len() / 2]);
+    assert!(cosines[0] >= 0.98 && cosines[cosines.len() / 2] >= 0.99, "{cosines:?}");
+    // Different from the f32 vectors, though: the products really are int8.
+    assert!(cosines[cosines.len() - 1] < 0.99999, "{cosines:?}");
+    for (i, text) in texts.iter().enumerate().step_by(7) {
+        let alone = int8.embed(std::slice::from_ref(text)).expect("embed").remove(0);
+        assert_eq!(alone, a[i], "text {i} alone and among {} others", texts.len() - 1);
+    }
+}
+
 /// Floors pinned a little under the measured numbers (recall@5 0.984, MRR 0.817 when pinned).
 const HYBRID_RECALL_AT_5_FLOOR: f64 = 0.95;
 const HYBRID_MRR_FLOOR: f64 = 0.78;
