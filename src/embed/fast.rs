@@ -9,6 +9,13 @@
 //! only dilutes the vector), sorted by length, and cut into batches by a token budget
 //! ([`TOKEN_BUDGET`]) rather than a count, so padding is small and the largest tensor is bounded
 //! whatever the input. Results come back in the caller's order.
+//!
+//! That is the pipeline of the f32 products. By default the model's weight products run on int8
+//! ([`super::int8`], [`RunOptions::int8`]) and each text goes in a call of its own, cut at the
+//! same window: the activations' scale is one per call, so a batch would make a text's vector
+//! depend on its neighbours. Measured, it costs nothing: short texts embed faster one by one on
+//! int8 than sorted and batched on f32 (243 against 215 a second), long ones too (40.6 against
+//! 28.6), and the largest tensor is one text's.
 
 use super::{normalize, EmbedError, Embedder, ModelPaths, MODEL_DIM, MODEL_ID, MODEL_ID_F32};
 use std::sync::OnceLock;
