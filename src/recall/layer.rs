@@ -215,6 +215,32 @@ impl Budget {
         taken.into_iter().map(|i| &items[i]).collect()
     }
 
+    /// [`Budget::fit`] of `items`, `total` of them, already in order: once not even the
+    /// `smallest` would fit what is left, the rest are cut without being drawn (what
+    /// [`Budget::fit_best_first`] does with items it puts in order itself).
+    pub fn fit_in_order<T>(
+        &mut self,
+        layer: LayerKind,
+        items: impl Iterator<Item = T>,
+        total: usize,
+        smallest: usize,
+        chars: impl Fn(&T) -> usize,
+    ) -> Vec<T> {
+        let mut taken = Vec::new();
+        let mut drawn = 0;
+        for item in items {
+            if !self.would_fit(layer, smallest) {
+                break;
+            }
+            drawn += 1;
+            if self.admit(layer, chars(&item)) {
+                taken.push(item);
+            }
+        }
+        self.cut += total.saturating_sub(drawn);
+        taken
+    }
+
     /// The items of `layer` that fit, in order (an item that does not fit is cut, and a smaller
     /// one after it may still fit).
     pub fn fit<T: Footprint>(&mut self, layer: LayerKind, items: Vec<T>) -> Vec<T> {

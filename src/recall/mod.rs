@@ -479,9 +479,8 @@ pub struct Ranked<'s> {
     state: &'s State,
     req: &'s Request,
     fusion: Fusion,
-    /// Every constraint in force, scored, in no order (`Ranked::fit` puts the best first as far
-    /// as the budget reads); items are built only for those that fit.
-    constraints: Vec<(f64, &'s crate::state::ConstraintRow, Rank)>,
+    /// Every constraint in force ([`Constraints`]); items are built only for those that fit.
+    constraints: Constraints<'s>,
     facts: Vec<Item>,
     attempts: Vec<Item>,
     invalidated: Vec<Item>,
@@ -527,6 +526,7 @@ pub fn rank<'s>(state: &'s State, req: &'s Request, found: Found) -> Ranked<'s> 
     let constraints = ranked_constraints(state, req, &ranks, &fusion);
     let Sorted { facts, known_unknowns, invalidated, attempts } = sorted(matched, state, req, &shadowed);
     let best_constraint = constraints
+        .matched
         .iter()
         .filter(|(_, _, r)| r.lexical.is_some() || r.vector.is_some())
         .min_by(|a, b| constraint_order(a, b))
@@ -550,18 +550,38 @@ impl Ranked<'_> {
                 // from the state's row. A memory can hold tens of thousands of constraints, and
                 // sorting them all was 1 to 2 ms of a recall at 100k records: they are put in
                 // order only as far as the budget reads them (`Budget::fit_best_first`).
-                let mut rest = std::mem::take(&mut self.constraints);
-                let taken = budget.fit_best_first(
-                    kind,
-                    &mut rest,
-                    |(_, c, _)| c.chars + layer::RECORD_MARKUP,
-                    constraint_order,
-                );
+                let Constraints { mut matched, rest } = std::mem::take(&mut self.constraints);
+                let chars = |c: &crate::state::ConstraintRow| c.chars + layer::RECORD_MARKUP;
+                let taken: Vec<(f64, &crate::state::ConstraintRow, Rank)> = if rest.is_empty() {
+                    budget
+                        .fit_best_first(kind, &mut matched, |(_, c, _)| chars(c), constraint_order)
+                        .into_iter()
+                        .copied()
+                        .collect()
+                } else {
+                    // The matched ones best first, merged with the rest in the order they come
+                    // (newest first), each of those scored only as the merge reaches it.
+                    matched.sort_by(constraint_order);
+                    let smallest = matched.iter().map(|m| m.1).chain(rest.iter().copied()).map(chars).min();
+                    let total = matched.len() + rest.len();
+                    let (fusion, now) = (&self.fusion, self.req.now);
+                    let mut rest = rest
+                        .into_iter()
+                        .map(|c| (constraint_score(c, Rank::default(), fusion, now), c, Rank::default()))
+                        .peekable();
+                    let mut matched = matched.into_iter().peekable();
+                    let merged = std::iter::from_fn(|| match (matched.peek(), rest.peek()) {
+                        (Some(m), Some(r)) if constraint_order(m, r) == std::cmp::Ordering::Greater => rest.next(),
+                        (Some(_), _) => matched.next(),
+                        (None, _) => rest.next(),
+                    });
+                    budget.fit_in_order(kind, merged, total, smallest.unwrap_or(0), |(_, c, _)| chars(c))
+                };
                 let shown = taken
                     .into_iter()
                     .filter_map(|(_, c, rank)| {
                         let e = self.state.entries.get(&c.id)?;
-                        Some(item(e, self.state, *rank, &self.fusion, self.req.now))
+                        Some(item(e, self.state, rank, &self.fusion, self.req.now))
                     })
                     .collect();
                 return Layer::Records(shown);
@@ -630,21 +650,48 @@ impl Ranked<'_> {
     }
 }
 
-/// Every constraint in force for `req` (as a live session sees it, with `req.pin`), scored (in no
-/// order: [`constraint_order`]): constraints always apply, so all are weighed and the budget takes
-/// the best that fit.
+/// Every constraint in force for a request, in two parts: those a candidate list found, scored
+/// (in no order: [`Ranked::fit`] puts them in [`constraint_order`] as far as the budget reads),
+/// and the rest, whose score is the recency term alone (`rank::score` with no relevance), in
+/// that score's order already: newest first ([`State::constraints_newest_first`]), those dated
+/// at or after the request's time (all scoring the term's most) by id. A memory can hold tens of
+/// thousands of constraints, and scoring and ordering every one on every call was a tenth of a
+/// warm recall at 100k records. When a fusion gives a record no list found some relevance, the
+/// rest's order is not the recency term's, and every constraint is scored as a matched one.
+#[derive(Default)]
+struct Constraints<'s> {
+    matched: Vec<(f64, &'s crate::state::ConstraintRow, Rank)>,
+    rest: Vec<&'s crate::state::ConstraintRow>,
+}
+
+/// A constraint's score, from its row.
+fn constraint_score(c: &crate::state::ConstraintRow, rank: Rank, fusion: &Fusion, now: Timestamp) -> f64 {
+    let age = (now.0 - c.created_at.0) as f64 / 86_400.0;
+    score(
+        fusion.relevance(rank.bm25, rank.lexical, rank.similarity, rank.vector),
+        c.confidence.as_f64(),
+        c.successes,
+        age,
+    )
+}
+
+/// Every constraint in force for `req` (as a live session sees it, with `req.pin`): constraints
+/// always apply, so all are weighed and the budget takes the best that fit ([`Constraints`]).
 fn ranked_constraints<'s>(
     state: &'s State,
     req: &Request,
     ranks: &HashMap<RecordId, Rank>,
     fusion: &Fusion,
-) -> Vec<(f64, &'s crate::state::ConstraintRow, Rank)> {
+) -> Constraints<'s> {
     let scope_ok = |e: &Entry| in_area(e, req.area.as_deref());
     let constraint_type = req.types.is_empty() || req.types.contains(&FactType::Constraint);
+    if !constraint_type {
+        return Constraints::default();
+    }
     // A live session keeps its constraints as they stood when it started: seen, and valid or
     // made invalid only by records it has not seen. What the rows are to what it had seen at
     // its start is kept by the state between recalls; its own writes are asked here.
-    let pinned: Option<Vec<bool>> = req.pin.as_ref().filter(|_| constraint_type).map(|p| {
+    let pinned: Option<Vec<bool>> = req.pin.as_ref().map(|p| {
         state.with_pinned_rows(
             p.version(),
             |id| p.started_with(id),
@@ -663,31 +710,48 @@ fn ranked_constraints<'s>(
             },
         )
     });
-    let constraint_entries: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
-        .constraint_rows()
-        .iter()
-        .enumerate()
-        .filter(|(at, c)| match &pinned {
-            Some(kept) => kept.get(*at) == Some(&true),
+    let rows = state.constraint_rows();
+    let in_force = |at: usize| {
+        let c = &rows[at];
+        (match &pinned {
+            Some(kept) => kept.get(at) == Some(&true),
             None => c.status == Status::Valid,
-        })
-        .map(|(_, c)| c)
-        .filter(|c| constraint_type && c.in_effect_at(req.now))
-        .filter(|c| req.area.is_none() || state.entries.get(&c.id).is_some_and(scope_ok))
-        .map(|c| {
-            let rank = ranks.get(&c.id).copied().unwrap_or_default();
-            let age = (req.now.0 - c.created_at.0) as f64 / 86_400.0;
-            let s = score(
-                fusion.relevance(rank.bm25, rank.lexical, rank.similarity, rank.vector),
-                c.confidence.as_f64(),
-                c.successes,
-                age,
-            );
-            (s, c, rank)
-        })
+        }) && c.in_effect_at(req.now)
+            && (req.area.is_none() || state.entries.get(&c.id).is_some_and(scope_ok))
+    };
+    let none = Rank::default();
+    if fusion.relevance(none.bm25, none.lexical, none.similarity, none.vector) != 0.0 {
+        let matched = (0..rows.len())
+            .filter(|&at| in_force(at))
+            .map(|at| {
+                let c = &rows[at];
+                let rank = ranks.get(&c.id).copied().unwrap_or_default();
+                (constraint_score(c, rank, fusion, req.now), c, rank)
+            })
+            .collect();
+        return Constraints { matched, rest: Vec::new() };
+    }
+    let mut found = vec![false; rows.len()];
+    let mut matched = Vec::new();
+    for (id, rank) in ranks {
+        if let Some(at) = state.constraint_row_of(id) {
+            found[at] = true;
+            if in_force(at) {
+                matched.push((constraint_score(&rows[at], *rank, fusion, req.now), &rows[at], *rank));
+            }
+        }
+    }
+    let mut rest: Vec<&crate::state::ConstraintRow> = state
+        .constraints_newest_first()
+        .iter()
+        .map(|&at| at as usize)
+        .filter(|&at| !found[at] && in_force(at))
+        .map(|at| &rows[at])
         .collect();
-    // Put in order only as far as the budget reads them (`Ranked::fit`).
-    constraint_entries
+    // Dated at or after the request's time: no age, the same score, so by id.
+    let undated = rest.partition_point(|c| c.created_at >= req.now);
+    rest[..undated].sort_by_key(|c| c.id);
+    Constraints { matched, rest }
 }
 
 /// Constraints best first: by score, then by id.
@@ -934,6 +998,68 @@ mod tests {
             f.fact_type = FactType::Constraint;
         }
         (r.encode().0, r)
+    }
+
+    /// The constraints a recall shows, and how many it cuts, are what scoring every one and
+    /// sorting them all gives, whatever the budget: the ones no list found come newest first
+    /// (equal dates, and dates after the request's time, by id), merged with the ones found; and
+    /// so they stay when the state grows in place.
+    #[test]
+    fn constraints_are_taken_in_score_order_without_scoring_them_all() {
+        let now = request("", 5, None).now;
+        let after_now = now.0 - 1_770_000_000;
+        let records: Vec<(RecordId, Record)> = (0..300i64)
+            .map(|i| {
+                let at = match i % 7 {
+                    0 => after_now + (i % 3),
+                    1 => after_now,
+                    2 => 50,
+                    _ => (i * 7_919) % 5_000_000,
+                };
+                let (_, mut r) = constraint(&format!("Constraint {i} of the payments service"), at);
+                r.body = "words ".repeat((i as usize * 37) % 90);
+                (r.encode().0, r)
+            })
+            .collect();
+        let lexical: Vec<(RecordId, f32)> =
+            records.iter().step_by(5).enumerate().map(|(k, r)| (r.0, 10.0 - k as f32 * 0.1)).collect();
+        let whole = crate::state::fold(records.clone());
+        // Grown in place, after recall has read the order once.
+        let grown = crate::state::fold(records[..200].to_vec());
+        let _ = grown.constraints_newest_first();
+        let grown = grown.with_records(records[200..].to_vec());
+        assert_eq!(grown.constraints_newest_first().len(), 300);
+        for state in [&whole, &grown] {
+            for budget in [300, 2_000, 8_000, 100_000] {
+                let req = Request { budget, ..request("payments", 5, None) };
+                let mut ranked = rank(state, &req, Found { lexical: lexical.clone(), ..Found::default() });
+                let mut b = Budget::new(budget);
+                let Layer::Records(items) = ranked.fit(LayerKind::Constraints, &mut b) else {
+                    panic!("constraints are records")
+                };
+                let shown: Vec<RecordId> = items.iter().map(|i| i.id).collect();
+                // Every constraint scored, all sorted, fitted one after another.
+                let ranks = ranks_of(&lexical, &[]);
+                let mut all: Vec<(f64, &crate::state::ConstraintRow, Rank)> = state
+                    .constraint_rows()
+                    .iter()
+                    .map(|c| {
+                        let r = ranks.get(&c.id).copied().unwrap_or_default();
+                        (constraint_score(c, r, &ranked.fusion, now), c, r)
+                    })
+                    .collect();
+                all.sort_by(constraint_order);
+                let mut want_budget = Budget::new(budget);
+                let want: Vec<RecordId> = all
+                    .iter()
+                    .filter(|(_, c, _)| want_budget.admit(LayerKind::Constraints, c.chars + layer::RECORD_MARKUP))
+                    .map(|(_, c, _)| c.id)
+                    .collect();
+                assert!(!want.is_empty() && want.len() < 300 || budget == 100_000, "budget {budget}: {}", want.len());
+                assert_eq!(shown, want, "budget {budget}");
+                assert_eq!(b.cut, want_budget.cut, "budget {budget}");
+            }
+        }
     }
 
     fn supersession(old: RecordId, new: RecordId, at: i64) -> (RecordId, Record) {

@@ -308,6 +308,10 @@ pub struct State {
     /// built on first use, kept up to date by the writes [`State::with_records`] applies in
     /// place, and dropped by a fold.
     constraint_rows: std::sync::OnceLock<Vec<ConstraintRow>>,
+    /// [`State::constraint_rows`]' places, newest first ([`State::constraints_newest_first`]),
+    /// and each row's place by id ([`State::constraint_row_of`]); built on first use and kept up
+    /// to date with the rows.
+    constraint_order: std::sync::OnceLock<(Vec<u32>, HashMap<RecordId, u32>)>,
     /// Every document source record, whatever its status (recall's documents layer lists the
     /// current ones on the first call after each write); built on first use.
     sources: std::sync::OnceLock<Vec<RecordId>>,
@@ -373,6 +377,11 @@ pub struct ConstraintRow {
     pub successes: u32,
     /// Characters the budget counts: the summary and the body without its trailing space.
     pub chars: usize,
+}
+
+/// The sort key of [`State::constraints_newest_first`].
+fn newest_first_key(r: &ConstraintRow) -> (std::cmp::Reverse<Timestamp>, RecordId) {
+    (std::cmp::Reverse(r.created_at), r.id)
 }
 
 impl ConstraintRow {
@@ -639,8 +648,15 @@ impl State {
             self.order.insert(at, id);
             let confidence = initial_confidence(&record).clamp_unit();
             let entry = Entry::new(id, record, Status::Valid, confidence);
-            if let Some(rows) = self.constraint_rows.get_mut() {
-                rows.extend(ConstraintRow::of(&entry));
+            if let (Some(rows), Some(row)) = (self.constraint_rows.get_mut(), ConstraintRow::of(&entry)) {
+                let at = rows.len() as u32;
+                if let Some((newest, places)) = self.constraint_order.get_mut() {
+                    let key = newest_first_key(&row);
+                    let i = newest.partition_point(|&o| newest_first_key(&rows[o as usize]) < key);
+                    newest.insert(i, at);
+                    places.insert(row.id, at);
+                }
+                rows.push(row);
             }
             self.entries.insert(id, entry);
             added.push(id);
@@ -895,6 +911,29 @@ impl State {
     pub fn constraint_rows(&self) -> &[ConstraintRow] {
         self.constraint_rows.get_or_init(|| {
             self.constraint_ids().iter().filter_map(|id| ConstraintRow::of(self.entries.get(id)?)).collect()
+        })
+    }
+
+    /// The places in [`State::constraint_rows`], newest first (by `created_at`, then by id): the
+    /// order of the constraints a recall's candidate lists did not find, whose score is the
+    /// recency term alone (`rank::score` with no relevance), so that recall need not score and
+    /// sort thousands of them on every call.
+    pub fn constraints_newest_first(&self) -> &[u32] {
+        &self.constraint_order_init().0
+    }
+
+    /// The place of constraint `id` in [`State::constraint_rows`].
+    pub fn constraint_row_of(&self, id: &RecordId) -> Option<usize> {
+        self.constraint_order_init().1.get(id).map(|&at| at as usize)
+    }
+
+    fn constraint_order_init(&self) -> &(Vec<u32>, HashMap<RecordId, u32>) {
+        self.constraint_order.get_or_init(|| {
+            let rows = self.constraint_rows();
+            let mut newest: Vec<u32> = (0..rows.len() as u32).collect();
+            newest.sort_by_key(|&o| newest_first_key(&rows[o as usize]));
+            let places = rows.iter().enumerate().map(|(at, r)| (r.id, at as u32)).collect();
+            (newest, places)
         })
     }
 
