@@ -226,6 +226,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let fields = fields(graph)?;
     let mut nodes: Vec<(usize, Node<'_>)> = Vec::new();
     let mut tensors = std::collections::HashMap::new();
+    let mut outputs: Vec<&str> = Vec::new();
     for (i, f) in fields.iter().enumerate() {
         match (f.number, &f.value) {
             // GraphProto.node = 1, GraphProto.initializer = 5.
@@ -234,16 +235,23 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), String> {
                 let (name, t) = parse_tensor(b)?;
                 tensors.insert(name, t);
             }
+            // GraphProto.output = 12: a ValueInfoProto, its name = 1.
+            (12, Value::Bytes(b)) => {
+                for v in self::fields(b)? {
+                    if let (1, Value::Bytes(name)) = (v.number, v.value) {
+                        outputs.push(text(name)?);
+                    }
+                }
+            }
             _ => {}
         }
     }
     let producer: std::collections::HashMap<&str, usize> =
         nodes.iter().enumerate().flat_map(|(k, (_, n))| n.outputs.iter().map(move |o| (*o, k))).collect();
     let mut uses: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (_, n) in &nodes {
-        for i in &n.inputs {
-            *uses.entry(i).or_default() += 1;
-        }
+    // What reads a name: nodes, and the graph's own outputs.
+    for i in nodes.iter().flat_map(|(_, n)| n.inputs.iter()).chain(&outputs) {
+        *uses.entry(i).or_default() += 1;
     }
     let mut products: Vec<Product<'_>> = Vec::new();
     for (k, (_, n)) in nodes.iter().enumerate() {
@@ -397,6 +405,20 @@ mod tests {
         assert_eq!((same.products, same.model), (0, per_row));
         // The f32 weights read by something else too.
         assert_eq!(quantize_products(&model(&[1, 3], true)).expect("reads").products, 0);
+        // Or the graph's output.
+        let mut m = model(&[1, 3], false);
+        let mut graph = Vec::new();
+        for f in fields(&m).expect("a model") {
+            if let (7, Value::Bytes(g)) = (f.number, f.value) {
+                graph = g.to_vec();
+            }
+        }
+        let mut output = Vec::new();
+        put_bytes(&mut output, 1, b"w");
+        put_bytes(&mut graph, 12, &output);
+        m.clear();
+        put_bytes(&mut m, 7, &graph);
+        assert_eq!(quantize_products(&m).expect("reads").products, 0);
     }
 
     #[test]
