@@ -721,6 +721,12 @@ impl Indexes {
         Ok(self.passages(query, limit, false)?.into_iter().map(|(id, s, _)| (id, s)).collect())
     }
 
+    /// Whether recall's vector search goes through the graph (more than
+    /// [`vectors::EXACT_UP_TO`] vectors) rather than an exact scan.
+    pub fn searches_graph(&self) -> bool {
+        self.vectors.as_ref().is_some_and(|v| v.len() > vectors::EXACT_UP_TO)
+    }
+
     /// Recall's vector candidates: [`Indexes::search_vectors`] with the number of the passage
     /// that matched best, exact in a small index ([`vectors::Vectors::search_best`]).
     pub fn search_passages(&self, query: &[f32], limit: usize) -> Result<Vec<(RecordId, f32, usize)>, IndexError> {

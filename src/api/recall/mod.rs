@@ -195,14 +195,15 @@ type Expanded = (Vec<(RecordId, f32)>, Vec<(RecordId, f32, usize)>, Option<crate
 /// The candidate lists again, expanded once, when the first pass is weak
 /// ([`crate::recall::expand`]): the lexical query gains words of the vector side's best records,
 /// the query vector moves towards the lexical side's best records' vectors. One more lexical and
-/// one more vector query, no embedding.
+/// one more vector query, no embedding; the vector query is `guess`'s when it moved the query
+/// the same way (see [`Guess`]).
 fn expand(
-    parts: &[Source<'_>],
+    parts: &[&crate::index::Indexes],
     state: &State,
     req: &crate::recall::Request,
     query_vector: &[f32],
-    lexical: Vec<(RecordId, f32)>,
-    vector: Vec<(RecordId, f32, usize)>,
+    (lexical, vector): (Vec<(RecordId, f32)>, Vec<VectorHit>),
+    guess: Option<Guess>,
 ) -> Result<Expanded> {
     use crate::recall::expand as x;
     let pairs: Vec<(RecordId, f32)> = vector.iter().map(|(id, s, _)| (*id, *s)).collect();
@@ -221,33 +222,103 @@ fn expand(
     let terms = x::feedback_terms(&words(query), &texts, |w| {
         let mut total = (0, 0);
         for p in parts {
-            let (df, n) = p.indexes.doc_freq(w).ok()?;
+            let (df, n) = p.doc_freq(w).ok()?;
             total = (total.0 + df, total.1 + n);
         }
         Some(total)
     });
-    // The lexical side's best records are feedback only where the vectors do not call them
-    // unrelated: a paraphrase shares no words with its answer, and its lexical top three are
-    // then incidental matches that would pull the query away from what it means.
-    let feedback: Vec<Vec<f32>> = lexical
+    // Each feedback record at the passage the vector side matched best (its first, if the
+    // vector side did not find it).
+    let (chosen, feedback) =
+        vector_feedback(parts, query_vector, &lexical, |id| vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2));
+    let (moved, found) = match guess {
+        Some(g) if g.chosen == chosen => (g.moved, Some(g.found)),
+        _ => (x::rocchio(query_vector, &feedback), None),
+    };
+    // A side whose query the feedback left as it was would find the first pass's list again
+    // (the same query on the same index), so it is not asked twice: no feedback word (every
+    // word of the best records common, as in a memory of one project's similar facts), or no
+    // feedback record (the lexical side's best all unrelated to the query).
+    let (new_terms, new_vector) = (!terms.is_empty(), moved.as_slice() != query_vector);
+    let lexical = if new_terms {
+        let mut lex = Vec::new();
+        for p in parts {
+            let hits = p.search_lexical_expanded(query, &terms, crate::recall::CANDIDATES)?;
+            lex.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
+        }
+        merge_hits(lex, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect()
+    } else {
+        lexical
+    };
+    let vector = match found {
+        _ if !new_vector => vector,
+        Some(found) => found,
+        None => vector_pass(parts, &moved)?,
+    };
+    let expansion = x::Expansion { reason, terms: terms.into_iter().map(|t| t.0).collect(), feedback: feedback.len() };
+    Ok((lexical, vector, Some(expansion)))
+}
+
+/// An expansion's vector side: the lexical side's best [`crate::recall::expand::FEEDBACK`]
+/// records, each at the passage `passage_of` gives (record, passage), and the vectors of those
+/// the vectors do not call unrelated: a paraphrase shares no words with its answer, and its
+/// lexical top three are then incidental matches that would pull the query away from what it
+/// means.
+fn vector_feedback(
+    parts: &[&crate::index::Indexes],
+    query_vector: &[f32],
+    lexical: &[(RecordId, f32)],
+    passage_of: impl Fn(&RecordId) -> usize,
+) -> (Vec<(RecordId, usize)>, Vec<Vec<f32>>) {
+    let chosen: Vec<(RecordId, usize)> =
+        lexical.iter().take(crate::recall::expand::FEEDBACK).map(|(id, _)| (*id, passage_of(id))).collect();
+    let feedback = chosen
         .iter()
-        .take(x::FEEDBACK)
-        .filter_map(|(id, _)| {
-            let passage = vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2);
-            parts.iter().find_map(|p| p.indexes.passage_vector(*id, passage))
-        })
+        .filter_map(|(id, passage)| parts.iter().find_map(|p| p.passage_vector(*id, *passage)))
         .filter(|v| crate::embed::cosine(query_vector, v) >= crate::recall::MIN_SIMILARITY)
         .collect();
-    let moved = x::rocchio(query_vector, &feedback);
-    let (mut lex, mut vec) = (Vec::new(), Vec::new());
+    (chosen, feedback)
+}
+
+/// Every part's vector candidates for `query`, merged.
+fn vector_pass(parts: &[&crate::index::Indexes], query: &[f32]) -> Result<Vec<VectorHit>> {
+    let mut found = Vec::new();
     for p in parts {
-        let hits = p.indexes.search_lexical_expanded(query, &terms, crate::recall::CANDIDATES)?;
-        lex.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
-        vec.push(p.indexes.search_passages(&moved, crate::recall::CANDIDATES)?);
+        found.push(p.search_passages(query, crate::recall::CANDIDATES)?);
     }
-    let lexical = merge_hits(lex, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
-    let expansion = x::Expansion { reason, terms: terms.into_iter().map(|t| t.0).collect(), feedback: feedback.len() };
-    Ok((lexical, merge_hits(vec, crate::recall::CANDIDATES), Some(expansion)))
+    Ok(merge_hits(found, crate::recall::CANDIDATES))
+}
+
+/// Every part's lexical candidates for `query`, merged.
+fn lexical_pass(parts: &[&crate::index::Indexes], query: &str) -> Result<Vec<(RecordId, f32)>> {
+    let mut lexical = Vec::new();
+    for p in parts {
+        let hits = p.search_lexical(query, crate::recall::CANDIDATES)?;
+        lexical.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
+    }
+    Ok(merge_hits(lexical, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect())
+}
+
+/// An expansion's vector pass made beside the first one, before it is known whether the first
+/// pass is weak: in an index searched through its graph (more than
+/// [`crate::index::vectors::EXACT_UP_TO`] vectors) each pass costs a millisecond or two, and the
+/// two passes then run on two cores. The guess is that each feedback record's passage is its
+/// first (the usual case: a fact short enough for one passage); the expansion uses the guess
+/// only if the passages it chooses are those, so that the moved query, and what it found, are
+/// the same as if it had been asked after the first pass.
+struct Guess {
+    chosen: Vec<(RecordId, usize)>,
+    moved: Vec<f32>,
+    found: Vec<VectorHit>,
+}
+
+impl Guess {
+    fn make(parts: &[&crate::index::Indexes], query_vector: &[f32], lexical: &[(RecordId, f32)]) -> Result<Guess> {
+        let (chosen, feedback) = vector_feedback(parts, query_vector, lexical, |_| 0);
+        let moved = crate::recall::expand::rocchio(query_vector, &feedback);
+        let found = if moved.as_slice() == query_vector { Vec::new() } else { vector_pass(parts, &moved)? };
+        Ok(Guess { chosen, moved, found })
+    }
 }
 
 /// A vector candidate: record, cosine similarity, the passage that matched best.
@@ -261,7 +332,7 @@ type VectorHit = (RecordId, f32, usize);
 /// records, and scoring by it ranked them above what the query means (SciFact train nDCG@10
 /// 0.7189 scored by the moved vector, docs/recall.md).
 fn by_query(
-    parts: &[Source<'_>],
+    parts: &[&crate::index::Indexes],
     query: &[f32],
     vector: Vec<VectorHit>,
     lexical: &[(RecordId, f32)],
@@ -273,7 +344,7 @@ fn by_query(
     let mut seen = std::collections::HashSet::new();
     let mut all = Vec::new();
     for p in parts {
-        all.extend(p.indexes.similarities(&ids, query).into_iter().filter(|m| seen.insert(m.0)));
+        all.extend(p.similarities(&ids, query).into_iter().filter(|m| seen.insert(m.0)));
     }
     let (mut again, measured): (Vec<_>, Vec<_>) = all.into_iter().partition(|m| in_vector.contains(&m.0));
     if !rescore {
@@ -293,42 +364,42 @@ pub(crate) fn candidates(
     req: &crate::recall::Request,
     embedder: Option<&mut dyn crate::embed::Embedder>,
 ) -> Result<crate::recall::Found> {
-    // The vector side first: while the model embeds the query, a catch-up of the lexical index
+    // The query's embedding first: while the model embeds it, a catch-up of the lexical index
     // may still be committing behind (`Lexical::add_behind`), and the lexical search waits for it.
-    let semantic_indexes = parts.iter().all(|p| p.indexes.vectors.is_some());
-    let (vector, semantic, query_vector) = match embedder {
-        Some(e) if semantic_indexes => {
+    let semantic = parts.iter().all(|p| p.indexes.vectors.is_some());
+    let query_vector = match embedder {
+        Some(e) if semantic => {
             let q = e.embed(std::slice::from_ref(&req.query)).map_err(crate::index::IndexError::Embed)?;
-            let q = q.into_iter().next().unwrap_or_default();
-            let mut found = Vec::new();
-            for p in parts {
-                found.push(p.indexes.search_passages(&q, crate::recall::CANDIDATES)?);
-            }
-            (merge_hits(found, crate::recall::CANDIDATES), true, Some((e.model_id().to_string(), q)))
+            Some((e.model_id().to_string(), q.into_iter().next().unwrap_or_default()))
         }
-        _ => (Vec::new(), false, None),
+        _ => None,
     };
-    let mut lexical = Vec::new();
-    for p in parts {
-        let hits = p.indexes.search_lexical(&req.query, crate::recall::CANDIDATES)?;
-        lexical.push(hits.into_iter().map(|(id, s)| (id, s, ())).collect());
-    }
-    let lexical: Vec<(RecordId, f32)> =
-        merge_hits(lexical, crate::recall::CANDIDATES).into_iter().map(|(id, s, ())| (id, s)).collect();
-    let (lexical, vector, expanded) = match &query_vector {
-        Some((_, q)) => expand(parts, state, req, q, lexical, vector)?,
-        _ => (lexical, vector, None),
+    let indexes: Vec<&crate::index::Indexes> = parts.iter().map(|p| p.indexes).collect();
+    let Some((_, q)) = &query_vector else {
+        let lexical = lexical_pass(&indexes, &req.query)?;
+        return Ok(crate::recall::Found { lexical, semantic: false, ..Default::default() });
     };
-    let (vector, measured) = match &query_vector {
-        Some((_, q)) => by_query(parts, q, vector, &lexical, expanded.is_some()),
-        None => (vector, Vec::new()),
-    };
+    // Then both sides at once, the lexical one on a second thread (with, in a large index, the
+    // expansion's vector pass guessed: see [`Guess`]). Each side gives what it gives alone.
+    let guess = req.expand != crate::recall::expand::When::Never && parts.iter().any(|p| p.indexes.searches_graph());
+    let (vector, side) = std::thread::scope(|scope| {
+        let side = scope.spawn(|| -> Result<_> {
+            let lexical = lexical_pass(&indexes, &req.query)?;
+            let guess = if guess { Some(Guess::make(&indexes, q, &lexical)?) } else { None };
+            Ok((lexical, guess))
+        });
+        let vector = vector_pass(&indexes, q);
+        (vector, side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    let (lexical, guess) = side?;
+    let (lexical, vector, expanded) = expand(&indexes, state, req, q, (lexical, vector?), guess)?;
+    let (vector, measured) = by_query(&indexes, q, vector, &lexical, expanded.is_some());
     let passages = vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
     Ok(crate::recall::Found {
         lexical,
         vector: vector.into_iter().map(|(id, s, _)| (id, s)).collect(),
         measured: measured.into_iter().map(|(id, s, _)| (id, s)).collect(),
-        semantic,
+        semantic: true,
         query_vector,
         expanded,
         passages,
@@ -402,6 +473,100 @@ mod tests {
     use crate::api::write::plan::{Destination, WritePlan};
     use crate::api::write::{AddRequest, WriteContext};
     use crate::store::{Identity, Store, StoreOptions};
+
+    /// The expansion's vector pass made beside the first one ([`Guess`]) changes nothing: with
+    /// a guess or without, every query's expanded lists and report are the same, whether the
+    /// guess holds (short facts: their first passage is their only one) or not (a long record
+    /// whose best passage is a later one is among the lexical side's best), and both cases occur.
+    #[test]
+    fn an_expansion_guessed_beside_the_first_pass_is_the_expansion_made_after_it() {
+        use crate::embed::Embedder;
+        use crate::record::{Fact, FactType, Kind};
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut embedder = crate::embed::HashEmbedder::new(64);
+        let record = |subject: String, body: String, i: i64| {
+            let r = Record {
+                kind: Kind::Fact,
+                payload: Payload::Fact(Fact::new(FactType::Pattern, subject)),
+                author: "Ada <ada@example.com>".into(),
+                created_at: Timestamp(1_770_000_000 + i),
+                body,
+            };
+            (r.encode().0, r)
+        };
+        let topics = ["queue", "cache", "ledger", "deploy", "schema", "token", "shard"];
+        let mut records: Vec<(RecordId, Record)> = (0..200)
+            .map(|i| {
+                let (a, b) = (topics[i % 7], topics[(i / 7) % 7]);
+                record(format!("The {a} waits for the {b} in service {}", i % 11), format!("Note {i}."), i as i64)
+            })
+            .collect();
+        // Long records whose later passages are about one topic each.
+        for l in 0..4 {
+            let body: String = (0..6)
+                .map(|p| {
+                    format!("## Part {p}\n\n{}\n\n", format!("{} retries part{p} ", topics[(l + p) % 7]).repeat(40))
+                })
+                .collect();
+            records.push(record(format!("Runbook {l}"), body, 500 + l as i64));
+        }
+        let state = crate::state::fold(records);
+        let (indexes, _) = crate::index::Indexes::open(
+            &tmp.path().join("i"),
+            &state,
+            &["t".into()],
+            &|_| None,
+            Some(&mut embedder),
+            true,
+            &mut |_, _| {},
+        )
+        .expect("open");
+        let parts = [&indexes];
+        let (mut held, mut dropped) = (0, 0);
+        for query in [
+            "queue retries part3",
+            "cache retries part2 service 4",
+            "retries part1",
+            "deploy retries",
+            "ledger waits",
+            "schema part5",
+            "token",
+            "the shard in service 3",
+        ] {
+            // Words nothing holds lower the best cosine below the expansion's threshold.
+            let query = format!("{query} with zebra giraffe okapi walrus and more");
+            let query = query.as_str();
+            let q = embedder.embed(&[query.to_string()]).expect("embed").remove(0);
+            let req = crate::recall::Request {
+                query: query.into(),
+                k: 10,
+                budget: 10_000,
+                types: Vec::new(),
+                area: None,
+                now: Timestamp(1_780_000_000),
+                as_of: None,
+                origins: None,
+                fetched: None,
+                fusion: Default::default(),
+                floor: 0.0,
+                expand: crate::recall::expand::When::Weak,
+                pin: None,
+            };
+            let lexical = lexical_pass(&parts, query).expect("lexical");
+            let vector = vector_pass(&parts, &q).expect("vector");
+            let guess = Guess::make(&parts, &q, &lexical).expect("guess");
+            let (chosen, _) =
+                vector_feedback(&parts, &q, &lexical, |id| vector.iter().find(|v| v.0 == *id).map_or(0, |v| v.2));
+            let same = guess.chosen == chosen;
+            let after = expand(&parts, &state, &req, &q, (lexical.clone(), vector.clone()), None).expect("after");
+            let beside = expand(&parts, &state, &req, &q, (lexical, vector), Some(guess)).expect("beside");
+            assert_eq!(beside, after, "{query}");
+            if after.2.is_some() {
+                (held, dropped) = if same { (held + 1, dropped) } else { (held, dropped + 1) };
+            }
+        }
+        assert!(held > 0 && dropped > 0, "the guess held {held} times and was dropped {dropped} times");
+    }
 
     /// What a catch-up of the caches is told was added since an older tip: read from this
     /// process's own commits when one chain of them leads there, the same as the tree diff says;
