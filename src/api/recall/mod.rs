@@ -382,18 +382,25 @@ pub(crate) fn candidates(
     // Then both sides at once, the lexical one on a second thread (with, in a large index, the
     // expansion's vector pass guessed: see [`Guess`]). Each side gives what it gives alone.
     let guess = req.expand != crate::recall::expand::When::Never && parts.iter().any(|p| p.indexes.searches_graph());
+    let indexes = indexes.as_slice();
+    let side = || -> Result<_> {
+        let lexical = lexical_pass(indexes, &req.query)?;
+        let guess = if guess { Some(Guess::make(indexes, q, &lexical)?) } else { None };
+        Ok((lexical, guess))
+    };
     let (vector, side) = std::thread::scope(|scope| {
-        let side = scope.spawn(|| -> Result<_> {
-            let lexical = lexical_pass(&indexes, &req.query)?;
-            let guess = if guess { Some(Guess::make(&indexes, q, &lexical)?) } else { None };
-            Ok((lexical, guess))
-        });
-        let vector = vector_pass(&indexes, q);
-        (vector, side.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        // A thread that cannot be started leaves the lexical side to this one, after the vectors.
+        let beside = std::thread::Builder::new().name("neo-recall".into()).spawn_scoped(scope, side).ok();
+        let vector = vector_pass(indexes, q);
+        let side = match beside {
+            Some(thread) => thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            None => side(),
+        };
+        (vector, side)
     });
     let (lexical, guess) = side?;
-    let (lexical, vector, expanded) = expand(&indexes, state, req, q, (lexical, vector?), guess)?;
-    let (vector, measured) = by_query(&indexes, q, vector, &lexical, expanded.is_some());
+    let (lexical, vector, expanded) = expand(indexes, state, req, q, (lexical, vector?), guess)?;
+    let (vector, measured) = by_query(indexes, q, vector, &lexical, expanded.is_some());
     let passages = vector.iter().chain(&measured).map(|(id, _, p)| (*id, *p)).collect();
     Ok(crate::recall::Found {
         lexical,
