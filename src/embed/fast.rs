@@ -115,7 +115,6 @@ fn spin_config(spin: Spin) -> [(&'static str, &'static str); 3] {
 pub struct FastEmbedder {
     model: fastembed::TextEmbedding,
     token_budget: usize,
-    window: usize,
     /// [`RunOptions::int8`]: one text per call, and the int8 model id.
     int8: bool,
 }
@@ -178,7 +177,7 @@ impl FastEmbedder {
             options.with_execution_providers(vec![ort::ep::CPU::default().with_arena_allocator(run.arena).build()]);
         let model = fastembed::TextEmbedding::try_new_from_user_defined(model, options)
             .map_err(|e| EmbedError::Model(e.to_string()))?;
-        Ok(FastEmbedder { model, token_budget: run.token_budget.max(run.window), window: run.window, int8: run.int8 })
+        Ok(FastEmbedder { model, token_budget: run.token_budget.max(run.window), int8: run.int8 })
     }
 
     /// The underlying fastembed model, for measuring git-neo's overhead against it.
@@ -227,19 +226,16 @@ impl Embedder for FastEmbedder {
             return Ok(Vec::new());
         }
         let model_err = |e: String| EmbedError::Model(e);
-        // Token counts (cut at the window). One text alone is not worth the extra pass, nor are
-        // texts that each go alone.
-        let lengths: Vec<usize> = if texts.len() == 1 || self.int8 {
-            vec![self.window]
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        // Each text alone on int8 (see `RunOptions::int8`), and one text is its own batch;
+        // otherwise batches by token count (cut at the window), read in one extra pass.
+        let batches: Vec<Vec<usize>> = if self.int8 || texts.len() == 1 {
+            (0..texts.len()).map(|i| vec![i]).collect()
         } else {
             let inputs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let encodings = self.model.tokenizer.encode_batch(inputs, true).map_err(|e| model_err(e.to_string()))?;
-            encodings.iter().map(|e| e.get_attention_mask().iter().filter(|&&m| m == 1).count()).collect()
-        };
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        let batches = if self.int8 {
-            (0..texts.len()).map(|i| vec![i]).collect()
-        } else {
+            let lengths: Vec<usize> =
+                encodings.iter().map(|e| e.get_attention_mask().iter().filter(|&&m| m == 1).count()).collect();
             plan_batches(&lengths, self.token_budget)
         };
         for batch in batches {
