@@ -385,7 +385,9 @@ pub(crate) fn candidates(
     let indexes = indexes.as_slice();
     let side = || -> Result<_> {
         let lexical = lexical_pass(indexes, &req.query)?;
-        let guess = if guess { Some(Guess::make(indexes, q, &lexical)?) } else { None };
+        // A guess that fails is no guess: the expansion, if there is one, searches again and
+        // meets the failure itself.
+        let guess = if guess { Guess::make(indexes, q, &lexical).ok() } else { None };
         Ok((lexical, guess))
     };
     let (vector, side) = std::thread::scope(|scope| {
